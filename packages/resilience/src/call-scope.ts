@@ -1,0 +1,97 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { type Clock, systemClock } from "./clock.js";
+
+/**
+ * Everything a unit of work inherits from the request that caused it: the
+ * absolute deadline, the signal that fires when the caller goes away, and
+ * the ids that travel to downstream calls.
+ *
+ * The runtime's server interceptor creates one scope per inbound request and
+ * runs the handler inside it; client interceptors and the database package
+ * read it with `currentScope()` so that handlers never pass deadlines by hand.
+ */
+export interface CallScope {
+  /** Absolute deadline on `clock`'s scale. */
+  readonly deadlineAt: number;
+  readonly clock: Clock;
+  /**
+   * Aborts when the deadline passes, the caller cancels or disconnects, or
+   * the server shuts down. Its `reason` is an `AbortReason`.
+   */
+  readonly signal: AbortSignal;
+  /** Correlates log lines across hops; forwarded as `x-request-id`. */
+  readonly requestId: string;
+  /** Fully qualified procedure that created this scope, e.g. `/pricing.v1.PricingService/GetPrices`. */
+  readonly procedure: string;
+}
+
+/** Why a scope's signal aborted. */
+export type AbortReason = "deadline" | "cancelled" | "shutdown";
+
+const storage = new AsyncLocalStorage<CallScope>();
+
+/** The scope of the request being served, if any. */
+export function currentScope(): CallScope | undefined {
+  return storage.getStore();
+}
+
+/** Runs `fn` so that `currentScope()` returns `scope` inside it (and in everything it awaits). */
+export function runInScope<T>(scope: CallScope, fn: () => T): T {
+  return storage.run(scope, fn);
+}
+
+/** Milliseconds left before `scope`'s deadline; negative when it has passed. */
+export function remainingMs(scope: CallScope): number {
+  return scope.deadlineAt - scope.clock.now();
+}
+
+/** The reason a scope aborted, or undefined while it is live. */
+export function abortReason(scope: CallScope): AbortReason | undefined {
+  if (!scope.signal.aborted) return undefined;
+  const reason: unknown = scope.signal.reason;
+  return reason === "deadline" || reason === "cancelled" || reason === "shutdown" ? reason : "cancelled";
+}
+
+export interface CreateScopeOptions {
+  timeoutMs: number;
+  requestId: string;
+  procedure: string;
+  /** Signals whose abort means the caller went away (Connect's `ctx.signal`, shutdown). */
+  parentSignals?: AbortSignal[];
+  clock?: Clock;
+}
+
+/**
+ * Creates a scope whose signal aborts with reason "deadline" after
+ * `timeoutMs`, or with "cancelled"/"shutdown" when a parent signal aborts.
+ * `dispose()` clears the timer; call it when the request is done.
+ */
+export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): void } {
+  const clock = opts.clock ?? systemClock;
+  const controller = new AbortController();
+  const deadlineAt = clock.now() + opts.timeoutMs;
+  const timer = setTimeout(() => controller.abort("deadline"), Math.max(0, opts.timeoutMs));
+  timer.unref?.();
+  const onParentAbort = (ev: Event) => {
+    const parent = ev.target as AbortSignal;
+    controller.abort(parent.reason === "shutdown" ? "shutdown" : clock.now() >= deadlineAt ? "deadline" : "cancelled");
+  };
+  for (const s of opts.parentSignals ?? []) {
+    if (s.aborted) {
+      controller.abort(s.reason === "shutdown" ? "shutdown" : "cancelled");
+      break;
+    }
+    s.addEventListener("abort", onParentAbort, { once: true });
+  }
+  return {
+    deadlineAt,
+    clock,
+    signal: controller.signal,
+    requestId: opts.requestId,
+    procedure: opts.procedure,
+    dispose() {
+      clearTimeout(timer);
+      for (const s of opts.parentSignals ?? []) s.removeEventListener("abort", onParentAbort);
+    },
+  };
+}
