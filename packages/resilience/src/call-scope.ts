@@ -73,12 +73,11 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
   const timer = setTimeout(() => controller.abort("deadline"), Math.max(0, opts.timeoutMs));
   timer.unref?.();
   const onParentAbort = (ev: Event) => {
-    const parent = ev.target as AbortSignal;
-    controller.abort(parent.reason === "shutdown" ? "shutdown" : clock.now() >= deadlineAt ? "deadline" : "cancelled");
+    controller.abort(classifyParentAbort((ev.target as AbortSignal).reason, clock.now() >= deadlineAt));
   };
   for (const s of opts.parentSignals ?? []) {
     if (s.aborted) {
-      controller.abort(s.reason === "shutdown" ? "shutdown" : "cancelled");
+      controller.abort(classifyParentAbort(s.reason, clock.now() >= deadlineAt));
       break;
     }
     s.addEventListener("abort", onParentAbort, { once: true });
@@ -94,4 +93,16 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
       for (const s of opts.parentSignals ?? []) s.removeEventListener("abort", onParentAbort);
     },
   };
+}
+
+/**
+ * A parent signal may abort because of the same deadline (Connect's own
+ * timer, armed from the same header a moment earlier than ours), because the
+ * caller went away, or because the server is shutting down.
+ */
+function classifyParentAbort(reason: unknown, pastDeadline: boolean): AbortReason {
+  if (reason === "shutdown") return "shutdown";
+  // 4 is Code.DeadlineExceeded; compared by value to keep this file free of Connect.
+  if (reason === "deadline" || pastDeadline || (reason as { code?: unknown } | undefined)?.code === 4) return "deadline";
+  return "cancelled";
 }

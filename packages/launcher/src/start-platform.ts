@@ -1,0 +1,149 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { findFreePort, startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
+import { ServiceProcess } from "./service-process.js";
+
+export const serviceNames = ["pricing", "orders", "checkout", "gateway"] as const;
+export type ServiceName = (typeof serviceNames)[number];
+
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+
+export const defaultPorts: Record<ServiceName, { port: number; adminPort: number }> = {
+  gateway: { port: 8080, adminPort: 9080 },
+  checkout: { port: 8081, adminPort: 9081 },
+  orders: { port: 8082, adminPort: 9082 },
+  pricing: { port: 8083, adminPort: 9083 },
+};
+
+export interface PlatformOptions {
+  /** PostgreSQL data (when embedded) goes to `<dataDir>/postgres`, service logs to `<dataDir>/logs`. */
+  dataDir: string;
+  /** Use this PostgreSQL instead of starting the embedded one. */
+  databaseUrl?: string;
+  host?: string;
+  /** Fixed ports; 0 or absent with `freePorts` picks free ones. */
+  ports?: Partial<Record<ServiceName, { port: number; adminPort: number }>>;
+  /** Pick free ports for everything not given in `ports` (tests). */
+  freePorts?: boolean;
+  /** Port of the embedded PostgreSQL; default: a free port. */
+  postgresPort?: number;
+  /** Environment for every service (e.g. LOG_LEVEL), then per service. */
+  env?: Record<string, string>;
+  serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
+  /** Progress lines for a human. */
+  onProgress?: (line: string) => void;
+  readyTimeoutMs?: number;
+}
+
+export interface RunningService {
+  name: ServiceName;
+  port: number;
+  adminPort: number;
+  /** http://host:port */
+  url: string;
+  adminUrl: string;
+  process: ServiceProcess;
+  logFile: string;
+}
+
+export interface Platform {
+  gatewayUrl: string;
+  databaseUrl: string;
+  services: Record<ServiceName, RunningService>;
+  /** The embedded database, when we started it. */
+  postgres: EmbeddedPostgres | undefined;
+  /** Stops services (draining), then the embedded database. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts PostgreSQL (embedded unless a URL is given) and the four services
+ * as separate processes talking Connect over the network, the way
+ * `npm start` and the end-to-end tests do; resolves when every service
+ * reports that it serves.
+ */
+export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
+  const host = opts.host ?? "127.0.0.1";
+  const progress = opts.onProgress ?? (() => {});
+  const logDir = join(opts.dataDir, "logs");
+  mkdirSync(logDir, { recursive: true });
+
+  let postgres: EmbeddedPostgres | undefined;
+  let databaseUrl = opts.databaseUrl;
+  if (databaseUrl === undefined) {
+    const started = performance.now();
+    postgres = await startEmbeddedPostgres({
+      dataDir: join(opts.dataDir, "postgres"),
+      port: opts.postgresPort ?? 0,
+      host,
+    });
+    databaseUrl = postgres.url;
+    progress(`postgres   ready on ${host}:${postgres.port} (embedded, ${Math.round(performance.now() - started)} ms, data in ${join(opts.dataDir, "postgres")})`);
+  }
+
+  const ports = {} as Record<ServiceName, { port: number; adminPort: number }>;
+  for (const name of serviceNames) {
+    const given = opts.ports?.[name];
+    ports[name] = given ?? (opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : defaultPorts[name]);
+  }
+  const url = (name: ServiceName) => `http://${host}:${ports[name].port}`;
+
+  const services = {} as Record<ServiceName, RunningService>;
+  for (const name of serviceNames) {
+    const logFile = join(logDir, `${name}.log`);
+    const env: Record<string, string> = {
+      HOST: host,
+      PORT: String(ports[name].port),
+      ADMIN_PORT: String(ports[name].adminPort),
+      PRICING_URL: url("pricing"),
+      ORDERS_URL: url("orders"),
+      CHECKOUT_URL: url("checkout"),
+      ...(name === "orders" || name === "pricing" ? { DATABASE_URL: databaseUrl } : {}),
+      ...opts.env,
+      ...opts.serviceEnv?.[name],
+    };
+    const proc = new ServiceProcess(
+      { name, entry: join(repoRoot, "services", name, "src", "main.ts"), env, logFile },
+      {
+        onExit: (n, code, signal, restartInMs) =>
+          progress(
+            restartInMs === undefined
+              ? `${n} exited (${signal ?? code}) and will not be restarted`
+              : `${n} exited (${signal ?? code}); restarting in ${restartInMs} ms`,
+          ),
+      },
+    );
+    services[name] = {
+      name,
+      ...ports[name],
+      url: url(name),
+      adminUrl: `http://${host}:${ports[name].adminPort}`,
+      process: proc,
+      logFile,
+    };
+  }
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // Edge first, so nothing new enters while the inside drains.
+      for (const name of [...serviceNames].reverse()) await services[name].process.stop(15_000);
+      await postgres?.stop("fast");
+    })());
+
+  try {
+    for (const name of serviceNames) services[name].process.start();
+    await Promise.all(
+      serviceNames.map(async (name) => {
+        await services[name].process.whenReady(opts.readyTimeoutMs ?? 60_000);
+        progress(`${name.padEnd(10)} ready on ${services[name].url} (pid ${services[name].process.pid}, metrics ${services[name].adminUrl}/metrics)`);
+      }),
+    );
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+
+  return { gatewayUrl: url("gateway"), databaseUrl, services, postgres, stop };
+}

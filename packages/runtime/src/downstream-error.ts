@@ -1,0 +1,80 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
+/**
+ * Codes that describe the caller's request rather than the dependency's
+ * health: passed up unchanged so the user reads the same precise message.
+ */
+const callerCodes = new Set<Code>([
+  Code.InvalidArgument,
+  Code.NotFound,
+  Code.AlreadyExists,
+  Code.FailedPrecondition,
+  Code.PermissionDenied,
+  Code.Unauthenticated,
+  Code.OutOfRange,
+  Code.Unimplemented,
+]);
+
+/** Response metadata that may cross a hop: the server's pushback hint. */
+const forwardedMetadata = ["retry-after", "grpc-retry-pushback-ms"];
+
+export interface DownstreamFailureContext {
+  dependency: string;
+  /** Our own deadline for this call had passed when it failed. */
+  ownDeadlinePassed: boolean;
+  /** Our caller went away (its signal aborted for a reason other than the deadline). */
+  callerCancelled: boolean;
+}
+
+/**
+ * Maps an error from a downstream call to the error this hop answers with.
+ *
+ * Deliberately never rethrows the downstream ConnectError: in connect-es
+ * 2.1.2 that copies the dependency's wire headers into our response and can
+ * corrupt it. And a failure caused by our own deadline is DEADLINE_EXCEEDED
+ * even when HTTP/2 reported it as an internal stream reset.
+ */
+export function mapDownstreamError(e: unknown, ctx: DownstreamFailureContext): ConnectError {
+  const err = ConnectError.from(e);
+  if (ctx.ownDeadlinePassed) {
+    return new ConnectError(`${ctx.dependency}: no answer before the deadline`, Code.DeadlineExceeded);
+  }
+  if (ctx.callerCancelled) {
+    return new ConnectError(`${ctx.dependency}: call abandoned because the caller went away`, Code.Canceled);
+  }
+  let out: ConnectError;
+  if (callerCodes.has(err.code)) {
+    out = new ConnectError(err.rawMessage, err.code);
+    out.details.push(...err.details);
+  } else if (isRefusedStream(e)) {
+    // GOAWAY / REFUSED_STREAM: the server never processed the request.
+    out = new ConnectError(`${ctx.dependency}: request refused before processing`, Code.Unavailable);
+    neverProcessed.add(out);
+  } else {
+    out = new ConnectError(`${ctx.dependency}: ${err.rawMessage}`, err.code);
+    out.details.push(...err.details);
+  }
+  for (const name of forwardedMetadata) {
+    const v = err.metadata.get(name);
+    if (v !== null) out.metadata.set(name, v);
+  }
+  return out;
+}
+
+const neverProcessed = new WeakSet<ConnectError>();
+
+/** True when the mapped error proves the dependency never processed the request (safe to retry). */
+export function wasNeverProcessed(e: ConnectError): boolean {
+  return neverProcessed.has(e);
+}
+
+function isRefusedStream(e: unknown): boolean {
+  for (let c: unknown = e, depth = 0; c !== undefined && c !== null && depth < 5; depth++) {
+    const m = (c as { message?: unknown }).message;
+    const code = (c as { code?: unknown }).code;
+    if (code === "ERR_HTTP2_STREAM_ERROR" && typeof m === "string" && m.includes("NGHTTP2_REFUSED_STREAM")) return true;
+    if (typeof m === "string" && m.includes("NGHTTP2_REFUSED_STREAM")) return true;
+    c = (c as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -1,0 +1,186 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import {
+  createScope,
+  abortReason,
+  remainingMs,
+  runInScope,
+  parseTimeoutHeader,
+  resolveInboundDeadline,
+  type CallScope,
+} from "@platform/resilience";
+import type { Logger } from "./logger.js";
+import type { DeadlineConfig } from "./server-config.js";
+import { deadlineMetrics, rpcServerMetrics } from "./metrics.js";
+import { requestIdFrom, requestIdHeader } from "./request-id.js";
+
+/**
+ * The inbound half of deadline propagation, plus the per-request log line
+ * and RPC metrics.
+ *
+ * For each request it resolves one deadline (the caller's, capped; or the
+ * configured default), creates a CallScope whose signal fires on that
+ * deadline or when the caller goes away, and runs the handler inside it, so
+ * that every downstream call and SQL statement below inherits the budget
+ * without handlers passing anything by hand.
+ *
+ * A handler that ignores its signal still answers at the deadline: the
+ * interceptor races it, answers DEADLINE_EXCEEDED, and counts the work that
+ * finishes later as work nobody waited for.
+ */
+export function inboundInterceptor(opts: {
+  deadline: DeadlineConfig;
+  logger: Logger;
+  /** Aborts every in-flight request when the drain period of a shutdown ends. */
+  shutdownSignal: AbortSignal;
+}): Interceptor {
+  const { deadline, logger, shutdownSignal } = opts;
+  const rpc = rpcServerMetrics();
+  const dl = deadlineMetrics();
+
+  return (next) => async (req) => {
+    const procedure = `/${req.service.typeName}/${req.method.name}`;
+    const started = performance.now();
+    const requestId = requestIdFrom(req.header);
+    const inbound = inboundTimeoutMs(req.header);
+    const resolved = resolveInboundDeadline({ headerMs: inbound, defaultMs: deadline.defaultMs, maxMs: deadline.maxMs });
+    if (resolved.source === "default") {
+      dl.missing.inc({ procedure });
+      // At the edge a missing deadline is normal (browsers, curl); below it,
+      // it means a caller bypassed propagation, which deserves a warning.
+      if (!deadline.edge) logger.warn({ procedure, requestId, fallbackMs: resolved.timeoutMs }, "request arrived without a deadline; applied the fallback");
+    } else if (resolved.source === "capped") {
+      dl.capped.inc({ procedure });
+    }
+    dl.remainingAtArrival.observe({ procedure }, resolved.timeoutMs / 1000);
+
+    const scope = createScope({
+      timeoutMs: resolved.timeoutMs,
+      requestId,
+      procedure,
+      parentSignals: [req.signal, shutdownSignal],
+    });
+    rpc.inFlight.inc({ procedure });
+    let code = Code.Unknown;
+    let error: ConnectError | undefined;
+    try {
+      const res = await runInScope(scope, () => raceScope(next(req), scope, procedure, dl.finishedAfterDeadline));
+      res.header.set(requestIdHeader, requestId);
+      code = -1 as Code; // "ok": Code has no member for success
+      return res;
+    } catch (e) {
+      error = toInboundError(e, scope, requestId, logger, procedure);
+      code = error.code;
+      error.metadata.set(requestIdHeader, requestId);
+      throw error;
+    } finally {
+      scope.dispose();
+      rpc.inFlight.dec({ procedure });
+      const codeName = codeLabel(code);
+      const seconds = (performance.now() - started) / 1000;
+      rpc.requests.inc({ procedure, code: codeName });
+      rpc.duration.observe({ procedure, code: codeName }, seconds);
+      const line = {
+        procedure,
+        code: codeName,
+        durationMs: Math.round(seconds * 1000 * 10) / 10,
+        requestId,
+        deadlineMs: resolved.timeoutMs,
+        deadlineSource: resolved.source,
+        ...(error ? { error: error.rawMessage } : {}),
+      };
+      if (error && isServerFault(error.code)) logger.warn(line, "rpc");
+      else logger.info(line, "rpc");
+    }
+  };
+}
+
+/** The caller's deadline in ms from the protocol's header, or undefined. */
+function inboundTimeoutMs(header: Headers): number | undefined {
+  for (const name of ["grpc-timeout", "connect-timeout-ms"]) {
+    const v = header.get(name);
+    if (v === null) continue;
+    const parsed = parseTimeoutHeader(name, v);
+    // Connect has already rejected malformed values with INVALID_ARGUMENT
+    // before interceptors run; anything left unparsable here gets the default.
+    if (parsed.ok) return parsed.ms;
+  }
+  return undefined;
+}
+
+/**
+ * Settles with the handler, or with DEADLINE_EXCEEDED / CANCELLED as soon as
+ * the scope aborts, whichever is first.
+ */
+function raceScope<T>(work: Promise<T>, scope: CallScope, procedure: string, late: { inc(l: { procedure: string }): void }): Promise<T> {
+  if (scope.signal.aborted) {
+    work.catch(() => {});
+    return Promise.reject(abortError(scope));
+  }
+  return new Promise<T>((resolve, reject) => {
+    let answered = false;
+    const onAbort = () => {
+      answered = true;
+      reject(abortError(scope));
+    };
+    scope.signal.addEventListener("abort", onAbort, { once: true });
+    const settle = () => {
+      scope.signal.removeEventListener("abort", onAbort);
+      if (answered || remainingMs(scope) < 0) late.inc({ procedure });
+    };
+    work.then(
+      (v) => {
+        settle();
+        if (!answered) resolve(v);
+      },
+      (e: unknown) => {
+        settle();
+        if (!answered) reject(e);
+      },
+    );
+  });
+}
+
+function abortError(scope: CallScope): ConnectError {
+  switch (abortReason(scope)) {
+    case "deadline":
+      return new ConnectError("deadline exceeded before the request completed", Code.DeadlineExceeded);
+    case "shutdown":
+      return new ConnectError("server is shutting down; retry on another instance", Code.Unavailable);
+    default:
+      return new ConnectError("request cancelled by the caller", Code.Canceled);
+  }
+}
+
+/**
+ * Every failure leaves as a deliberate ConnectError. Unexpected exceptions
+ * are logged with their stack and answered as INTERNAL without internals
+ * (a SQL error message is not for the caller).
+ */
+function toInboundError(e: unknown, scope: CallScope, requestId: string, logger: Logger, procedure: string): ConnectError {
+  if (e instanceof ConnectError) {
+    // A fresh error: never re-send headers a downstream response carried.
+    const out = new ConnectError(e.rawMessage, e.code);
+    out.details.push(...e.details);
+    for (const [k, v] of e.metadata) if (k === "retry-after" || k === "grpc-retry-pushback-ms") out.metadata.set(k, v);
+    return out;
+  }
+  if (scope.signal.aborted) return abortError(scope);
+  logger.error({ err: e, procedure, requestId }, "unexpected error in handler");
+  return new ConnectError(`internal error (request id ${requestId})`, Code.Internal);
+}
+
+function isServerFault(code: Code): boolean {
+  return code === Code.Internal || code === Code.Unknown || code === Code.DataLoss || code === Code.Unavailable;
+}
+
+const codeNames = new Map<number, string>(
+  Object.entries(Code)
+    .filter(([, v]) => typeof v === "number")
+    .map(([k, v]) => [v as number, k.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c : "_" + c)).toLowerCase()]),
+);
+
+/** "ok", or the gRPC-style snake_case name of a code, for metric labels and logs. */
+export function codeLabel(code: Code): string {
+  if ((code as number) === -1) return "ok";
+  return codeNames.get(code) ?? "unknown";
+}

@@ -1,0 +1,11 @@
+export { ConfigError, EnvReader, readEnv } from "./config.js";
+export { readServerConfig, type ServerConfig, type DeadlineConfig, type ServerDefaults } from "./server-config.js";
+export { createLogger, type Logger } from "./logger.js";
+export { register, rpcServerMetrics, rpcClientMetrics, deadlineMetrics } from "./metrics.js";
+export { HealthState } from "./health.js";
+export { serve, type ServeOptions, type RunningServer } from "./serve.js";
+export { runMain, exitConfigError, type ReadyMessage } from "./run-main.js";
+export { createDependencyClient, type DependencyClientOptions } from "./dependency-client.js";
+export { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";
+export { codeLabel } from "./inbound-interceptor.js";
+export { sendJson, sendText, type HttpEndpoint } from "./http-endpoints.js";

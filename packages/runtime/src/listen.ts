@@ -1,0 +1,149 @@
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+import { Duplex } from "node:stream";
+
+export type RequestHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+export interface Listener {
+  readonly port: number;
+  /** Stop accepting; tell HTTP/2 peers to go away (GOAWAY) and HTTP/1.1 peers to close. */
+  stopAccepting(): void;
+  /** Destroy every remaining connection. */
+  destroy(): void;
+  /** Resolves when every connection is gone. */
+  closed: Promise<void>;
+}
+
+const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/**
+ * Serves HTTP/2 without TLS (h2c, prior knowledge) and, when `http1` is set,
+ * HTTP/1.1 on the same port.
+ *
+ * `http2.createServer` refuses HTTP/1.1, but the gateway must serve
+ * browsers and curl (Connect JSON, gRPC-Web) and gRPC clients on one port.
+ * Each connection is then routed by its first bytes: the HTTP/2 connection
+ * preface goes to the HTTP/2 server, anything else to the HTTP/1.1 server.
+ * Internal services speak h2c only and skip the routing: the HTTP/2 session
+ * then reads the socket natively, without a JavaScript stream in between.
+ */
+export async function listen(opts: {
+  host: string;
+  port: number;
+  handler: RequestHandler;
+  /** Also accept HTTP/1.1 (the gateway, the operator port). */
+  http1: boolean;
+  /** Largest header block accepted, in bytes. */
+  maxHeaderBytes?: number;
+}): Promise<Listener> {
+  const maxHeaderBytes = opts.maxHeaderBytes ?? 16 * 1024;
+  const h1 = http.createServer({ maxHeaderSize: maxHeaderBytes }, opts.handler);
+  h1.keepAliveTimeout = 65_000;
+  const h2 = http2.createServer({ maxSessionMemory: 20, settings: { maxHeaderListSize: maxHeaderBytes } }, opts.handler);
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (s) => {
+    sessions.add(s);
+    s.on("close", () => sessions.delete(s));
+    // A misbehaving peer must never take the process down.
+    s.on("error", () => {});
+  });
+  // Malformed requests are answered with 400 by node and must not crash us.
+  h1.on("clientError", (_err, socket) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    else socket.destroy();
+  });
+
+  let accepting = true;
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    if (!accepting) {
+      socket.destroy();
+      return;
+    }
+    if (!opts.http1) {
+      h2.emit("connection", socket);
+      return;
+    }
+    let head = Buffer.alloc(0);
+    const route = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, preface.length);
+      const isH2 = head.subarray(0, n).equals(preface.subarray(0, n));
+      if (isH2 && head.length < preface.length) return; // need more bytes to decide
+      socket.off("data", route);
+      socket.pause();
+      if (isH2) {
+        // The HTTP/2 session reads the socket's native handle and would never
+        // see the bytes we already consumed: hand it a stream that replays them.
+        h2.emit("connection", replayingStream(socket, head));
+      } else {
+        socket.unshift(head);
+        h1.emit("connection", socket);
+      }
+      socket.resume();
+    };
+    socket.on("data", route);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as net.AddressInfo;
+  const closed = new Promise<void>((resolve) => server.on("close", () => resolve()));
+
+  return {
+    port: address.port,
+    stopAccepting() {
+      accepting = false;
+      server.close();
+      h1.close();
+      h1.closeIdleConnections();
+      for (const s of sessions) s.close(); // GOAWAY: in-flight streams finish, new ones go elsewhere
+    },
+    destroy() {
+      for (const s of sessions) s.destroy();
+      for (const sock of sockets) sock.destroy();
+    },
+    closed,
+  };
+}
+
+/** A duplex over `socket` whose readable side starts with `head`. */
+function replayingStream(socket: net.Socket, head: Buffer): Duplex {
+  const stream = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, _enc, cb) {
+      socket.write(chunk, cb);
+    },
+    final(cb) {
+      socket.end(cb);
+    },
+    destroy(err, cb) {
+      socket.destroy(err ?? undefined);
+      cb(err);
+    },
+  });
+  stream.push(head);
+  socket.on("data", (d: Buffer) => {
+    if (!stream.push(d)) socket.pause();
+  });
+  socket.on("end", () => stream.push(null));
+  socket.on("close", () => stream.destroy());
+  // http2 reads these off the socket it is given.
+  Object.assign(stream, { remoteAddress: socket.remoteAddress, remotePort: socket.remotePort, encrypted: false });
+  stream.on("error", () => {});
+  return stream;
+}

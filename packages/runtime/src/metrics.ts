@@ -1,0 +1,78 @@
+import { Counter, Gauge, Histogram, collectDefaultMetrics, register } from "prom-client";
+
+/**
+ * Every process exports one Prometheus registry (prom-client's default), so
+ * that the runtime, the database package and the resilience wiring all land
+ * on the same /metrics page. Metrics are created lazily and once, so two
+ * servers in one test process don't collide.
+ */
+export { register };
+
+function once<T>(name: string, create: () => T): T {
+  return (register.getSingleMetric(name) as T | undefined) ?? create();
+}
+
+const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export function rpcServerMetrics() {
+  return {
+    requests: once(
+      "rpc_server_requests_total",
+      () => new Counter({ name: "rpc_server_requests_total", help: "RPCs served, by procedure and status code.", labelNames: ["procedure", "code"] }),
+    ),
+    duration: once(
+      "rpc_server_duration_seconds",
+      () => new Histogram({ name: "rpc_server_duration_seconds", help: "Time to serve an RPC, by procedure and status code.", labelNames: ["procedure", "code"], buckets: latencyBuckets }),
+    ),
+    inFlight: once(
+      "rpc_server_in_flight",
+      () => new Gauge({ name: "rpc_server_in_flight", help: "RPCs being served now.", labelNames: ["procedure"] }),
+    ),
+  };
+}
+
+export function rpcClientMetrics() {
+  return {
+    calls: once(
+      "rpc_client_calls_total",
+      () => new Counter({ name: "rpc_client_calls_total", help: "Calls to a dependency (one per attempt), by dependency, procedure and status code.", labelNames: ["dependency", "procedure", "code"] }),
+    ),
+    duration: once(
+      "rpc_client_duration_seconds",
+      () => new Histogram({ name: "rpc_client_duration_seconds", help: "Duration of one call attempt to a dependency.", labelNames: ["dependency", "procedure"], buckets: latencyBuckets }),
+    ),
+  };
+}
+
+export function deadlineMetrics() {
+  return {
+    missing: once(
+      "deadline_missing_total",
+      () => new Counter({ name: "deadline_missing_total", help: "Inbound requests that arrived without a deadline and got the configured default/fallback.", labelNames: ["procedure"] }),
+    ),
+    capped: once(
+      "deadline_capped_total",
+      () => new Counter({ name: "deadline_capped_total", help: "Inbound deadlines longer than DEADLINE_MAX_MS, cut to it.", labelNames: ["procedure"] }),
+    ),
+    remainingAtArrival: once(
+      "deadline_remaining_at_arrival_seconds",
+      () => new Histogram({ name: "deadline_remaining_at_arrival_seconds", help: "Deadline left when a request arrives at this hop.", labelNames: ["procedure"], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30] }),
+    ),
+    finishedAfterDeadline: once(
+      "deadline_work_after_deadline_total",
+      () => new Counter({ name: "deadline_work_after_deadline_total", help: "Handlers that finished after their deadline: work nobody waited for.", labelNames: ["procedure"] }),
+    ),
+    rejectedBeforeStart: once(
+      "deadline_rejected_before_start_total",
+      () => new Counter({ name: "deadline_rejected_before_start_total", help: "Downstream calls not started because the remaining budget was below the minimum.", labelNames: ["dependency"] }),
+    ),
+  };
+}
+
+let defaultsCollected = false;
+/** Process metrics (CPU, memory, event loop lag, handles): collected once per process. */
+export function collectProcessMetrics(): void {
+  if (defaultsCollected) return;
+  defaultsCollected = true;
+  collectDefaultMetrics();
+}

@@ -1,0 +1,124 @@
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import { createLogger, type Logger } from "./logger.js";
+import { collectProcessMetrics } from "./metrics.js";
+import { HealthState, registerHealthService } from "./health.js";
+import { inboundInterceptor } from "./inbound-interceptor.js";
+import { listen, type Listener } from "./listen.js";
+import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
+import type { ServerConfig } from "./server-config.js";
+
+export interface ServeOptions {
+  config: ServerConfig;
+  /** Registers this service's implementations. */
+  routes: (router: ConnectRouter) => void;
+  /** The APIs served, for per-service health entries. */
+  services: DescService[];
+  logger?: Logger;
+  /** Extra interceptors, run inside the deadline scope. */
+  interceptors?: Interceptor[];
+  /** Extra operator endpoints on the admin port, keyed "METHOD /path". */
+  adminEndpoints?: Record<string, HttpEndpoint>;
+  /**
+   * Also serve HTTP/1.1 on the RPC port (Connect JSON from curl and browsers,
+   * gRPC-Web). The gateway does; internal services speak h2c only.
+   */
+  http1?: boolean;
+  /** Called after the last request has finished: close pools here. */
+  onShutdown?: () => Promise<void>;
+}
+
+export interface RunningServer {
+  readonly port: number;
+  readonly adminPort: number;
+  readonly logger: Logger;
+  readonly health: HealthState;
+  /** Drains (bounded by DRAIN_TIMEOUT_MS), then closes everything. Idempotent. */
+  shutdown(reason?: string): Promise<void>;
+}
+
+/**
+ * One call that serves a set of Connect routes the platform way: Connect,
+ * gRPC and gRPC-Web on one port (HTTP/1.1 and h2c), deadline capture and
+ * propagation, request logs, metrics, grpc.health.v1 and HTTP probes, an
+ * operator port, and graceful shutdown.
+ */
+export async function serve(opts: ServeOptions): Promise<RunningServer> {
+  const { config } = opts;
+  const logger = opts.logger ?? createLogger(config.serviceName, config.logLevel);
+  collectProcessMetrics();
+  const health = new HealthState(opts.services.map((s) => s.typeName));
+  const shutdownController = new AbortController();
+
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  const adapter = connectNodeAdapter({
+    routes(router) {
+      opts.routes(router);
+      registerHealthService(router, health);
+    },
+    interceptors: [inboundInterceptor({ deadline: config.deadline, logger, shutdownSignal: shutdownController.signal }), ...(opts.interceptors ?? [])],
+    readMaxBytes: config.readMaxBytes,
+    shutdownSignal: shutdownController.signal,
+    fallback(_req, res) {
+      res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+      res.end("not found\n");
+    },
+  });
+
+  const publicEndpoints = probeEndpoints(health);
+  const main = await listen({
+    host: config.host,
+    port: config.port,
+    http1: opts.http1 ?? false,
+    handler(req, res) {
+      if (dispatchEndpoint(publicEndpoints, req, res)) return;
+      inFlight++;
+      res.once("close", () => {
+        if (--inFlight === 0) drained?.();
+      });
+      adapter(req, res);
+    },
+  });
+
+  const adminEndpoints = { ...probeEndpoints(health), ...metricsEndpoint(), ...(opts.adminEndpoints ?? {}) };
+  const admin: Listener = await listen({
+    host: config.adminHost,
+    port: config.adminPort,
+    http1: true,
+    handler(req, res) {
+      if (!dispatchEndpoint(adminEndpoints, req, res)) sendText(res, 404, "not found\n");
+    },
+  });
+
+  health.setAll(true);
+  logger.info({ port: main.port, adminPort: admin.port }, "serving");
+
+  let shuttingDown: Promise<void> | undefined;
+  const shutdown = (reason = "shutdown") => {
+    shuttingDown ??= (async () => {
+      logger.info({ reason, inFlight }, "shutting down: refusing new requests, draining in-flight ones");
+      health.setAll(false);
+      main.stopAccepting();
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          setTimeout(resolve, config.drainTimeoutMs).unref();
+        });
+      }
+      if (inFlight > 0) logger.warn({ inFlight }, "drain period over: aborting the requests still running");
+      shutdownController.abort("shutdown");
+      // Give aborted handlers a moment to write their error, then cut.
+      await Promise.race([main.closed, new Promise((r) => setTimeout(r, 500).unref())]);
+      main.destroy();
+      admin.stopAccepting();
+      admin.destroy();
+      await opts.onShutdown?.();
+      logger.info("stopped");
+    })();
+    return shuttingDown;
+  };
+
+  return { port: main.port, adminPort: admin.port, logger, health, shutdown };
+}

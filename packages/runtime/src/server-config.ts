@@ -1,0 +1,66 @@
+import type { EnvReader } from "./config.js";
+
+/** What every service reads from its environment, whatever it does. */
+export interface ServerConfig {
+  serviceName: string;
+  host: string;
+  /** RPC port (Connect, gRPC, gRPC-Web; plus /healthz and /readyz). */
+  port: number;
+  /** Operator port: /metrics, probes, /admin. Never published to the outside. */
+  adminPort: number;
+  /** Interface of the operator port; defaults to HOST. */
+  adminHost: string;
+  logLevel: string;
+  /** Largest request message accepted, in bytes. */
+  readMaxBytes: number;
+  /** How long SIGTERM waits for in-flight requests before aborting them. */
+  drainTimeoutMs: number;
+  deadline: DeadlineConfig;
+}
+
+export interface DeadlineConfig {
+  /**
+   * The edge applies `defaultMs` to requests without a deadline as normal
+   * business; an inner service counts and logs them as a propagation bug and
+   * applies `defaultMs` as its fallback.
+   */
+  edge: boolean;
+  defaultMs: number;
+  /** Inbound deadlines are capped here: nobody gets to hold our resources for an hour. */
+  maxMs: number;
+  /** Time kept back from every downstream call to write our own response. */
+  hopReserveMs: number;
+  /** A downstream call is not started with less than this left. */
+  minBudgetMs: number;
+}
+
+export interface ServerDefaults {
+  port: number;
+  adminPort: number;
+  edge?: boolean;
+}
+
+/** Reads the common server settings; see README "Configuration" for each variable. */
+export function readServerConfig(r: EnvReader, serviceName: string, defaults: ServerDefaults): ServerConfig {
+  const edge = defaults.edge ?? false;
+  const defaultMs = r.int("DEADLINE_DEFAULT_MS", edge ? 3000 : 5000, { min: 1, max: 600_000 });
+  const maxMs = r.int("DEADLINE_MAX_MS", 30_000, { min: 1, max: 3_600_000 });
+  const host = r.string("HOST", "127.0.0.1");
+  return {
+    serviceName,
+    host,
+    adminHost: r.string("ADMIN_HOST", host),
+    port: r.int("PORT", defaults.port, { min: 0, max: 65535 }),
+    adminPort: r.int("ADMIN_PORT", defaults.adminPort, { min: 0, max: 65535 }),
+    logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
+    readMaxBytes: r.int("READ_MAX_BYTES", 64 * 1024, { min: 1024, max: 16 * 1024 * 1024 }),
+    drainTimeoutMs: r.int("DRAIN_TIMEOUT_MS", 10_000, { min: 0, max: 300_000 }),
+    deadline: {
+      edge,
+      defaultMs: Math.min(defaultMs, maxMs),
+      maxMs,
+      hopReserveMs: r.int("DEADLINE_HOP_RESERVE_MS", 5, { min: 0, max: 10_000 }),
+      minBudgetMs: r.int("DEADLINE_MIN_BUDGET_MS", 10, { min: 1, max: 10_000 }),
+    },
+  };
+}

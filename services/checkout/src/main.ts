@@ -1,0 +1,15 @@
+import { ordersV1, pricingV1 } from "@platform/proto";
+import { createDependencyClient, runMain, serve } from "@platform/runtime";
+import { CheckoutService } from "./checkout-service.js";
+import { loadConfig } from "./config.js";
+import { routes, services } from "./routes.js";
+
+runMain("checkout", async () => {
+  const config = loadConfig(process.env);
+  const { deadline } = config.server;
+  const impl = new CheckoutService({
+    orders: createDependencyClient(ordersV1.OrdersService, { dependency: "orders", baseUrl: config.ordersUrl, deadline }),
+    pricing: createDependencyClient(pricingV1.PricingService, { dependency: "pricing", baseUrl: config.pricingUrl, deadline }),
+  });
+  return serve({ config: config.server, services, routes: routes(impl) });
+});

@@ -1,0 +1,25 @@
+import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { checkoutV1 } from "@platform/proto";
+import { idempotencyKeyHeader, readIdempotencyKey } from "./idempotency-key.js";
+
+/**
+ * The public face of checkout.v1.CheckoutService. The edge concerns live
+ * here and in the runtime (deadline default and cap, request limits); the
+ * business lives in checkout.
+ */
+export class GatewayService implements ServiceImpl<typeof checkoutV1.CheckoutService> {
+  constructor(private readonly checkout: Client<typeof checkoutV1.CheckoutService>) {}
+
+  listProducts(req: checkoutV1.ListProductsRequest) {
+    return this.checkout.listProducts(req);
+  }
+
+  placeOrder(req: checkoutV1.PlaceOrderRequest, ctx: HandlerContext) {
+    const key = readIdempotencyKey(ctx.requestHeader);
+    return this.checkout.placeOrder(req, key === "" ? {} : { headers: { [idempotencyKeyHeader]: key } });
+  }
+
+  getOrder(req: checkoutV1.GetOrderRequest) {
+    return this.checkout.getOrder(req);
+  }
+}

@@ -1,0 +1,15 @@
+import { checkoutV1 } from "@platform/proto";
+import { createDependencyClient, runMain, serve } from "@platform/runtime";
+import { loadConfig } from "./config.js";
+import { GatewayService } from "./gateway-service.js";
+import { routes, services } from "./routes.js";
+
+runMain("gateway", async () => {
+  const config = loadConfig(process.env);
+  const checkout = createDependencyClient(checkoutV1.CheckoutService, {
+    dependency: "checkout",
+    baseUrl: config.checkoutUrl,
+    deadline: config.server.deadline,
+  });
+  return serve({ config: config.server, services, routes: routes(new GatewayService(checkout)), http1: true });
+});

@@ -1,0 +1,56 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
+import { ordersV1, type pricingV1 } from "@platform/proto";
+import type { OrderStore, IdempotencyRecord } from "./order-store.js";
+import { priceOrder } from "./price-order.js";
+import { requestHash } from "./request-hash.js";
+import { validateIdempotencyKey, validateOrderId, validateOrderInput } from "./validate.js";
+
+export interface OrdersDeps {
+  store: OrderStore;
+  pricing: Client<typeof pricingV1.PricingService>;
+  idempotencyRetentionHours: number;
+}
+
+/**
+ * Creates and reads orders. A create prices its lines through pricing
+ * (outside any transaction: no connection is held while another service
+ * works), then stores order, lines and idempotency record in one transaction.
+ */
+export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService> {
+  constructor(private readonly deps: OrdersDeps) {}
+
+  async createOrder(req: ordersV1.CreateOrderRequest): Promise<ordersV1.CreateOrderResponse> {
+    validateIdempotencyKey(req.idempotencyKey);
+    validateOrderInput(req.customerId, req.items);
+    const hash = requestHash(req);
+    const key = req.idempotencyKey;
+    if (key !== "") {
+      const existing = await this.deps.store.findByKey(key);
+      if (existing) return replay(existing, hash, key);
+    }
+    const prices = await this.deps.pricing.getPrices({ skus: req.items.map((i) => i.sku) });
+    const order = priceOrder(req.customerId, req.items, prices.products);
+    const outcome = await this.deps.store.insert(order, key, hash, this.deps.idempotencyRetentionHours);
+    if (outcome.kind === "key_taken") return replay(outcome.record, hash, key);
+    return create(ordersV1.CreateOrderResponseSchema, { order: outcome.order, replayed: false });
+  }
+
+  async getOrder(req: ordersV1.GetOrderRequest): Promise<ordersV1.GetOrderResponse> {
+    validateOrderId(req.orderId);
+    const order = await this.deps.store.get(req.orderId.toLowerCase());
+    if (!order) throw new ConnectError(`order ${req.orderId} not found`, Code.NotFound);
+    return create(ordersV1.GetOrderResponseSchema, { order });
+  }
+}
+
+/** The stored answer for a repeated key, or a rejection when the key was used for something else. */
+function replay(record: IdempotencyRecord, hash: string, key: string): ordersV1.CreateOrderResponse {
+  if (record.requestHash !== hash) {
+    throw new ConnectError(
+      `idempotency key ${JSON.stringify(key)} was already used for a different request; use a new key for a new order`,
+      Code.AlreadyExists,
+    );
+  }
+  return create(ordersV1.CreateOrderResponseSchema, { order: record.order, replayed: true });
+}

@@ -1,0 +1,46 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { checkoutV1 } from "@platform/proto";
+
+export const limits = {
+  maxItems: 50,
+  maxQuantity: 1000,
+  maxCustomerIdLength: 128,
+  maxIdempotencyKeyLength: 255,
+} as const;
+
+const skuPattern = /^[A-Z0-9][A-Z0-9-]{0,63}$/;
+const customerIdPattern = /^[A-Za-z0-9._:@-]+$/;
+/** Printable ASCII without spaces, as for an HTTP header token. */
+const idempotencyKeyPattern = /^[\x21-\x7e]+$/;
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function invalid(message: string): never {
+  throw new ConnectError(message, Code.InvalidArgument);
+}
+
+/** Rejects a bad order before anything is priced or written, naming the first problem. */
+export function validateOrderInput(customerId: string, items: checkoutV1.OrderItemRequest[]): void {
+  if (customerId === "") invalid("customer_id is required");
+  if (customerId.length > limits.maxCustomerIdLength) invalid(`customer_id must be at most ${limits.maxCustomerIdLength} characters`);
+  if (!customerIdPattern.test(customerId)) invalid("customer_id may contain only letters, digits and . _ : @ -");
+  if (items.length === 0) invalid("items must not be empty");
+  if (items.length > limits.maxItems) invalid(`at most ${limits.maxItems} items per order, got ${items.length}`);
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    if (!skuPattern.test(item.sku)) invalid(`items[${i}].sku ${JSON.stringify(item.sku.slice(0, 70))} is not a valid sku`);
+    if (seen.has(item.sku)) invalid(`items[${i}].sku ${item.sku} appears twice; combine the quantities`);
+    seen.add(item.sku);
+    if (item.quantity <= 0) invalid(`items[${i}].quantity must be positive, got ${item.quantity}`);
+    if (item.quantity > limits.maxQuantity) invalid(`items[${i}].quantity must be at most ${limits.maxQuantity}, got ${item.quantity}`);
+  });
+}
+
+export function validateIdempotencyKey(key: string): void {
+  if (key.length > limits.maxIdempotencyKeyLength) invalid(`idempotency key must be at most ${limits.maxIdempotencyKeyLength} characters`);
+  if (key !== "" && !idempotencyKeyPattern.test(key)) invalid("idempotency key must be printable ASCII without spaces");
+}
+
+export function validateOrderId(id: string): void {
+  if (id === "") invalid("order_id is required");
+  if (!uuidPattern.test(id)) invalid("order_id must be a UUID");
+}

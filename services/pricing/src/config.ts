@@ -1,0 +1,15 @@
+import { readEnv, readServerConfig, type ServerConfig } from "@platform/runtime";
+
+export interface PricingConfig {
+  server: ServerConfig;
+  databaseUrl: string;
+  dbPoolMax: number;
+}
+
+export function loadConfig(env: Record<string, string | undefined>): PricingConfig {
+  return readEnv(env, (r) => ({
+    server: readServerConfig(r, "pricing", { port: 8083, adminPort: 9083 }),
+    databaseUrl: r.postgresUrl("DATABASE_URL"),
+    dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
+  }));
+}

@@ -1,0 +1,40 @@
+/** An outside client: `buf curl` with the proto schema, gRPC over h2c, against the gateway. */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { startTestPlatform, type TestPlatform } from "../support/platform.js";
+
+const run = promisify(execFile);
+let p: TestPlatform;
+before(async () => {
+  p = await startTestPlatform();
+});
+after(async () => {
+  await p?.close();
+});
+
+async function bufCurl(method: string, body: object, extra: string[] = []) {
+  return run("npx", ["buf", "curl", "--schema", "proto", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify(body), ...extra, `${p.gatewayUrl}/checkout.v1.CheckoutService/${method}`], {
+    cwd: process.cwd(),
+  });
+}
+
+test("buf curl lists products and places an order over gRPC", async () => {
+  const list = JSON.parse((await bufCurl("ListProducts", {})).stdout) as { products: { sku: string; unitPrice: { amountMinor: string } }[] };
+  assert.ok(list.products.some((x) => x.sku === "MUG-CERAMIC" && x.unitPrice.amountMinor === "1200"));
+  const placed = JSON.parse((await bufCurl("PlaceOrder", { customerId: "buf-curl", items: [{ sku: "MUG-CERAMIC", quantity: 3 }] }, ["-H", "Idempotency-Key: buf-curl-1"])).stdout) as {
+    order: { id: string; total: { amountMinor: string } };
+  };
+  assert.equal(placed.order.total.amountMinor, "3600");
+  const rows = await p.sql("SELECT id FROM orders.orders WHERE customer_id = 'buf-curl'");
+  assert.deepEqual(rows, [{ id: placed.order.id }]);
+});
+
+test("buf curl sees a precise error code for bad input", async () => {
+  await assert.rejects(bufCurl("PlaceOrder", { customerId: "buf-curl", items: [{ sku: "NOPE", quantity: 1 }] }), (e: { stderr: string }) => {
+    assert.match(e.stderr, /invalid_argument/);
+    assert.match(e.stderr, /unknown sku/);
+    return true;
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * `npm start` as a user runs it: one command starts PostgreSQL and four
+ * service processes and prints a ready line; SIGTERM stops all of them with
+ * no orphan; a second start reuses the data.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { once } from "node:events";
+import { createClient } from "@connectrpc/connect";
+import { findFreePort } from "@platform/embedded-postgres";
+import { checkoutV1 } from "@platform/proto";
+import { transportFor } from "../support/platform.js";
+
+interface Started {
+  output: () => string;
+  exit: Promise<number | null>;
+  kill: (signal: NodeJS.Signals) => void;
+}
+
+async function npmStart(env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  const exit = once(child, "exit").then(([code]) => code as number | null);
+  await new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (/\bready in \d+ ms: gateway listening on http:\/\/127\.0\.0\.1:\d+/.test(out)) return resolve();
+      if (child.exitCode !== null) return reject(new Error(`npm start exited early:\n${out}`));
+      setTimeout(check, 100);
+    };
+    check();
+  });
+  return { output: () => out, exit, kill: (s) => child.kill(s) };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function eventually(cond: () => boolean, what: string, attempts = 100): Promise<void> {
+  for (let i = 0; i < attempts; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`timed out waiting for: ${what}`);
+}
+
+test("npm start: ready line, working API, clean SIGTERM, data kept for the next start", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "platform-start-"));
+  const host = "127.0.0.1";
+  const env = {
+    DATA_DIR: dataDir,
+    GATEWAY_PORT: String(await findFreePort(host)),
+    EMBEDDED_POSTGRES_PORT: String(await findFreePort(host)),
+    FREE_PORTS: "1",
+  };
+  try {
+    const first = await npmStart(env);
+    const gatewayUrl = /gateway listening on (http:\/\/\S+)/.exec(first.output())![1]!;
+    const client = createClient(checkoutV1.CheckoutService, transportFor(gatewayUrl, "connect-json"));
+    const { order } = await client.placeOrder({ customerId: "npm-start", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
+    assert.ok(order?.id);
+
+    const postgresPid = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0]);
+    const servicePids = [...first.output().matchAll(/pid (\d+)/g)].map((m) => Number(m[1]));
+    assert.equal(servicePids.length, 4, `four service pids printed:\n${first.output()}`);
+    assert.ok(alive(postgresPid));
+
+    first.kill("SIGTERM");
+    assert.equal(await first.exit, 0, first.output());
+    await eventually(() => !alive(postgresPid) && servicePids.every((pid) => !alive(pid)), "postgres and every service gone");
+
+    const second = await npmStart(env);
+    const url2 = /gateway listening on (http:\/\/\S+)/.exec(second.output())![1]!;
+    const again = await createClient(checkoutV1.CheckoutService, transportFor(url2, "grpc")).getOrder({ orderId: order.id });
+    assert.equal(again.order?.id, order.id, "the order placed in the first run is still there");
+    second.kill("SIGINT");
+    assert.equal(await second.exit, 0, second.output());
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
