@@ -4,6 +4,7 @@
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY patches ./patches
 COPY packages/proto/package.json packages/proto/
 COPY packages/runtime/package.json packages/runtime/
 COPY packages/resilience/package.json packages/resilience/

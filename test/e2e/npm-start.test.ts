@@ -6,14 +6,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { once } from "node:events";
 import { createClient } from "@connectrpc/connect";
 import { findFreePort } from "@platform/embedded-postgres";
 import { checkoutV1 } from "@platform/proto";
-import { transportFor } from "../support/platform.js";
+import { tempDataDir, transportFor } from "../support/platform.js";
 
 interface Started {
   output: () => string;
@@ -56,7 +55,7 @@ async function eventually(cond: () => boolean, what: string, attempts = 100): Pr
 }
 
 test("npm start: ready line, working API, clean SIGTERM, data kept for the next start", async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "platform-start-"));
+  const dataDir = tempDataDir();
   const host = "127.0.0.1";
   const env = {
     DATA_DIR: dataDir,

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
@@ -38,7 +38,7 @@ export function transportFor(baseUrl: string, protocol: Protocol): Transport {
  * processes on free loopback ports), in a fresh data directory.
  */
 export async function startTestPlatform(opts: Partial<PlatformOptions> = {}): Promise<TestPlatform> {
-  const dataDir = mkdtempSync(join(tmpdir(), "platform-test-"));
+  const dataDir = tempDataDir();
   const platform = await startPlatform({ dataDir, freePorts: true, env: { LOG_LEVEL: "info", ...opts.env }, ...opts });
   const pool = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
   const clients = new Map<Protocol, Client<typeof checkoutV1.CheckoutService>>();
@@ -75,4 +75,11 @@ export function metricValue(text: string, name: string, labels: Record<string, s
     if (Object.entries(labels).every(([k, v]) => lbls[k] === v)) sum += Number(m[3]);
   }
   return sum;
+}
+
+/** A fresh directory the database's unprivileged user can traverse (mkdtemp makes it 0700). */
+export function tempDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "platform-test-"));
+  chmodSync(dir, 0o755);
+  return dir;
 }

@@ -1,0 +1,3 @@
+export { startEmbeddedPostgres } from "./start-embedded-postgres.js";
+export type { EmbeddedPostgres, EmbeddedPostgresOptions, StopMode } from "./start-embedded-postgres.js";
+export { findFreePort } from "./free-port.js";
