@@ -6,8 +6,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { protocols, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { expectCode } from "../support/expect-code.js";
 
 let p: TestPlatform;
 before(async () => {
@@ -20,18 +21,6 @@ after(async () => {
 async function orderCount(customerId: string): Promise<number> {
   const rows = await p.sql<{ n: string }>("SELECT count(*) AS n FROM orders.orders WHERE customer_id = $1", [customerId]);
   return Number(rows[0]!.n);
-}
-
-async function expectCode(promise: Promise<unknown>, code: Code, messagePart?: RegExp): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (e) {
-    const err = ConnectError.from(e);
-    assert.equal(Code[err.code], Code[code], `expected ${Code[code]}, got ${Code[err.code]}: ${err.rawMessage}`);
-    if (messagePart) assert.match(err.rawMessage, messagePart);
-    return err;
-  }
-  assert.fail(`expected ${Code[code]}, but the call succeeded`);
 }
 
 describe("every protocol on the gateway's one port", () => {

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
@@ -82,4 +82,27 @@ export function tempDataDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "platform-test-"));
   chmodSync(dir, 0o755);
   return dir;
+}
+
+/** Replaces the faults in force in one service (PUT /admin/faults). */
+export async function setServiceFaults(p: Platform, service: keyof Platform["services"], faults: object): Promise<void> {
+  const res = await fetch(`${p.services[service].adminUrl}/admin/faults`, { method: "PUT", body: JSON.stringify(faults) });
+  if (!res.ok) throw new Error(`setting faults on ${service}: ${res.status} ${await res.text()}`);
+}
+
+/** Polls `check` until it returns true (bounded); fails with `what` otherwise. */
+export async function eventually(check: () => boolean | Promise<boolean>, what: string, attempts = 100, intervalMs = 50): Promise<void> {
+  for (let i = 0; i < attempts; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`timed out waiting for: ${what}`);
+}
+
+/** The JSON log lines a service wrote so far. */
+export function logLines(p: Platform, service: keyof Platform["services"]): Record<string, unknown>[] {
+  return readFileSync(p.services[service].logFile, "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }

@@ -1,6 +1,11 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type StreamResponse, type UnaryResponse } from "@connectrpc/connect";
+
+type UnaryOrStreamResponse = UnaryResponse | StreamResponse;
 import {
   createScope,
+  currentFaults,
+  injectedDelay,
+  shouldFail,
   abortReason,
   remainingMs,
   runInScope,
@@ -63,7 +68,7 @@ export function inboundInterceptor(opts: {
     let code = Code.Unknown;
     let error: ConnectError | undefined;
     try {
-      const res = await runInScope(scope, () => raceScope(next(req), scope, procedure, dl.finishedAfterDeadline));
+      const res = await runInScope(scope, () => raceScope(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline));
       res.header.set(requestIdHeader, requestId);
       code = -1 as Code; // "ok": Code has no member for success
       return res;
@@ -92,6 +97,16 @@ export function inboundInterceptor(opts: {
       else logger.info(line, "rpc");
     }
   };
+}
+
+/** Runs the handler, after the handler faults in force, if any. */
+async function handle<T>(next: (req: T) => Promise<UnaryOrStreamResponse>, req: T, scope: CallScope): Promise<UnaryOrStreamResponse> {
+  const fault = currentFaults().handler;
+  if (fault) {
+    await injectedDelay(fault, scope.signal);
+    if (shouldFail(fault)) throw new ConnectError("injected fault: handler failed", Code.Unavailable);
+  }
+  return next(req);
 }
 
 /** The caller's deadline in ms from the protocol's header, or undefined. */

@@ -76,3 +76,28 @@ export function collectProcessMetrics(): void {
   defaultsCollected = true;
   collectDefaultMetrics();
 }
+
+export function retryMetrics() {
+  return {
+    attempts: once(
+      "retry_attempts_per_request",
+      () => new Histogram({ name: "retry_attempts_per_request", help: "Attempts made for one user request to a dependency (1 = no retry).", labelNames: ["dependency"], buckets: [1, 2, 3, 4, 5] }),
+    ),
+    retries: once(
+      "retry_retries_total",
+      () => new Counter({ name: "retry_retries_total", help: "Retries made, by reason and the failed attempt's code.", labelNames: ["dependency", "reason", "code"] }),
+    ),
+    refused: once(
+      "retry_refused_total",
+      () => new Counter({ name: "retry_refused_total", help: "Retries wanted but not made, by reason (budget_exhausted is the early warning).", labelNames: ["dependency", "reason"] }),
+    ),
+    budgetBalance: once(
+      "retry_budget_balance",
+      () => new Gauge({ name: "retry_budget_balance", help: "Retries the budget would allow right now.", labelNames: ["dependency"] }),
+    ),
+    pushbackHonoured: once(
+      "retry_pushback_honoured_total",
+      () => new Counter({ name: "retry_pushback_honoured_total", help: "Retries delayed by the server's pushback hint.", labelNames: ["dependency"] }),
+    ),
+  };
+}

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { abortReason, currentScope, formatConnectTimeout, formatGrpcTimeout, remainingMs } from "@platform/resilience";
+import { abortReason, currentFaults, currentScope, injectedDelay, shouldFail, formatConnectTimeout, formatGrpcTimeout, remainingMs } from "@platform/resilience";
 import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { requestIdHeader } from "./request-id.js";
@@ -46,6 +46,11 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
     }
     const started = performance.now();
     try {
+      const fault = currentFaults().dependencies?.[opts.dependency];
+      if (fault) {
+        await injectedDelay(fault, req.signal);
+        if (shouldFail(fault)) throw new ConnectError(`injected fault: call to ${opts.dependency} failed`, Code.Unavailable);
+      }
       const res = await next(req);
       client.calls.inc({ dependency: opts.dependency, procedure, code: "ok" });
       return res;

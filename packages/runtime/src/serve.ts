@@ -8,6 +8,8 @@ import { inboundInterceptor } from "./inbound-interceptor.js";
 import { listen, type Listener } from "./listen.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
 import type { ServerConfig } from "./server-config.js";
+import { faultEndpoints } from "./admin-faults.js";
+import { setFaults } from "@platform/resilience";
 
 export interface ServeOptions {
   config: ServerConfig;
@@ -48,6 +50,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const { config } = opts;
   const logger = opts.logger ?? createLogger(config.serviceName, config.logLevel);
   collectProcessMetrics();
+  setFaults(config.faults);
   const health = new HealthState(opts.services.map((s) => s.typeName));
   const shutdownController = new AbortController();
 
@@ -60,6 +63,10 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     },
     interceptors: [inboundInterceptor({ deadline: config.deadline, logger, shutdownSignal: shutdownController.signal }), ...(opts.interceptors ?? [])],
     readMaxBytes: config.readMaxBytes,
+    // Above this, node's timers overflow and fire at once. Longer deadlines
+    // are refused with INVALID_ARGUMENT; shorter ones are capped at
+    // DEADLINE_MAX_MS by the inbound interceptor.
+    maxTimeoutMs: 2_147_483_647,
     shutdownSignal: shutdownController.signal,
     fallback(_req, res) {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
@@ -82,7 +89,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     },
   });
 
-  const adminEndpoints = { ...probeEndpoints(health), ...metricsEndpoint(), ...(opts.adminEndpoints ?? {}) };
+  const adminEndpoints = { ...probeEndpoints(health), ...metricsEndpoint(), ...faultEndpoints(logger), ...(opts.adminEndpoints ?? {}) };
   const admin: Listener = await listen({
     host: config.adminHost,
     port: config.adminPort,

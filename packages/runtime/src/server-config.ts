@@ -1,3 +1,4 @@
+import { parseFaults, type Faults } from "@platform/resilience";
 import type { EnvReader } from "./config.js";
 
 /** What every service reads from its environment, whatever it does. */
@@ -16,6 +17,8 @@ export interface ServerConfig {
   /** How long SIGTERM waits for in-flight requests before aborting them. */
   drainTimeoutMs: number;
   deadline: DeadlineConfig;
+  /** Faults injected from start (FAULTS, JSON); see docs/faults.md. Usually none. */
+  faults: Faults;
 }
 
 export interface DeadlineConfig {
@@ -62,5 +65,17 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
       hopReserveMs: r.int("DEADLINE_HOP_RESERVE_MS", 5, { min: 0, max: 10_000 }),
       minBudgetMs: r.int("DEADLINE_MIN_BUDGET_MS", 10, { min: 1, max: 10_000 }),
     },
+    faults: readFaults(r),
   };
+}
+
+function readFaults(r: EnvReader): Faults {
+  const text = r.optionalString("FAULTS");
+  if (text === undefined) return {};
+  try {
+    return parseFaults(text);
+  } catch (e) {
+    r.problems.push(`FAULTS is not a valid faults document: ${e instanceof Error ? e.message : String(e)}`);
+    return {};
+  }
 }

@@ -8,8 +8,9 @@ runMain("checkout", async () => {
   const config = loadConfig(process.env);
   const { deadline } = config.server;
   const impl = new CheckoutService({
-    orders: createDependencyClient(ordersV1.OrdersService, { dependency: "orders", baseUrl: config.ordersUrl, deadline }),
-    pricing: createDependencyClient(pricingV1.PricingService, { dependency: "pricing", baseUrl: config.pricingUrl, deadline }),
+    // Below the edge nothing retries: one attempt per call.
+    orders: createDependencyClient(ordersV1.OrdersService, { dependency: "orders", baseUrl: config.ordersUrl, deadline, retry: "none" }),
+    pricing: createDependencyClient(pricingV1.PricingService, { dependency: "pricing", baseUrl: config.pricingUrl, deadline, retry: "none" }),
   });
   return serve({ config: config.server, services, routes: routes(impl) });
 });

@@ -1,8 +1,14 @@
+import { Code } from "@connectrpc/connect";
+import { defaultRetryPolicy, type RetryPolicy } from "@platform/resilience";
 import { readEnv, readServerConfig, type ServerConfig } from "@platform/runtime";
 
 export interface GatewayConfig {
   server: ServerConfig;
   checkoutUrl: string;
+  retry: {
+    policy: RetryPolicy;
+    budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
+  };
 }
 
 export function loadConfig(env: Record<string, string | undefined>): GatewayConfig {
@@ -10,5 +16,22 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     // The edge: requests without a deadline are normal here and get DEADLINE_DEFAULT_MS (3 s).
     server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true }),
     checkoutUrl: r.url("CHECKOUT_URL", "http://127.0.0.1:8081"),
+    // The only retry policy in the platform; see README "Retries".
+    retry: {
+      policy: {
+        maxAttempts: r.int("RETRY_MAX_ATTEMPTS", defaultRetryPolicy.maxAttempts, { min: 1, max: 10 }),
+        retryableCodes: [Code.Unavailable, Code.ResourceExhausted],
+        backoff: {
+          initialMs: r.int("RETRY_BACKOFF_INITIAL_MS", defaultRetryPolicy.backoff.initialMs, { min: 1, max: 60_000 }),
+          multiplier: r.number("RETRY_BACKOFF_MULTIPLIER", defaultRetryPolicy.backoff.multiplier, { min: 1, max: 10 }),
+          maxMs: r.int("RETRY_BACKOFF_MAX_MS", defaultRetryPolicy.backoff.maxMs, { min: 1, max: 600_000 }),
+        },
+      },
+      budget: {
+        percentCanRetry: r.number("RETRY_BUDGET_PERCENT", 0.1, { min: 0, max: 1 }),
+        minRetriesPerSec: r.number("RETRY_BUDGET_MIN_PER_SEC", 1, { min: 0, max: 1000 }),
+        ttlMs: r.int("RETRY_BUDGET_TTL_MS", 10_000, { min: 1000, max: 600_000 }),
+      },
+    },
   }));
 }

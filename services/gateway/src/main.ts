@@ -10,6 +10,7 @@ runMain("gateway", async () => {
     dependency: "checkout",
     baseUrl: config.checkoutUrl,
     deadline: config.server.deadline,
+    retry: config.retry,
   });
   return serve({ config: config.server, services, routes: routes(new GatewayService(checkout)), http1: true });
 });

@@ -19,6 +19,8 @@ runMain("orders", async () => {
     dependency: "pricing",
     baseUrl: config.pricingUrl,
     deadline: config.server.deadline,
+    // Below the edge nothing retries: one attempt per call.
+    retry: "none",
   });
   const impl = new OrdersService({ store: new OrderStore(db), pricing, idempotencyRetentionHours: config.idempotencyRetentionHours });
   return serve({ config: config.server, logger, services, routes: routes(impl), onShutdown: () => db.close() });

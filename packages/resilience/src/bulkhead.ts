@@ -1,0 +1,244 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Clock } from "./clock.js";
+import { Listeners } from "./listeners.js";
+import { type LocalRejectionKind, markLocalRejection } from "./local-rejection.js";
+import { type Scheduler, systemScheduler } from "./scheduler.js";
+
+/**
+ * Bounded concurrency and a bounded FIFO wait queue for one dependency
+ * (invariant 6): a slow pricing database can fill pricing's bulkhead, but
+ * not the slots of call paths that do not need it.
+ *
+ * Bounded means the queue has a limit (size it as tolerable wait x
+ * throughput) and that a full bulkhead says so at once with
+ * RESOURCE_EXHAUSTED, instead of letting callers wait for work that will
+ * finish after they have given up. Waiting work whose deadline passes, or
+ * whose caller goes away, leaves the queue, and when a slot frees entries
+ * that have already expired are dropped rather than started (invariant 7).
+ *
+ * Connect transports queue silently beyond HTTP/2's max concurrent streams,
+ * so this limiter, not the transport, is what bounds a dependency.
+ */
+export interface BulkheadOptions {
+  /** The dependency; prefixes every error message and labels every event. */
+  name: string;
+  /** Calls allowed to run at once (>= 1). */
+  maxConcurrent: number;
+  /** Calls allowed to wait for a slot (>= 0; 0 rejects as soon as all slots are busy). */
+  maxQueue: number;
+  clock: Clock;
+  /** Wakes queued entries at their deadline. Defaults to real timers; pass a `FakeScheduler` (which is also the clock) in tests. */
+  scheduler?: Scheduler;
+  onEvent?: (event: BulkheadEvent) => void;
+}
+
+export interface AcquireOptions {
+  /**
+   * On the bulkhead's clock: the last moment at which starting is still
+   * useful. Pass the request's deadline minus whatever the work needs after
+   * acquiring (its reserve or expected duration), so that nothing starts
+   * that cannot finish (invariant 2).
+   */
+  deadlineAt?: number;
+  /** The caller's signal (e.g. the call scope's); an abort removes the entry from the queue. */
+  signal?: AbortSignal;
+}
+
+/** Releases a slot. Idempotent: calling it again does nothing. */
+export type Release = () => void;
+
+export type BulkheadRejectReason = "full" | "deadline" | "canceled";
+
+export type BulkheadEvent =
+  | { type: "acquired"; bulkhead: string; /** 0 when a slot was free at once. */ waitedMs: number }
+  | { type: "queued"; bulkhead: string; /** Queue length including this entry. */ queued: number }
+  | { type: "rejected"; bulkhead: string; reason: BulkheadRejectReason; waitedMs: number }
+  | { type: "released"; bulkhead: string; heldMs: number };
+
+export interface BulkheadStats {
+  name: string;
+  maxConcurrent: number;
+  maxQueue: number;
+  inUse: number;
+  queued: number;
+  /** Cumulative slots granted. */
+  acquired: number;
+  /** Cumulative rejections of every reason. */
+  rejected: number;
+  rejectedByReason: Record<BulkheadRejectReason, number>;
+}
+
+interface Waiter {
+  readonly enqueuedAt: number;
+  readonly deadlineAt: number | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly resolve: (release: Release) => void;
+  readonly reject: (err: ConnectError) => void;
+  /** Cancels the deadline timer and removes the abort listener. */
+  cleanup: () => void;
+}
+
+export class Bulkhead {
+  readonly name: string;
+  private readonly maxConcurrent: number;
+  private readonly maxQueue: number;
+  private readonly clock: Clock;
+  private readonly scheduler: Scheduler;
+  private readonly listeners = new Listeners<BulkheadEvent>();
+  private readonly queue: Waiter[] = [];
+  private inUse = 0;
+  private acquiredCount = 0;
+  private readonly rejectedByReason: Record<BulkheadRejectReason, number> = { full: 0, deadline: 0, canceled: 0 };
+
+  constructor(opts: BulkheadOptions) {
+    if (!Number.isInteger(opts.maxConcurrent) || opts.maxConcurrent < 1) {
+      throw new RangeError(`${opts.name}: maxConcurrent must be an integer >= 1, got ${opts.maxConcurrent}`);
+    }
+    if (!Number.isInteger(opts.maxQueue) || opts.maxQueue < 0) {
+      throw new RangeError(`${opts.name}: maxQueue must be an integer >= 0, got ${opts.maxQueue}`);
+    }
+    this.name = opts.name;
+    this.maxConcurrent = opts.maxConcurrent;
+    this.maxQueue = opts.maxQueue;
+    this.clock = opts.clock;
+    this.scheduler = opts.scheduler ?? systemScheduler;
+    if (opts.onEvent) this.listeners.add(opts.onEvent);
+  }
+
+  /** Subscribes to events (for metrics); returns an unsubscribe function. */
+  onEvent(listener: (event: BulkheadEvent) => void): () => void {
+    return this.listeners.add(listener);
+  }
+
+  /**
+   * Waits for a slot. Rejects at once with RESOURCE_EXHAUSTED when all slots
+   * are busy and the queue is full, with DEADLINE_EXCEEDED when `deadlineAt`
+   * has passed (before or while queued), with CANCELED when `signal` aborts
+   * (DEADLINE_EXCEEDED if its reason is "deadline", as a call scope's is).
+   * Every rejection carries a local-rejection mark, so breakers do not count
+   * it against the dependency.
+   */
+  acquire(opts: AcquireOptions = {}): Promise<Release> {
+    const { deadlineAt, signal } = opts;
+    const now = this.clock.now();
+    if (signal?.aborted) return Promise.reject(this.rejectAborted(signal, "before a slot was free", 0));
+    if (deadlineAt !== undefined && deadlineAt <= now) {
+      return Promise.reject(this.rejection("deadline", Code.DeadlineExceeded, "deadline passed before a slot was free", 0));
+    }
+    if (this.inUse < this.maxConcurrent && this.queue.length === 0) {
+      return Promise.resolve(this.grant(0));
+    }
+    if (this.queue.length >= this.maxQueue) {
+      return Promise.reject(
+        this.rejection("full", Code.ResourceExhausted, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0),
+      );
+    }
+    return new Promise<Release>((resolve, reject) => {
+      const waiter: Waiter = { enqueuedAt: now, deadlineAt, signal, resolve, reject, cleanup: () => {} };
+      const cancelTimer =
+        deadlineAt === undefined
+          ? () => {}
+          : this.scheduler.setTimeout(() => {
+              if (!this.remove(waiter)) return;
+              reject(this.rejection("deadline", Code.DeadlineExceeded, "deadline passed while queued", this.waited(waiter)));
+            }, deadlineAt - now);
+      const onAbort = () => {
+        if (!this.remove(waiter) || signal === undefined) return;
+        reject(this.rejectAborted(signal, "while queued", this.waited(waiter)));
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      waiter.cleanup = () => {
+        cancelTimer();
+        signal?.removeEventListener("abort", onAbort);
+      };
+      this.queue.push(waiter);
+      this.listeners.emit({ type: "queued", bulkhead: this.name, queued: this.queue.length });
+    });
+  }
+
+  /** Runs `fn` in a slot, releasing it when `fn` settles, whatever the outcome. */
+  async run<T>(fn: () => Promise<T>, opts?: AcquireOptions): Promise<T> {
+    const release = await this.acquire(opts);
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+
+  stats(): BulkheadStats {
+    const r = this.rejectedByReason;
+    return {
+      name: this.name,
+      maxConcurrent: this.maxConcurrent,
+      maxQueue: this.maxQueue,
+      inUse: this.inUse,
+      queued: this.queue.length,
+      acquired: this.acquiredCount,
+      rejected: r.full + r.deadline + r.canceled,
+      rejectedByReason: { ...r },
+    };
+  }
+
+  private grant(waitedMs: number): Release {
+    this.inUse++;
+    this.acquiredCount++;
+    const acquiredAt = this.clock.now();
+    let released = false;
+    this.listeners.emit({ type: "acquired", bulkhead: this.name, waitedMs });
+    return () => {
+      if (released) return;
+      released = true;
+      this.inUse--;
+      this.listeners.emit({ type: "released", bulkhead: this.name, heldMs: this.clock.now() - acquiredAt });
+      this.drain();
+    };
+  }
+
+  /** Hands free slots to queued entries in FIFO order, dropping those that can no longer start. */
+  private drain(): void {
+    while (this.inUse < this.maxConcurrent) {
+      const waiter = this.queue.shift();
+      if (waiter === undefined) return;
+      waiter.cleanup();
+      const waitedMs = this.waited(waiter);
+      // The timer or abort listener normally removes these first; this is
+      // the guarantee for ties (a slot freed in the same ms the deadline passes).
+      if (waiter.signal?.aborted) {
+        waiter.reject(this.rejectAborted(waiter.signal, "while queued", waitedMs));
+      } else if (waiter.deadlineAt !== undefined && waiter.deadlineAt <= this.clock.now()) {
+        waiter.reject(this.rejection("deadline", Code.DeadlineExceeded, "deadline passed while queued", waitedMs));
+      } else {
+        waiter.resolve(this.grant(waitedMs));
+      }
+    }
+  }
+
+  private remove(waiter: Waiter): boolean {
+    const i = this.queue.indexOf(waiter);
+    if (i < 0) return false;
+    this.queue.splice(i, 1);
+    waiter.cleanup();
+    return true;
+  }
+
+  private waited(waiter: Waiter): number {
+    return this.clock.now() - waiter.enqueuedAt;
+  }
+
+  private rejectAborted(signal: AbortSignal, when: string, waitedMs: number): ConnectError {
+    // A call scope aborts with reason "deadline" when its deadline fires:
+    // report that as what it is, not as the caller cancelling.
+    return signal.reason === "deadline"
+      ? this.rejection("deadline", Code.DeadlineExceeded, `deadline passed ${when}`, waitedMs)
+      : this.rejection("canceled", Code.Canceled, `caller went away ${when}`, waitedMs);
+  }
+
+  private rejection(reason: BulkheadRejectReason, code: Code, message: string, waitedMs: number): ConnectError {
+    this.rejectedByReason[reason]++;
+    this.listeners.emit({ type: "rejected", bulkhead: this.name, reason, waitedMs });
+    const kind: LocalRejectionKind =
+      reason === "full" ? "bulkhead_full" : reason === "deadline" ? "bulkhead_deadline" : "bulkhead_canceled";
+    return markLocalRejection(new ConnectError(`${this.name}: ${message}`, code), { kind, dependency: this.name });
+  }
+}

@@ -1,0 +1,68 @@
+export * from "./clock.js";
+export * from "./call-scope.js";
+
+// Time and randomness, injectable.
+export { type Scheduler, systemScheduler, FakeScheduler } from "./scheduler.js";
+export { seededRandom } from "./seeded-random.js";
+
+// Deadlines on the wire.
+export {
+  parseTimeoutHeader,
+  formatGrpcTimeout,
+  formatConnectTimeout,
+  resolveInboundDeadline,
+  type TimeoutHeaderName,
+  type ParsedTimeout,
+  type InboundDeadlineInput,
+  type InboundDeadline,
+} from "./timeout-header.js";
+
+// Retries (the gateway only).
+export { backoffDelayMs, backoffCapMs, type BackoffPolicy } from "./backoff.js";
+export { RetryBudget, type RetryBudgetOptions, type RetryBudgetStats } from "./retry-budget.js";
+export { type RetryPolicy, defaultRetryPolicy, noRetryPolicy, neverRetryableCodes } from "./retry-policy.js";
+export { decideRetry, type RetryDecisionInput, type RetryDecision } from "./retry-decision.js";
+export { readPushback, pushbackHeaders, grpcRetryPushbackHeader, retryAfterHeader } from "./pushback.js";
+export { LatencyEstimate, type LatencyEstimateOptions } from "./latency-estimate.js";
+
+// Isolation per dependency.
+export {
+  Bulkhead,
+  type BulkheadOptions,
+  type AcquireOptions,
+  type Release,
+  type BulkheadEvent,
+  type BulkheadRejectReason,
+  type BulkheadStats,
+} from "./bulkhead.js";
+export {
+  CircuitBreaker,
+  isDependencyFailure,
+  type CircuitBreakerOptions,
+  type CircuitState,
+  type CircuitBreakerEvent,
+  type CircuitBreakerStats,
+} from "./circuit-breaker.js";
+export { localRejection, markLocalRejection, type LocalRejection, type LocalRejectionKind } from "./local-rejection.js";
+
+// Metastable recovery at the edge.
+export {
+  IntakeController,
+  type IntakeControllerOptions,
+  type IntakeState,
+  type IntakeChangeReason,
+  type IntakeTransition,
+  type IntakeSnapshot,
+} from "./intake-controller.js";
+
+// Fault injection (off unless asked for).
+export {
+  currentFaults,
+  setFaults,
+  parseFaults,
+  shouldFail,
+  injectedDelay,
+  type Faults,
+  type FaultSpec,
+  type DatabaseFaultSpec,
+} from "./faults.js";

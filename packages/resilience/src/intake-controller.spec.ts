@@ -1,0 +1,222 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { FakeClock } from "./clock.js";
+import { type IntakeControllerOptions, type IntakeTransition, IntakeController } from "./intake-controller.js";
+import { seededRandom } from "./seeded-random.js";
+
+function setup(overrides: Partial<IntakeControllerOptions> = {}) {
+  const clock = new FakeClock(50_000);
+  const transitions: IntakeTransition[] = [];
+  let draws = 0;
+  const random = seededRandom(11);
+  const ctl = new IntakeController({
+    clock,
+    random: () => (draws++, random()),
+    onTransition: (t) => transitions.push(t),
+    ...overrides,
+  });
+  const fail = (n: number, latencyMs = 10) => {
+    for (let i = 0; i < n; i++) ctl.record(false, latencyMs);
+  };
+  const ok = (n: number, latencyMs = 10) => {
+    for (let i = 0; i < n; i++) ctl.record(true, latencyMs);
+  };
+  return { clock, ctl, transitions, fail, ok, draws: () => draws };
+}
+
+const state = (ctl: IntakeController) => {
+  const s = ctl.snapshot();
+  return [s.state, s.admitFraction] as const;
+};
+
+describe("IntakeController", () => {
+  it("admits everything in normal operation without drawing random numbers", () => {
+    const { ctl, ok, draws } = setup();
+    ok(100);
+    for (let i = 0; i < 1_000; i++) assert.equal(ctl.admit(), true);
+    assert.equal(draws(), 0);
+    assert.deepEqual(state(ctl), ["normal", 1]);
+  });
+
+  it("does not judge health below the minimum volume", () => {
+    const { ctl, fail } = setup();
+    fail(19);
+    assert.deepEqual(state(ctl), ["normal", 1]);
+  });
+
+  it("judges health over a sliding window, not since the start of time", () => {
+    const { ctl, clock, fail, ok } = setup();
+    ok(15);
+    fail(15); // 50% over 30 calls: not below 50%
+    clock.advance(10_000);
+    fail(15); // the old outcomes have left the window: 15 calls is below minVolume
+    assert.deepEqual(state(ctl), ["normal", 1]);
+  });
+
+  it("cuts intake when the success rate drops below the threshold with enough volume", () => {
+    const { ctl, ok, fail, transitions, clock } = setup();
+    ok(10);
+    fail(10);
+    assert.deepEqual(state(ctl), ["normal", 1], "50% is not below 50%");
+    fail(1);
+    assert.deepEqual(state(ctl), ["cut", 0.2]);
+    assert.deepEqual(transitions, [{ from: "normal", to: "cut", admitFraction: 0.2, reason: "success_rate", at: clock.now() }]);
+  });
+
+  it("cuts intake when mean latency passes the threshold, if configured", () => {
+    const { ctl, ok } = setup({ maxMeanLatencyMs: 500 });
+    ok(19, 800);
+    assert.deepEqual(state(ctl), ["normal", 1]);
+    ok(1, 800);
+    assert.deepEqual(state(ctl), ["cut", 0.2]);
+    assert.equal(ctl.snapshot().state, "cut");
+  });
+
+  it("admits about the cut fraction, using the injected random", () => {
+    const { ctl, fail } = setup();
+    fail(20);
+    let admitted = 0;
+    for (let i = 0; i < 10_000; i++) if (ctl.admit()) admitted++;
+    assert.ok(Math.abs(admitted - 2_000) < 150, `admitted ${admitted}`);
+  });
+
+  it("admits exactly where random() falls below the fraction", () => {
+    let next = 0;
+    const { ctl, fail } = setup({ random: () => next });
+    fail(20);
+    next = 0.19;
+    assert.equal(ctl.admit(), true);
+    next = 0.2;
+    assert.equal(ctl.admit(), false);
+  });
+
+  it("readmits 10% of full traffic per healthy step interval until back to normal", () => {
+    const { ctl, clock, fail, ok, transitions } = setup();
+    fail(20);
+    const fractions: number[] = [];
+    for (let step = 0; step < 8; step++) {
+      clock.advance(2_999);
+      ok(30);
+      assert.equal(ctl.snapshot().admitFraction, fractions.at(-1) ?? 0.2, "no step before a full interval");
+      clock.advance(1);
+      fractions.push(ctl.snapshot().admitFraction);
+    }
+    assert.deepEqual(fractions, [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1]);
+    assert.deepEqual(state(ctl), ["normal", 1]);
+    assert.deepEqual(
+      transitions.map((t) => `${t.to}:${t.admitFraction}`),
+      ["cut:0.2", "recovering:0.3", "recovering:0.4", "recovering:0.5", "recovering:0.6", "recovering:0.7", "recovering:0.8", "recovering:0.9", "normal:1"],
+    );
+  });
+
+  it("takes one step per evaluation, even after a long quiet period", () => {
+    const { ctl, clock, fail } = setup();
+    fail(20);
+    clock.advance(60_000);
+    assert.deepEqual(state(ctl), ["recovering", 0.3]);
+  });
+
+  it("halves the fraction when health degrades again while recovering, and restarts the interval", () => {
+    const { ctl, clock, fail, ok } = setup();
+    fail(20);
+    for (let i = 0; i < 3; i++) {
+      clock.advance(3_000);
+      ok(5);
+    }
+    assert.deepEqual(state(ctl), ["recovering", 0.5]);
+    clock.advance(1_000);
+    fail(20);
+    assert.deepEqual(state(ctl), ["cut", 0.25]);
+    clock.advance(2_999);
+    assert.deepEqual(state(ctl), ["cut", 0.25]);
+    clock.advance(1);
+    assert.deepEqual(state(ctl), ["recovering", 0.35]);
+  });
+
+  it("keeps halving while the trouble persists, but never below the floor", () => {
+    const { ctl, clock, fail } = setup();
+    fail(20);
+    clock.advance(100);
+    fail(20);
+    assert.deepEqual(state(ctl), ["cut", 0.1]);
+    clock.advance(100);
+    fail(20);
+    assert.deepEqual(state(ctl), ["cut", 0.05]);
+    clock.advance(100);
+    fail(20);
+    assert.deepEqual(state(ctl), ["cut", 0.05]);
+  });
+
+  it("ignores outcomes of requests that started before the last change", () => {
+    const { ctl, clock, fail } = setup();
+    fail(20);
+    clock.advance(1_000);
+    // The overload's tail: requests admitted before the cut, finishing now.
+    fail(100, 1_500);
+    assert.deepEqual(state(ctl), ["cut", 0.2]);
+    assert.equal(ctl.snapshot().window.calls, 0);
+    fail(20, 500);
+    assert.deepEqual(state(ctl), ["cut", 0.1]);
+  });
+
+  describe("manual override", () => {
+    it("fixes the fraction; outcomes and time do not move it", () => {
+      const { ctl, clock, fail } = setup();
+      ctl.setManual(0.1);
+      assert.deepEqual(state(ctl), ["manual", 0.1]);
+      fail(100);
+      clock.advance(60_000);
+      assert.deepEqual(state(ctl), ["manual", 0.1]);
+    });
+
+    it("released below 100% resumes gradual recovery from that fraction", () => {
+      const { ctl, clock, transitions } = setup();
+      ctl.setManual(0.1);
+      ctl.setManual(null);
+      assert.deepEqual(state(ctl), ["recovering", 0.1]);
+      clock.advance(3_000);
+      assert.deepEqual(state(ctl), ["recovering", 0.2]);
+      assert.deepEqual(
+        transitions.map((t) => t.reason),
+        ["manual", "manual_released", "step_up"],
+      );
+    });
+
+    it("released at 100% returns to normal", () => {
+      const { ctl } = setup();
+      ctl.setManual(1);
+      ctl.setManual(null);
+      assert.deepEqual(state(ctl), ["normal", 1]);
+    });
+
+    it("at 0 admits nothing, without drawing random numbers", () => {
+      const { ctl, draws } = setup();
+      ctl.setManual(0);
+      for (let i = 0; i < 10; i++) assert.equal(ctl.admit(), false);
+      assert.equal(draws(), 0);
+    });
+
+    it("release is a no-op when not in manual", () => {
+      const { ctl, transitions } = setup();
+      ctl.setManual(null);
+      assert.deepEqual(state(ctl), ["normal", 1]);
+      assert.equal(transitions.length, 0);
+    });
+
+    it("refuses a fraction outside [0, 1]", () => {
+      const { ctl } = setup();
+      assert.throws(() => ctl.setManual(1.5), RangeError);
+      assert.throws(() => ctl.setManual(-0.1), RangeError);
+      assert.throws(() => ctl.setManual(Number.NaN), RangeError);
+    });
+  });
+
+  it("refuses nonsensical settings", () => {
+    const clock = new FakeClock();
+    assert.throws(() => new IntakeController({ clock, cutFraction: 2 }), RangeError);
+    assert.throws(() => new IntakeController({ clock, stepFraction: 0 }), RangeError);
+    assert.throws(() => new IntakeController({ clock, stepIntervalMs: 0 }), RangeError);
+    assert.throws(() => new IntakeController({ clock, minVolume: 0 }), RangeError);
+    assert.throws(() => new IntakeController({ clock, cutFraction: 0.1, minFraction: 0.2 }), RangeError);
+  });
+});

@@ -1,0 +1,231 @@
+import type { Clock } from "./clock.js";
+import { Listeners } from "./listeners.js";
+import { WindowedCounter } from "./windowed-counter.js";
+
+/**
+ * Intake control at the edge, for getting out of a metastable failure.
+ *
+ * After a spike, retries and timeouts can hold load above capacity long
+ * after the trigger is gone; nothing inside the system breaks that loop.
+ * The way out is to cut intake at the entrance to a level the system can
+ * serve, and once responses come back in time, let traffic back in about
+ * 10% at a time; opening all at once sends the full load into cold caches
+ * and pools and starts the next round.
+ *
+ * The controller is fed every outcome (`record`) and asked per request
+ * (`admit`). It moves between:
+ * - normal: everything is admitted; when the window shows enough volume
+ *   with a success rate below `minSuccessRate` (or mean latency above
+ *   `maxMeanLatencyMs`), it cuts to `cutFraction`;
+ * - cut / recovering: every `stepIntervalMs` without renewed trouble it
+ *   raises the fraction by `stepFraction`, back to normal at 100%; renewed
+ *   trouble halves the fraction (not below `minFraction`) and restarts the
+ *   interval;
+ * - manual: an operator's fixed fraction; releasing it resumes gradual
+ *   recovery from that fraction rather than jumping to 100%.
+ *
+ * Outcomes of requests that started before the latest change are ignored
+ * (their start is `now - latencyMs`): a request admitted under the old
+ * fraction says nothing about the new one, and counting the tail of the
+ * overload right after a cut would halve the fraction again at once.
+ *
+ * All timing is lazy on the injected clock; there are no timers.
+ */
+export interface IntakeControllerOptions {
+  clock: Clock;
+  /** Admission draws from this; default Math.random. */
+  random?: () => number;
+  /** Health window in normal operation. Default 10_000 ms. */
+  windowMs?: number;
+  /** Outcomes needed in the window before health is judged at all. Default 20. */
+  minVolume?: number;
+  /** Unhealthy below this success rate. Default 0.5. */
+  minSuccessRate?: number;
+  /** Unhealthy when the mean latency in the window exceeds this; off when undefined. */
+  maxMeanLatencyMs?: number;
+  /** Fraction admitted right after a cut. Default 0.2. */
+  cutFraction?: number;
+  /** How long health must hold before the next step up. Default 3_000 ms. */
+  stepIntervalMs?: number;
+  /** Added to the fraction per step (of full traffic). Default 0.1. */
+  stepFraction?: number;
+  /** Halving never goes below this, so some traffic keeps probing. Default 0.05. */
+  minFraction?: number;
+  onTransition?: (event: IntakeTransition) => void;
+}
+
+export type IntakeState = "normal" | "cut" | "recovering" | "manual";
+
+export type IntakeChangeReason =
+  | "success_rate"
+  | "latency"
+  | "step_up"
+  | "manual"
+  | "manual_released";
+
+export interface IntakeTransition {
+  from: IntakeState;
+  to: IntakeState;
+  /** The fraction admitted from now on. */
+  admitFraction: number;
+  reason: IntakeChangeReason;
+  /** On the controller's clock. */
+  at: number;
+}
+
+export interface IntakeSnapshot {
+  state: IntakeState;
+  admitFraction: number;
+  /** When the state or fraction last changed, on the controller's clock. */
+  changedAt: number;
+  /** Outcomes counted since the last change (within the window). */
+  window: { calls: number; failures: number };
+}
+
+export class IntakeController {
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly minVolume: number;
+  private readonly minSuccessRate: number;
+  private readonly maxMeanLatencyMs: number | undefined;
+  private readonly cutFraction: number;
+  private readonly stepIntervalMs: number;
+  private readonly stepFraction: number;
+  private readonly minFraction: number;
+  private readonly calls: WindowedCounter;
+  private readonly failures: WindowedCounter;
+  private readonly latencySum: WindowedCounter;
+  private readonly listeners = new Listeners<IntakeTransition>();
+  private state: IntakeState = "normal";
+  private fraction = 1;
+  private changedAt: number;
+  /** Outcomes of requests that started before this are ignored; no limit until the first change. */
+  private countFrom = Number.NEGATIVE_INFINITY;
+
+  constructor(opts: IntakeControllerOptions) {
+    this.clock = opts.clock;
+    this.random = opts.random ?? Math.random;
+    const windowMs = opts.windowMs ?? 10_000;
+    this.minVolume = opts.minVolume ?? 20;
+    this.minSuccessRate = opts.minSuccessRate ?? 0.5;
+    this.maxMeanLatencyMs = opts.maxMeanLatencyMs;
+    this.cutFraction = opts.cutFraction ?? 0.2;
+    this.stepIntervalMs = opts.stepIntervalMs ?? 3_000;
+    this.stepFraction = opts.stepFraction ?? 0.1;
+    this.minFraction = opts.minFraction ?? 0.05;
+    checkFraction("minSuccessRate", this.minSuccessRate);
+    checkFraction("cutFraction", this.cutFraction);
+    checkFraction("minFraction", this.minFraction);
+    if (!(this.stepFraction > 0 && this.stepFraction <= 1)) throw new RangeError(`stepFraction must be in (0, 1], got ${this.stepFraction}`);
+    if (!(this.stepIntervalMs > 0)) throw new RangeError(`stepIntervalMs must be positive, got ${this.stepIntervalMs}`);
+    if (!(this.minVolume >= 1)) throw new RangeError(`minVolume must be >= 1, got ${this.minVolume}`);
+    if (this.minFraction > this.cutFraction) throw new RangeError("minFraction must not exceed cutFraction");
+    this.calls = new WindowedCounter(opts.clock, windowMs);
+    this.failures = new WindowedCounter(opts.clock, windowMs);
+    this.latencySum = new WindowedCounter(opts.clock, windowMs);
+    this.changedAt = opts.clock.now();
+    if (opts.onTransition) this.listeners.add(opts.onTransition);
+  }
+
+  /** Subscribes to state and fraction changes (for logs and metrics); returns an unsubscribe function. */
+  onTransition(listener: (event: IntakeTransition) => void): () => void {
+    return this.listeners.add(listener);
+  }
+
+  /** Whether to admit one request. Draws from `random` only while the fraction is strictly between 0 and 1. */
+  admit(): boolean {
+    this.tick();
+    if (this.fraction >= 1) return true;
+    if (this.fraction <= 0) return false;
+    return this.random() < this.fraction;
+  }
+
+  /**
+   * Records the outcome of one admitted request. `success` should be false
+   * only for outcomes that show the system failing (timeouts, unavailable,
+   * internal), not for the client's own errors.
+   */
+  record(success: boolean, latencyMs: number): void {
+    this.tick();
+    const now = this.clock.now();
+    if (now - Math.max(0, latencyMs) < this.countFrom) return;
+    this.calls.add(1);
+    if (!success) this.failures.add(1);
+    this.latencySum.add(Math.max(0, latencyMs));
+    if (this.state === "manual") return;
+    const verdict = this.unhealthy();
+    if (verdict === undefined) return;
+    if (this.state === "normal") {
+      this.change("cut", this.cutFraction, verdict);
+    } else {
+      this.change("cut", Math.max(this.minFraction, this.fraction / 2), verdict);
+    }
+  }
+
+  /**
+   * Fixes the admitted fraction (an operator's override), or with null
+   * hands control back: from a fraction below 1 the controller recovers
+   * gradually, step by step, as after a cut.
+   */
+  setManual(fraction: number | null): void {
+    if (fraction === null) {
+      if (this.state !== "manual") return;
+      if (this.fraction >= 1) this.change("normal", 1, "manual_released");
+      else this.change("recovering", this.fraction, "manual_released");
+      return;
+    }
+    checkFraction("manual fraction", fraction);
+    this.change("manual", fraction, "manual");
+  }
+
+  snapshot(): IntakeSnapshot {
+    this.tick();
+    return {
+      state: this.state,
+      admitFraction: this.fraction,
+      changedAt: this.changedAt,
+      window: { calls: this.calls.sum(), failures: this.failures.sum() },
+    };
+  }
+
+  /** Takes at most one step up per call, and only once a whole interval has passed since the last change. */
+  private tick(): void {
+    if (this.state !== "cut" && this.state !== "recovering") return;
+    if (this.clock.now() - this.changedAt < this.stepIntervalMs) return;
+    const next = round(this.fraction + this.stepFraction);
+    if (next >= 1) this.change("normal", 1, "step_up");
+    else this.change("recovering", next, "step_up");
+  }
+
+  private unhealthy(): "success_rate" | "latency" | undefined {
+    const calls = this.calls.sum();
+    if (calls < this.minVolume) return undefined;
+    const successRate = (calls - this.failures.sum()) / calls;
+    if (successRate < this.minSuccessRate) return "success_rate";
+    if (this.maxMeanLatencyMs !== undefined && this.latencySum.sum() / calls > this.maxMeanLatencyMs) return "latency";
+    return undefined;
+  }
+
+  private change(to: IntakeState, fraction: number, reason: IntakeChangeReason): void {
+    const from = this.state;
+    const at = this.clock.now();
+    this.state = to;
+    this.fraction = round(fraction);
+    // Every change starts a new observation period (see the class comment).
+    this.changedAt = at;
+    this.countFrom = at;
+    this.calls.reset();
+    this.failures.reset();
+    this.latencySum.reset();
+    this.listeners.emit({ from, to, admitFraction: this.fraction, reason, at });
+  }
+}
+
+function checkFraction(name: string, v: number): void {
+  if (!(v >= 0 && v <= 1)) throw new RangeError(`${name} must be in [0, 1], got ${v}`);
+}
+
+/** Keeps repeated 0.1 steps from drifting to 0.30000000000000004 and missing 1. */
+function round(v: number): number {
+  return Math.round(v * 1e9) / 1e9;
+}

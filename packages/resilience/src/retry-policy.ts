@@ -1,0 +1,48 @@
+import { Code } from "@connectrpc/connect";
+import type { BackoffPolicy } from "./backoff.js";
+
+/**
+ * A retry policy is data, so that it can be logged, compared and set per
+ * route without code. Only the gateway uses `defaultRetryPolicy`; every
+ * inner hop passes `noRetryPolicy` explicitly (invariant 4: exactly one
+ * layer retries), so a forgotten option never silently reintroduces 3^n.
+ */
+export interface RetryPolicy {
+  /** Attempts in total, including the first. 1 means never retry. */
+  readonly maxAttempts: number;
+  /**
+   * Codes that may be retried. Codes in `neverRetryableCodes` are refused
+   * even if listed here, and RESOURCE_EXHAUSTED additionally needs a
+   * pushback hint from the server (see `decideRetry`).
+   */
+  readonly retryableCodes: readonly Code[];
+  readonly backoff: BackoffPolicy;
+}
+
+/**
+ * Codes that describe the request or the caller, not a transient state of
+ * the server: repeating the call gets the same answer, or acts against the
+ * caller's own wish (CANCELED) or after its deadline (DEADLINE_EXCEEDED).
+ */
+export const neverRetryableCodes: ReadonlySet<Code> = new Set([
+  Code.InvalidArgument,
+  Code.NotFound,
+  Code.AlreadyExists,
+  Code.FailedPrecondition,
+  Code.PermissionDenied,
+  Code.Unauthenticated,
+  Code.Canceled,
+  Code.DeadlineExceeded,
+]);
+
+export const defaultRetryPolicy: RetryPolicy = Object.freeze({
+  maxAttempts: 3,
+  retryableCodes: Object.freeze([Code.Unavailable, Code.ResourceExhausted]),
+  backoff: Object.freeze({ initialMs: 50, multiplier: 2, maxMs: 1_000 }),
+});
+
+export const noRetryPolicy: RetryPolicy = Object.freeze({
+  maxAttempts: 1,
+  retryableCodes: Object.freeze([] as Code[]),
+  backoff: defaultRetryPolicy.backoff,
+});
