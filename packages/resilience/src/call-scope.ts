@@ -23,6 +23,8 @@ export interface CallScope {
   readonly requestId: string;
   /** Fully qualified procedure that created this scope, e.g. `/pricing.v1.PricingService/GetPrices`. */
   readonly procedure: string;
+  /** How expendable this work is under overload; forwarded to every downstream call. */
+  readonly criticality?: "critical" | "sheddable";
 }
 
 /** Why a scope's signal aborted. */
@@ -56,6 +58,7 @@ export interface CreateScopeOptions {
   timeoutMs: number;
   requestId: string;
   procedure: string;
+  criticality?: "critical" | "sheddable";
   /** Signals whose abort means the caller went away (Connect's `ctx.signal`, shutdown). */
   parentSignals?: AbortSignal[];
   clock?: Clock;
@@ -88,6 +91,7 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     signal: controller.signal,
     requestId: opts.requestId,
     procedure: opts.procedure,
+    ...(opts.criticality ? { criticality: opts.criticality } : {}),
     dispose() {
       clearTimeout(timer);
       for (const s of opts.parentSignals ?? []) s.removeEventListener("abort", onParentAbort);

@@ -66,3 +66,6 @@ export {
   type FaultSpec,
   type DatabaseFaultSpec,
 } from "./faults.js";
+
+// Admission control at every server.
+export { AdmissionController, type AdmissionOptions, type AdmissionOutcome, type Criticality, type ShedReason } from "./admission.js";

@@ -17,6 +17,7 @@ import type { Logger } from "./logger.js";
 import type { DeadlineConfig } from "./server-config.js";
 import { deadlineMetrics, rpcServerMetrics } from "./metrics.js";
 import { requestIdFrom, requestIdHeader } from "./request-id.js";
+import { codeLabel } from "./code-label.js";
 
 /**
  * The inbound half of deadline propagation, plus the per-request log line
@@ -62,15 +63,16 @@ export function inboundInterceptor(opts: {
       timeoutMs: resolved.timeoutMs,
       requestId,
       procedure,
+      criticality: req.header.get("x-criticality") === "sheddable" ? "sheddable" : "critical",
       parentSignals: [req.signal, shutdownSignal],
     });
     rpc.inFlight.inc({ procedure });
-    let code = Code.Unknown;
+    let code: Code | "ok" = Code.Unknown;
     let error: ConnectError | undefined;
     try {
       const res = await runInScope(scope, () => raceScope(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline));
       res.header.set(requestIdHeader, requestId);
-      code = -1 as Code; // "ok": Code has no member for success
+      code = "ok";
       return res;
     } catch (e) {
       error = toInboundError(e, scope, requestId, logger, procedure);
@@ -188,14 +190,3 @@ function isServerFault(code: Code): boolean {
   return code === Code.Internal || code === Code.Unknown || code === Code.DataLoss || code === Code.Unavailable;
 }
 
-const codeNames = new Map<number, string>(
-  Object.entries(Code)
-    .filter(([, v]) => typeof v === "number")
-    .map(([k, v]) => [v as number, k.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c : "_" + c)).toLowerCase()]),
-);
-
-/** "ok", or the gRPC-style snake_case name of a code, for metric labels and logs. */
-export function codeLabel(code: Code): string {
-  if ((code as number) === -1) return "ok";
-  return codeNames.get(code) ?? "unknown";
-}

@@ -7,5 +7,5 @@ export { serve, type ServeOptions, type RunningServer } from "./serve.js";
 export { runMain, exitConfigError, type ReadyMessage } from "./run-main.js";
 export { createDependencyClient, type DependencyClientOptions } from "./dependency-client.js";
 export { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";
-export { codeLabel } from "./inbound-interceptor.js";
+export { codeLabel } from "./code-label.js";
 export { sendJson, sendText, type HttpEndpoint } from "./http-endpoints.js";

@@ -101,3 +101,42 @@ export function retryMetrics() {
     ),
   };
 }
+
+export function admissionMetrics(controller: { stats(): { inFlight: number; queuedCritical: number; queuedSheddable: number } }) {
+  const m = {
+    admitted: once(
+      "admission_admitted_total",
+      () => new Counter({ name: "admission_admitted_total", help: "Requests admitted by admission control.", labelNames: ["criticality"] }),
+    ),
+    shed: once(
+      "admission_shed_total",
+      () => new Counter({ name: "admission_shed_total", help: "Requests refused before any work, by reason (queue_full, queue_timeout, expired, evicted, cancelled, intake) and criticality.", labelNames: ["reason", "criticality"] }),
+    ),
+    queueWait: once(
+      "admission_queue_wait_seconds",
+      () => new Histogram({ name: "admission_queue_wait_seconds", help: "Time admitted requests waited in the admission queue.", buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5] }),
+    ),
+  };
+  once("admission_in_flight", () =>
+    new Gauge({
+      name: "admission_in_flight",
+      help: "Requests being served (admitted and not finished).",
+      collect() {
+        this.set(controller.stats().inFlight);
+      },
+    }),
+  );
+  once("admission_queued", () =>
+    new Gauge({
+      name: "admission_queued",
+      help: "Requests waiting for admission, by criticality.",
+      labelNames: ["criticality"],
+      collect() {
+        const s = controller.stats();
+        this.set({ criticality: "critical" }, s.queuedCritical);
+        this.set({ criticality: "sheddable" }, s.queuedSheddable);
+      },
+    }),
+  );
+  return m;
+}

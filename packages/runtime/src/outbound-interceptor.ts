@@ -3,7 +3,7 @@ import { abortReason, currentFaults, currentScope, injectedDelay, shouldFail, fo
 import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { requestIdHeader } from "./request-id.js";
-import { codeLabel } from "./inbound-interceptor.js";
+import { codeLabel } from "./code-label.js";
 
 export interface OutboundOptions {
   /** Dependency name used in messages and metric labels, e.g. "pricing". */
@@ -41,6 +41,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       }
       setTimeoutHeader(req.header, budget);
       req.header.set(requestIdHeader, scope.requestId);
+      if (scope.criticality) req.header.set("x-criticality", scope.criticality);
       ownTimeout = AbortSignal.timeout(budget);
       req = { ...req, signal: AbortSignal.any([req.signal, scope.signal, ownTimeout]) };
     }

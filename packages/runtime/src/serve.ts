@@ -9,6 +9,7 @@ import { listen, type Listener } from "./listen.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
 import type { ServerConfig } from "./server-config.js";
 import { faultEndpoints } from "./admin-faults.js";
+import { createAdmissionGate, propagatedCriticality, type CriticalityPolicy } from "./admission-gate.js";
 import { setFaults } from "@platform/resilience";
 
 export interface ServeOptions {
@@ -27,6 +28,8 @@ export interface ServeOptions {
    * gRPC-Web). The gateway does; internal services speak h2c only.
    */
   http1?: boolean;
+  /** How requests are classified for shedding; default: the caller's x-criticality (critical when absent). */
+  criticality?: CriticalityPolicy;
   /** Called after the last request has finished: close pools here. */
   onShutdown?: () => Promise<void>;
 }
@@ -74,6 +77,12 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     },
   });
 
+  const admission = createAdmissionGate({
+    config: config.admission,
+    defaultTimeoutMs: config.deadline.defaultMs,
+    maxTimeoutMs: config.deadline.maxMs,
+    criticality: opts.criticality ?? propagatedCriticality,
+  });
   const publicEndpoints = probeEndpoints(health);
   const main = await listen({
     host: config.host,
@@ -85,7 +94,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
       });
-      adapter(req, res);
+      admission.handle(req, res, () => adapter(req, res));
     },
   });
 

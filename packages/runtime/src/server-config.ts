@@ -17,6 +17,7 @@ export interface ServerConfig {
   /** How long SIGTERM waits for in-flight requests before aborting them. */
   drainTimeoutMs: number;
   deadline: DeadlineConfig;
+  admission: AdmissionConfig;
   /** Faults injected from start (FAULTS, JSON); see docs/faults.md. Usually none. */
   faults: Faults;
 }
@@ -35,6 +36,14 @@ export interface DeadlineConfig {
   hopReserveMs: number;
   /** A downstream call is not started with less than this left. */
   minBudgetMs: number;
+}
+
+/** Admission control: see README "Sizing". */
+export interface AdmissionConfig {
+  maxConcurrent: number;
+  /** Tolerable wait x throughput. */
+  maxQueue: number;
+  maxQueueWaitMs: number;
 }
 
 export interface ServerDefaults {
@@ -64,6 +73,11 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
       maxMs,
       hopReserveMs: r.int("DEADLINE_HOP_RESERVE_MS", 5, { min: 0, max: 10_000 }),
       minBudgetMs: r.int("DEADLINE_MIN_BUDGET_MS", 10, { min: 1, max: 10_000 }),
+    },
+    admission: {
+      maxConcurrent: r.int("ADMISSION_MAX_CONCURRENT", 64, { min: 1, max: 100_000 }),
+      maxQueue: r.int("ADMISSION_MAX_QUEUE", 128, { min: 0, max: 1_000_000 }),
+      maxQueueWaitMs: r.int("ADMISSION_MAX_QUEUE_WAIT_MS", 500, { min: 1, max: 600_000 }),
     },
     faults: readFaults(r),
   };

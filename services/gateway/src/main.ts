@@ -12,5 +12,12 @@ runMain("gateway", async () => {
     deadline: config.server.deadline,
     retry: config.retry,
   });
-  return serve({ config: config.server, services, routes: routes(new GatewayService(checkout)), http1: true });
+  return serve({
+    config: config.server,
+    services,
+    routes: routes(new GatewayService(checkout)),
+    http1: true,
+    // Under pressure, browsing goes before buying. A client cannot choose.
+    criticality: (procedure) => (procedure.endsWith("/PlaceOrder") ? "critical" : "sheddable"),
+  });
 });

@@ -1,0 +1,184 @@
+import { Code } from "@connectrpc/connect";
+import type { Clock } from "./clock.js";
+import { systemClock } from "./clock.js";
+import { type Scheduler, systemScheduler } from "./scheduler.js";
+
+export type Criticality = "critical" | "sheddable";
+
+export interface AdmissionOptions {
+  /** Requests served at once. */
+  maxConcurrent: number;
+  /**
+   * Requests waiting for a slot. Size it as tolerable wait x throughput: a
+   * longer queue only holds work whose callers will have given up.
+   */
+  maxQueue: number;
+  /** Longest a request may wait in the queue before it is shed ("not now"). */
+  maxQueueWaitMs: number;
+  /** Share of the queue sheddable work may occupy; the rest is kept for critical work. */
+  sheddableQueueShare?: number;
+  clock?: Clock;
+  scheduler?: Scheduler;
+}
+
+export type AdmissionOutcome =
+  | { admitted: true; waitedMs: number; release: () => void }
+  | { admitted: false; code: Code; reason: ShedReason; message: string; pushbackMs: number | undefined };
+
+export type ShedReason = "queue_full" | "queue_timeout" | "expired" | "evicted" | "cancelled";
+
+interface Waiter {
+  criticality: Criticality;
+  deadlineAt: number | undefined;
+  enqueuedAt: number;
+  resolve: (o: AdmissionOutcome) => void;
+  cancelTimer: () => void;
+}
+
+/**
+ * Server-side admission control: bounded in-flight work plus a bounded,
+ * criticality-aware wait queue, applied before a request's body is read.
+ *
+ * - Expired work is dropped before it starts (and as soon as its deadline
+ *   passes while queued), so the server never works for callers that left.
+ * - When the queue is full the request is refused at once with
+ *   RESOURCE_EXHAUSTED and a pushback hint: "not now", not "later, maybe".
+ * - Sheddable work may fill only part of the queue; a critical request
+ *   arriving at a full queue evicts the newest sheddable one.
+ */
+export class AdmissionController {
+  private inFlight = 0;
+  private readonly queues: Record<Criticality, Waiter[]> = { critical: [], sheddable: [] };
+  private readonly clock: Clock;
+  private readonly scheduler: Scheduler;
+  /** Recent service time, to turn the queue length into a pushback hint. */
+  private serviceMsEwma = 10;
+
+  constructor(private readonly opts: AdmissionOptions) {
+    if (!(opts.maxConcurrent >= 1)) throw new RangeError("maxConcurrent must be at least 1");
+    if (!(opts.maxQueue >= 0)) throw new RangeError("maxQueue must not be negative");
+    this.clock = opts.clock ?? systemClock;
+    this.scheduler = opts.scheduler ?? systemScheduler;
+  }
+
+  stats() {
+    return {
+      inFlight: this.inFlight,
+      queued: this.queues.critical.length + this.queues.sheddable.length,
+      queuedCritical: this.queues.critical.length,
+      queuedSheddable: this.queues.sheddable.length,
+    };
+  }
+
+  /**
+   * Admits now, queues, or refuses. `deadlineAt` is the request's deadline
+   * on the controller's clock (undefined: none known). Call `release()` of
+   * an admitted outcome when the request is done; `abandon` when the caller
+   * goes away while queued.
+   */
+  admit(criticality: Criticality, deadlineAt: number | undefined): { outcome: Promise<AdmissionOutcome>; abandon: () => void } {
+    const now = this.clock.now();
+    if (deadlineAt !== undefined && deadlineAt <= now) {
+      return settled(this.refuse("expired", Code.DeadlineExceeded, "deadline already passed on arrival"));
+    }
+    if (this.inFlight < this.opts.maxConcurrent && this.queued() === 0) {
+      return settled(this.start(now));
+    }
+    if (!this.hasRoomFor(criticality)) {
+      if (criticality === "critical" && this.queues.sheddable.length > 0) {
+        const evicted = this.queues.sheddable.pop()!;
+        evicted.cancelTimer();
+        evicted.resolve(this.refuse("evicted", Code.ResourceExhausted, "overloaded: sheddable request displaced by critical work"));
+      } else {
+        return settled(this.refuse("queue_full", Code.ResourceExhausted, `overloaded: ${this.inFlight} in flight and ${this.queued()} queued`));
+      }
+    }
+    let waiter!: Waiter;
+    const outcome = new Promise<AdmissionOutcome>((resolve) => {
+      const maxWaitAt = now + this.opts.maxQueueWaitMs;
+      const expiresAt = deadlineAt === undefined ? maxWaitAt : Math.min(deadlineAt, maxWaitAt);
+      waiter = { criticality, deadlineAt, enqueuedAt: now, resolve, cancelTimer: () => {} };
+      waiter.cancelTimer = this.scheduler.setTimeout(() => {
+        if (!this.remove(waiter)) return;
+        resolve(
+          deadlineAt !== undefined && deadlineAt <= maxWaitAt
+            ? this.refuse("expired", Code.DeadlineExceeded, "deadline passed while queued")
+            : this.refuse("queue_timeout", Code.ResourceExhausted, `overloaded: queued longer than ${this.opts.maxQueueWaitMs} ms`),
+        );
+      }, expiresAt - now);
+      this.queues[criticality].push(waiter);
+    });
+    return {
+      outcome,
+      abandon: () => {
+        if (!this.remove(waiter)) return;
+        waiter.cancelTimer();
+        waiter.resolve(this.refuse("cancelled", Code.Canceled, "caller went away while queued"));
+      },
+    };
+  }
+
+  private queued(): number {
+    return this.queues.critical.length + this.queues.sheddable.length;
+  }
+
+  private hasRoomFor(criticality: Criticality): boolean {
+    const total = this.queued();
+    if (total >= this.opts.maxQueue) return false;
+    if (criticality === "critical") return true;
+    const share = this.opts.sheddableQueueShare ?? 0.5;
+    return this.queues.sheddable.length < Math.floor(this.opts.maxQueue * share);
+  }
+
+  private start(enqueuedAt: number): AdmissionOutcome {
+    this.inFlight++;
+    const startedAt = this.clock.now();
+    let released = false;
+    return {
+      admitted: true,
+      waitedMs: startedAt - enqueuedAt,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.inFlight--;
+        this.serviceMsEwma = 0.8 * this.serviceMsEwma + 0.2 * (this.clock.now() - startedAt);
+        this.dispatch();
+      },
+    };
+  }
+
+  /** Starts queued work while slots are free, critical first, skipping expired entries. */
+  private dispatch(): void {
+    while (this.inFlight < this.opts.maxConcurrent) {
+      const next = this.queues.critical.shift() ?? this.queues.sheddable.shift();
+      if (!next) return;
+      next.cancelTimer();
+      if (next.deadlineAt !== undefined && next.deadlineAt <= this.clock.now()) {
+        next.resolve(this.refuse("expired", Code.DeadlineExceeded, "deadline passed while queued"));
+        continue;
+      }
+      next.resolve(this.start(next.enqueuedAt));
+    }
+  }
+
+  private remove(w: Waiter): boolean {
+    const q = this.queues[w.criticality];
+    const i = q.indexOf(w);
+    if (i < 0) return false;
+    q.splice(i, 1);
+    return true;
+  }
+
+  private refuse(reason: ShedReason, code: Code, message: string): AdmissionOutcome {
+    // Roughly how long until the queue has drained: a hint, not a promise.
+    const pushbackMs =
+      code === Code.ResourceExhausted
+        ? Math.min(5000, Math.max(50, Math.ceil((this.serviceMsEwma * (this.queued() + 1)) / this.opts.maxConcurrent)))
+        : undefined;
+    return { admitted: false, code, reason, message, pushbackMs };
+  }
+}
+
+function settled(o: AdmissionOutcome): { outcome: Promise<AdmissionOutcome>; abandon: () => void } {
+  return { outcome: Promise.resolve(o), abandon: () => {} };
+}

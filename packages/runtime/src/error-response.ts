@@ -1,0 +1,47 @@
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import { Code } from "@connectrpc/connect";
+import { codeLabel } from "./code-label.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** HTTP status of a Connect unary error, per the Connect protocol. */
+const connectStatus: Partial<Record<Code, number>> = {
+  [Code.Canceled]: 499,
+  [Code.InvalidArgument]: 400,
+  [Code.DeadlineExceeded]: 504,
+  [Code.ResourceExhausted]: 429,
+  [Code.Unavailable]: 503,
+  [Code.Internal]: 500,
+};
+
+/**
+ * Answers an RPC with an error without handing it to the Connect adapter:
+ * admission control refuses work before any body is read or parsed. Written
+ * in the caller's protocol: a gRPC or gRPC-Web "trailers-only" response, or a
+ * Connect JSON error with the matching HTTP status (429 / 503 / 504).
+ * `headers` carries the pushback hint (retry-after, grpc-retry-pushback-ms).
+ */
+export function writeRpcError(req: Req, res: Res, code: Code, message: string, headers: Record<string, string> = {}): void {
+  const contentType = String(req.headers["content-type"] ?? "");
+  if (contentType.startsWith("application/grpc")) {
+    // Both gRPC and gRPC-Web accept the status in the headers of an
+    // otherwise empty 200 response.
+    res.writeHead(200, {
+      "content-type": contentType.startsWith("application/grpc-web") ? "application/grpc-web+proto" : "application/grpc",
+      "grpc-status": String(code),
+      "grpc-message": encodeURIComponent(message),
+      ...headers,
+    });
+    res.end();
+    return;
+  }
+  const body = JSON.stringify({ code: codeLabel(code), message });
+  res.writeHead(connectStatus[code] ?? 500, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    ...headers,
+  });
+  res.end(body);
+}
