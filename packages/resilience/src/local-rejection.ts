@@ -18,7 +18,9 @@ export type LocalRejectionKind =
   /** The caller went away while waiting for a slot. */
   | "bulkhead_canceled"
   /** The breaker is open (or half-open with its trial call in flight). */
-  | "circuit_open";
+  | "circuit_open"
+  /** Not started: the remaining deadline was below the minimum budget. */
+  | "budget_too_small";
 
 export interface LocalRejection {
   readonly kind: LocalRejectionKind;

@@ -140,3 +140,53 @@ export function admissionMetrics(controller: { stats(): { inFlight: number; queu
   );
   return m;
 }
+
+const bulkheads = new Set<{ stats(): { name: string; inUse: number; queued: number } }>();
+
+export function isolationMetrics() {
+  once("bulkhead_in_use", () =>
+    new Gauge({
+      name: "bulkhead_in_use",
+      help: "Calls to a dependency holding a bulkhead slot.",
+      labelNames: ["dependency"],
+      collect() {
+        for (const b of bulkheads) this.set({ dependency: b.stats().name }, b.stats().inUse);
+      },
+    }),
+  );
+  once("bulkhead_queued", () =>
+    new Gauge({
+      name: "bulkhead_queued",
+      help: "Calls to a dependency waiting for a bulkhead slot.",
+      labelNames: ["dependency"],
+      collect() {
+        for (const b of bulkheads) this.set({ dependency: b.stats().name }, b.stats().queued);
+      },
+    }),
+  );
+  return {
+    watchBulkhead(b: { stats(): { name: string; inUse: number; queued: number } }) {
+      bulkheads.add(b);
+    },
+    bulkheadRejected: once(
+      "bulkhead_rejected_total",
+      () => new Counter({ name: "bulkhead_rejected_total", help: "Calls refused by a dependency's bulkhead, by reason (full, deadline, canceled).", labelNames: ["dependency", "reason"] }),
+    ),
+    bulkheadWait: once(
+      "bulkhead_queue_wait_seconds",
+      () => new Histogram({ name: "bulkhead_queue_wait_seconds", help: "Time a call waited for a bulkhead slot.", labelNames: ["dependency"], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1] }),
+    ),
+    breakerState: once(
+      "circuit_breaker_state",
+      () => new Gauge({ name: "circuit_breaker_state", help: "Breaker state per dependency: 0 closed, 1 half-open, 2 open.", labelNames: ["dependency"] }),
+    ),
+    breakerTransitions: once(
+      "circuit_breaker_transitions_total",
+      () => new Counter({ name: "circuit_breaker_transitions_total", help: "Breaker state changes.", labelNames: ["dependency", "from", "to"] }),
+    ),
+    breakerRejected: once(
+      "circuit_breaker_rejected_total",
+      () => new Counter({ name: "circuit_breaker_rejected_total", help: "Calls refused at once because the dependency's breaker is open.", labelNames: ["dependency"] }),
+    ),
+  };
+}

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { abortReason, currentFaults, currentScope, injectedDelay, shouldFail, formatConnectTimeout, formatGrpcTimeout, remainingMs } from "@platform/resilience";
+import { abortReason, markLocalRejection, currentFaults, currentScope, injectedDelay, shouldFail, formatConnectTimeout, formatGrpcTimeout, remainingMs } from "@platform/resilience";
 import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { requestIdHeader } from "./request-id.js";
@@ -34,9 +34,10 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       if (budget < opts.minBudgetMs) {
         dl.rejectedBeforeStart.inc({ dependency: opts.dependency });
         client.calls.inc({ dependency: opts.dependency, procedure, code: "not_started" });
-        throw new ConnectError(
-          `${opts.dependency}: not called, only ${Math.max(0, budget)}ms left of the deadline (minimum ${opts.minBudgetMs}ms)`,
-          Code.DeadlineExceeded,
+        // Our budget, not the dependency's health: a breaker must not count it.
+        throw markLocalRejection(
+          new ConnectError(`${opts.dependency}: not called, only ${Math.max(0, budget)}ms left of the deadline (minimum ${opts.minBudgetMs}ms)`, Code.DeadlineExceeded),
+          { kind: "budget_too_small", dependency: opts.dependency },
         );
       }
       setTimeoutHeader(req.header, budget);

@@ -9,8 +9,8 @@ runMain("checkout", async () => {
   const { deadline } = config.server;
   const impl = new CheckoutService({
     // Below the edge nothing retries: one attempt per call.
-    orders: createDependencyClient(ordersV1.OrdersService, { dependency: "orders", baseUrl: config.ordersUrl, deadline, retry: "none" }),
-    pricing: createDependencyClient(pricingV1.PricingService, { dependency: "pricing", baseUrl: config.pricingUrl, deadline, retry: "none" }),
+    orders: createDependencyClient(ordersV1.OrdersService, { dependency: config.orders, deadline, retry: "none" }),
+    pricing: createDependencyClient(pricingV1.PricingService, { dependency: config.pricing, deadline, retry: "none" }),
   });
   return serve({ config: config.server, services, routes: routes(impl) });
 });

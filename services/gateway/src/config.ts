@@ -1,10 +1,10 @@
 import { Code } from "@connectrpc/connect";
 import { defaultRetryPolicy, type RetryPolicy } from "@platform/resilience";
-import { readEnv, readServerConfig, type ServerConfig } from "@platform/runtime";
+import { readDependencyConfig, readEnv, readServerConfig, type DependencyConfig, type ServerConfig } from "@platform/runtime";
 
 export interface GatewayConfig {
   server: ServerConfig;
-  checkoutUrl: string;
+  checkout: DependencyConfig;
   retry: {
     policy: RetryPolicy;
     budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
@@ -15,7 +15,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
   return readEnv(env, (r) => ({
     // The edge: requests without a deadline are normal here and get DEADLINE_DEFAULT_MS (3 s).
     server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true }),
-    checkoutUrl: r.url("CHECKOUT_URL", "http://127.0.0.1:8081"),
+    checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081"),
     // The only retry policy in the platform; see README "Retries".
     retry: {
       policy: {

@@ -7,8 +7,7 @@ import { routes, services } from "./routes.js";
 runMain("gateway", async () => {
   const config = loadConfig(process.env);
   const checkout = createDependencyClient(checkoutV1.CheckoutService, {
-    dependency: "checkout",
-    baseUrl: config.checkoutUrl,
+    dependency: config.checkout,
     deadline: config.server.deadline,
     retry: config.retry,
   });

@@ -1,10 +1,10 @@
-import { readEnv, readServerConfig, type ServerConfig } from "@platform/runtime";
+import { readDependencyConfig, readEnv, readServerConfig, type DependencyConfig, type ServerConfig } from "@platform/runtime";
 
 export interface OrdersConfig {
   server: ServerConfig;
   databaseUrl: string;
   dbPoolMax: number;
-  pricingUrl: string;
+  pricing: DependencyConfig;
   /** How long an idempotency key is remembered. */
   idempotencyRetentionHours: number;
 }
@@ -14,7 +14,7 @@ export function loadConfig(env: Record<string, string | undefined>): OrdersConfi
     server: readServerConfig(r, "orders", { port: 8082, adminPort: 9082 }),
     databaseUrl: r.postgresUrl("DATABASE_URL"),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
-    pricingUrl: r.url("PRICING_URL", "http://127.0.0.1:8083"),
+    pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083"),
     idempotencyRetentionHours: r.int("IDEMPOTENCY_RETENTION_HOURS", 24, { min: 1, max: 24 * 90 }),
   }));
 }

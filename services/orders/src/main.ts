@@ -16,8 +16,7 @@ runMain("orders", async () => {
   const { applied } = await migrate(db, { schema: "orders", directory: migrations });
   if (applied.length > 0) logger.info({ applied }, "migrations applied");
   const pricing = createDependencyClient(pricingV1.PricingService, {
-    dependency: "pricing",
-    baseUrl: config.pricingUrl,
+    dependency: config.pricing,
     deadline: config.server.deadline,
     // Below the edge nothing retries: one attempt per call.
     retry: "none",

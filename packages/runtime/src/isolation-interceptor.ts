@@ -1,0 +1,74 @@
+import type { Interceptor } from "@connectrpc/connect";
+import { Bulkhead, CircuitBreaker, currentScope, systemClock } from "@platform/resilience";
+import { isolationMetrics } from "./metrics.js";
+
+export interface IsolationConfig {
+  /** Calls to this dependency in flight at once. */
+  maxConcurrent: number;
+  /** Calls waiting for a slot; beyond it they fail at once. */
+  maxQueue: number;
+  breaker: BreakerConfig;
+}
+
+export interface BreakerConfig {
+  volumeThreshold: number;
+  errorThresholdPercentage: number;
+  windowMs: number;
+  resetTimeoutMs: number;
+}
+
+/**
+ * A circuit breaker and a bulkhead of this dependency's own (invariant 6):
+ * a slow dependency exhausts only its own slots, and a failing one is cut
+ * off quickly instead of being hammered. One HTTP/2 connection would queue
+ * silently beyond the server's stream limit; this limiter is what bounds it.
+ *
+ * The breaker is outside the bulkhead: an open breaker refuses without
+ * taking a slot, and bulkhead refusals are our own state, not the
+ * dependency's health, so they never count towards opening it.
+ */
+export function isolationInterceptor(dependency: string, config: IsolationConfig, reserveMs: number): Interceptor {
+  const metrics = isolationMetrics();
+  const bulkhead = new Bulkhead({
+    name: dependency,
+    maxConcurrent: config.maxConcurrent,
+    maxQueue: config.maxQueue,
+    clock: systemClock,
+    onEvent(e) {
+      if (e.type === "rejected") metrics.bulkheadRejected.inc({ dependency, reason: e.reason });
+      if (e.type === "acquired") metrics.bulkheadWait.observe({ dependency }, e.waitedMs / 1000);
+    },
+  });
+  const breaker = new CircuitBreaker({
+    name: dependency,
+    volumeThreshold: config.breaker.volumeThreshold,
+    errorThresholdPercentage: config.breaker.errorThresholdPercentage,
+    rollingCountTimeout: config.breaker.windowMs,
+    resetTimeout: config.breaker.resetTimeoutMs,
+    clock: systemClock,
+    onEvent(e) {
+      if (e.type === "transition") {
+        metrics.breakerTransitions.inc({ dependency, from: e.from, to: e.to });
+        metrics.breakerState.set({ dependency }, stateValue[e.to]);
+      }
+      if (e.type === "rejected") metrics.breakerRejected.inc({ dependency });
+    },
+  });
+  metrics.breakerState.set({ dependency }, 0);
+  metrics.watchBulkhead(bulkhead);
+
+  return (next) => (req) =>
+    breaker.execute(async () => {
+      const scope = currentScope();
+      const release = await bulkhead.acquire({
+        ...(scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {}),
+      });
+      try {
+        return await next(req);
+      } finally {
+        release();
+      }
+    });
+}
+
+const stateValue = { closed: 0, half_open: 1, open: 2 } as const;
