@@ -1,0 +1,52 @@
+import type pg from "pg";
+import { type ConnectionSlots, SlotWaitError } from "./connection-slots.js";
+
+/**
+ * Takes a slot, then a connection, within `waitBudgetMs` and until `signal`
+ * aborts. Rejects with a `SlotWaitError` when it gives up, or with the
+ * pool's error when connecting fails.
+ *
+ * pg-pool's `connect()` cannot be cancelled, and opening a new connection
+ * can hang (a blackholed server). When we stop waiting for one, the slot
+ * stays taken until that connect settles; the connection, if it arrives, goes
+ * straight back to the pool. Nothing leaks, and the pool never exceeds its
+ * size.
+ */
+export async function acquireConnection(
+  pool: pg.Pool,
+  slots: ConnectionSlots,
+  signal: AbortSignal,
+  waitBudgetMs: number,
+): Promise<pg.PoolClient> {
+  const started = performance.now();
+  await slots.acquire(signal, waitBudgetMs);
+  const connecting = pool.connect();
+  const left = waitBudgetMs - (performance.now() - started);
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const giveUp = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SlotWaitError("timeout")), Math.max(0, left));
+    onAbort = () => reject(new SlotWaitError("aborted"));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([connecting, giveUp]);
+  } catch (err) {
+    if (err instanceof SlotWaitError) {
+      connecting.then(
+        (client) => {
+          client.release();
+          slots.release();
+        },
+        () => slots.release(),
+      );
+    } else {
+      slots.release();
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener("abort", onAbort);
+  }
+}

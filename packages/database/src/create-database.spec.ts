@@ -1,0 +1,258 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { FakeClock, createScope, runInScope } from "@platform/resilience";
+import { register } from "prom-client";
+import { type Database, createDatabase } from "./index.js";
+import { metricValue } from "./testing/metric-value.js";
+import { type TestServer, activeStatements, eventually, startTestServer } from "./testing/test-server.js";
+
+function isConnectError(code: Code, message?: RegExp) {
+  return (err: unknown) => {
+    assert.ok(err instanceof ConnectError, `expected a ConnectError, got ${String(err)}`);
+    assert.equal(Code[err.code], Code[code], err.message);
+    if (message) assert.match(err.message, message);
+    return true;
+  };
+}
+
+function scoped<T>(timeoutMs: number, fn: () => Promise<T>, extra: { clock?: FakeClock; parentSignals?: AbortSignal[] } = {}): Promise<T> {
+  const scope = createScope({ timeoutMs, requestId: "test", procedure: "/test.v1.Test/Run", ...extra });
+  return runInScope(scope, fn).finally(() => scope.dispose());
+}
+
+describe("Database.transaction", () => {
+  let pg: TestServer;
+  const dbs: Database[] = [];
+  const open = (name: string, maxConnections = 2) => {
+    const db = createDatabase({ name, connectionString: pg.url, maxConnections });
+    dbs.push(db);
+    return db;
+  };
+  before(async () => {
+    pg = await startTestServer();
+  });
+  after(async () => {
+    try {
+      await Promise.allSettled(dbs.map((db) => db.close()));
+    } finally {
+      await pg.destroy();
+    }
+  });
+
+  it("sets statement_timeout to the remaining budget minus the reserve, per transaction", async () => {
+    const db = open("timeout-db");
+    const clock = new FakeClock(1000);
+    const setting = "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'";
+    const seen = await scoped(
+      10_000,
+      () => {
+        clock.advance(1234); // remaining 8766 ms
+        return db.transaction(async (tx) => {
+          const first = (await tx.query<{ setting: string }>(setting)).rows[0]?.setting;
+          clock.advance(1000); // the budget shrank: the next statement must not get the old one
+          const second = (await tx.query<{ setting: string }>(setting)).rows[0]?.setting;
+          clock.advance(10); // small drift: no extra round trip
+          const third = (await tx.query<{ setting: string }>(setting)).rows[0]?.setting;
+          return [first, second, third];
+        });
+      },
+      { clock },
+    );
+    assert.deepEqual(seen, ["8761", "7761", "7761"]);
+    // SET LOCAL: nothing stays on the pooled session after the transaction.
+    const after = await db.transaction(async (tx) => (await tx.query("SELECT current_setting('statement_timeout') AS v")).rows[0].v);
+    assert.notEqual(after, "7761ms");
+  });
+
+  it("runs read-only transactions when asked", async () => {
+    const db = open("readonly-db");
+    const ro = await db.transaction(async (tx) => (await tx.query("SHOW transaction_read_only")).rows[0].transaction_read_only, {
+      readOnly: true,
+    });
+    assert.equal(ro, "on");
+  });
+
+  it("commits on success and rolls back on error", async () => {
+    const db = open("commit-db");
+    await db.transaction((tx) => tx.query("CREATE TABLE commit_test (v int)"));
+    await db.transaction((tx) => tx.query("INSERT INTO commit_test VALUES (1)"));
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await tx.query("INSERT INTO commit_test VALUES (2)");
+        throw new Error("boom");
+      }),
+      /boom/,
+    );
+    const rows = await db.transaction(async (tx) => (await tx.query("SELECT v FROM commit_test ORDER BY v")).rows);
+    assert.deepEqual(rows, [{ v: 1 }]);
+  });
+
+  it("does not report success when the body swallowed a failed statement", async () => {
+    const db = open("swallow-db");
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await tx.query("SELECT 1/0").catch(() => {});
+        return "ok";
+      }),
+      (err: unknown) => (err as { code?: string }).code === "22012",
+    );
+  });
+
+  it("stops a statement at the deadline: DeadlineExceeded, gone from the server, connection back in the pool", async () => {
+    const db = open("deadline-db");
+    const started = performance.now();
+    await assert.rejects(
+      scoped(300, () => db.transaction((tx) => tx.query("SELECT pg_sleep(10)"))),
+      isConnectError(Code.DeadlineExceeded, /^\[deadline_exceeded\] deadline-db: statement cancelled at deadline$/),
+    );
+    assert.ok(performance.now() - started < 5000, "the statement ran far past its deadline");
+    assert.ok(await eventually(async () => (await activeStatements(pg.url, "deadline-db")).length === 0), "pg_sleep still running on the server");
+    assert.ok(await eventually(() => db.stats().inUse === 0), `pool not back: ${JSON.stringify(db.stats())}`);
+    assert.ok((await metricValue("db_statements_total", { db: "deadline-db", outcome: "cancelled_deadline" })) >= 1);
+  });
+
+  it("cancels the running statement on the server when the caller goes away", async () => {
+    const db = open("cancel-db", 1);
+    const pidBefore = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const caller = new AbortController();
+    // 30 s deadline: statement_timeout cannot be what stops the 20 s sleep below.
+    const running = scoped(30_000, () => db.transaction((tx) => tx.query("SELECT pg_sleep(20)")), { parentSignals: [caller.signal] });
+    assert.ok(await eventually(async () => (await activeStatements(pg.url, "cancel-db")).length === 1), "pg_sleep never started");
+    caller.abort();
+    await assert.rejects(running, isConnectError(Code.Canceled, /^\[canceled\] cancel-db: statement cancelled: caller went away$/));
+    assert.deepEqual(await activeStatements(pg.url, "cancel-db"), []);
+    assert.ok(await eventually(() => db.stats().inUse === 0), `pool not back: ${JSON.stringify(db.stats())}`);
+    // The same connection came back (cancelled, not dropped).
+    const pidAfter = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    assert.equal(pidAfter, pidBefore);
+    assert.equal(await metricValue("db_statements_total", { db: "cancel-db", outcome: "cancelled_caller" }), 1);
+  });
+
+  it("drops the connection when the server does not answer the cancel", async () => {
+    const db = open("stuck-db", 1);
+    const backend: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const caller = new AbortController();
+    const running = scoped(30_000, () => db.transaction((tx) => tx.query("SELECT pg_sleep(20)")), { parentSignals: [caller.signal] });
+    assert.ok(await eventually(async () => (await activeStatements(pg.url, "stuck-db")).length === 1), "pg_sleep never started");
+    process.kill(backend, "SIGSTOP"); // a backend that cannot react: our cancel goes unanswered
+    try {
+      caller.abort();
+      await assert.rejects(running, isConnectError(Code.Canceled, /stuck-db: statement cancelled: caller went away/));
+      assert.equal(db.stats().total, 0, "a connection in an unknown state went back to the pool");
+    } finally {
+      process.kill(backend, "SIGCONT");
+    }
+    const fresh: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    assert.notEqual(fresh, backend);
+  });
+
+  it("fails with Unavailable after close", async () => {
+    const db = open("closed-db");
+    await db.close();
+    await assert.rejects(
+      db.transaction((tx) => tx.query("SELECT 1")),
+      isConnectError(Code.Unavailable, /closed-db: database unavailable: pool closed/),
+    );
+  });
+
+  it("refuses to start with less than the minimum budget, without touching the pool", async () => {
+    const db = open("budget-db");
+    const clock = new FakeClock();
+    let called = false;
+    await assert.rejects(
+      scoped(
+        4,
+        () =>
+          db.transaction(async () => {
+            called = true;
+          }),
+        { clock },
+      ),
+      isConnectError(Code.DeadlineExceeded, /budget-db: not enough time left to start \(4ms\)/),
+    );
+    assert.equal(called, false);
+    assert.equal(db.stats().total, 0);
+    assert.equal(await metricValue("db_transactions_rejected_total", { db: "budget-db", reason: "budget" }), 1);
+  });
+
+  it("waits for a connection only as long as the deadline allows, and leaks nothing", async () => {
+    const db = open("pool-db", 1);
+    const holder = db.transaction((tx) => tx.query("SELECT pg_sleep(1)"));
+    assert.ok(await eventually(() => db.stats().inUse === 1));
+    await assert.rejects(
+      scoped(200, () => db.transaction((tx) => tx.query("SELECT 1"))),
+      isConnectError(Code.DeadlineExceeded, /pool-db: timed out waiting for a connection/),
+    );
+    assert.equal(db.stats().waiting, 0, "a caller that gave up still counts as waiting");
+    await holder;
+    assert.ok(await eventually(() => db.stats().inUse === 0 && db.stats().waiting === 0), JSON.stringify(db.stats()));
+    assert.ok(db.stats().total <= 1);
+    assert.equal((await db.transaction((tx) => tx.query("SELECT 1 AS one"))).rows[0].one, 1);
+    assert.equal(await metricValue("db_transactions_rejected_total", { db: "pool-db", reason: "pool_wait" }), 1);
+  });
+
+  it("gives up waiting for a connection when the caller goes away", async () => {
+    const db = open("pool-cancel-db", 1);
+    const holder = db.transaction((tx) => tx.query("SELECT pg_sleep(0.5)"));
+    assert.ok(await eventually(() => db.stats().inUse === 1));
+    const caller = new AbortController();
+    const waiting = scoped(10_000, () => db.transaction((tx) => tx.query("SELECT 1")), { parentSignals: [caller.signal] });
+    assert.ok(await eventually(() => db.stats().waiting === 1));
+    caller.abort();
+    await assert.rejects(waiting, isConnectError(Code.Canceled, /pool-cancel-db: caller went away/));
+    assert.equal(db.stats().waiting, 0);
+    await holder;
+  });
+
+  it("rethrows a unique violation unchanged", async () => {
+    const db = open("unique-db");
+    await db.transaction((tx) => tx.query("CREATE TABLE uniq (k text PRIMARY KEY)"));
+    await db.transaction((tx) => tx.query("INSERT INTO uniq VALUES ($1)", ["a"]));
+    await assert.rejects(
+      db.transaction((tx) => tx.query("INSERT INTO uniq VALUES ($1)", ["a"])),
+      (err: unknown) => {
+        assert.ok(!(err instanceof ConnectError));
+        assert.equal((err as { code?: string }).code, "23505");
+        return true;
+      },
+    );
+    assert.ok(await eventually(() => db.stats().inUse === 0));
+  });
+
+  it("applies the fallback deadline outside any request scope", async () => {
+    const db = createDatabase({ name: "fallback-db", connectionString: pg.url, maxConnections: 1, fallbackTimeoutMs: 300 });
+    dbs.push(db);
+    await assert.rejects(db.transaction((tx) => tx.query("SELECT pg_sleep(10)")), isConnectError(Code.DeadlineExceeded));
+  });
+
+  it("exports pool, statement and wait metrics per database", async () => {
+    const a = open("metrics-a-db");
+    const b = open("metrics-b-db");
+    await a.transaction((tx) => tx.query("SELECT 1"));
+    await b.transaction((tx) => tx.query("SELECT 1"));
+    const text = await register.metrics();
+    assert.match(text, /db_pool_connections\{db="metrics-a-db",state="idle"\} 1/);
+    assert.match(text, /db_pool_connections\{db="metrics-b-db",state="in_use"\} 0/);
+    assert.match(text, /db_statements_total\{db="metrics-a-db",outcome="ok"\} 1/);
+    assert.match(text, /db_pool_wait_seconds_count\{db="metrics-b-db"\} 1/);
+    assert.match(text, /db_statement_seconds_count\{db="metrics-b-db"\} 1/);
+    await b.close();
+    assert.doesNotMatch(await register.metrics(), /db_pool_connections\{db="metrics-b-db"/);
+  });
+
+  it("refuses statements once the scope has ended", async () => {
+    const db = open("ended-db");
+    await assert.rejects(
+      scoped(150, () =>
+        db.transaction(async (tx) => {
+          await sleep(300);
+          await tx.query("SELECT 1");
+        }),
+      ),
+      isConnectError(Code.DeadlineExceeded, /ended-db: deadline exceeded before the statement started/),
+    );
+    assert.ok(await eventually(() => db.stats().inUse === 0));
+  });
+});

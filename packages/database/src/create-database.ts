@@ -1,0 +1,166 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type CallScope, abortReason, createScope, currentScope, remainingMs } from "@platform/resilience";
+import pg from "pg";
+import { acquireConnection } from "./acquire-connection.js";
+import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
+import { type PoolStatsSource, databaseMetrics } from "./metrics.js";
+import { scopeEndedError } from "./scope-ended-error.js";
+import { toConnectError } from "./to-connect-error.js";
+import { ScopedTx, type Tx } from "./tx.js";
+
+export interface DatabaseOptions {
+  /** Dependency name used in error messages and the `db` metric label, e.g. "pricing-db". */
+  name: string;
+  connectionString: string;
+  /** Pool size: this dependency's bulkhead. */
+  maxConnections: number;
+  /** Do not start (or wait for a connection) with less time than this left. Default 5. */
+  minBudgetMs?: number;
+  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 5. */
+  statementReserveMs?: number;
+  /** Deadline for work outside any request scope (startup jobs, scripts). Default 5000. */
+  fallbackTimeoutMs?: number;
+  /** Shown in pg_stat_activity; defaults to `name`. */
+  applicationName?: string;
+  /** An idle pooled connection died (e.g. PostgreSQL restarted). The pool has already dropped it. */
+  onIdleConnectionError?: (err: Error) => void;
+}
+
+export interface TransactionOptions {
+  readOnly?: boolean;
+}
+
+export interface PoolStats {
+  /** Open connections (including ones being established). */
+  total: number;
+  idle: number;
+  /** Callers waiting for a connection. */
+  waiting: number;
+  /** Connections checked out or being established. */
+  inUse: number;
+}
+
+export interface Database {
+  readonly name: string;
+  /**
+   * Runs `fn` in a transaction bound to the current request's deadline (or
+   * the fallback): refuses to start without enough time, waits for a
+   * connection only as long as the deadline allows, sets a transaction-local
+   * statement_timeout, and cancels the running statement on the server
+   * when the caller goes away. Commits when `fn` resolves, rolls back when
+   * it throws. Connection failures and cancellations come out as
+   * ConnectErrors; other errors (constraint violations...) unchanged.
+   */
+  transaction<T>(fn: (tx: Tx) => Promise<T>, opts?: TransactionOptions): Promise<T>;
+  stats(): PoolStats;
+  /** Closes the pool once checked-out connections are back; later transactions fail with Unavailable. Idempotent. */
+  close(): Promise<void>;
+}
+
+export function createDatabase(opts: DatabaseOptions): Database {
+  const name = opts.name;
+  const minBudgetMs = opts.minBudgetMs ?? 5;
+  const statementReserveMs = opts.statementReserveMs ?? 5;
+  const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
+  const metrics = databaseMetrics();
+  const pool = new pg.Pool({
+    connectionString: opts.connectionString,
+    max: opts.maxConnections,
+    application_name: opts.applicationName ?? name,
+    keepAlive: true,
+  });
+  // Without a listener, an idle connection dying (server restart, network
+  // blip) is an unhandled 'error' event and kills the process. pg-pool has
+  // already removed the client; the next checkout opens a fresh one.
+  pool.on("error", (err) => opts.onIdleConnectionError?.(err));
+  const slots = new ConnectionSlots(opts.maxConnections);
+  let closing: Promise<void> | undefined;
+
+  const stats = (): PoolStats => {
+    const total = pool.totalCount;
+    const idle = pool.idleCount;
+    return { total, idle, waiting: slots.waiting + pool.waitingCount, inUse: total - idle };
+  };
+  const source: PoolStatsSource = { name, stats };
+  metrics.sources.add(source);
+
+  const reject = (reason: "budget" | "pool_wait", message: string): ConnectError => {
+    metrics.rejected.inc({ db: name, reason });
+    return new ConnectError(`${name}: ${message}`, Code.DeadlineExceeded);
+  };
+
+  /**
+   * A connection for `scope`, waited for no longer than leaves `minBudgetMs`
+   * to use it. Its slot is the caller's to release.
+   */
+  async function checkout(scope: CallScope): Promise<pg.PoolClient> {
+    const remaining = remainingMs(scope);
+    if (remaining < minBudgetMs) throw reject("budget", `not enough time left to start (${Math.max(0, Math.floor(remaining))}ms)`);
+    if (scope.signal.aborted) throw scopeEndedError(name, scope, "the transaction started");
+
+    const waitStarted = performance.now();
+    let client: pg.PoolClient;
+    try {
+      client = await acquireConnection(pool, slots, scope.signal, remaining - minBudgetMs);
+    } catch (err) {
+      if (!(err instanceof SlotWaitError)) throw toConnectError(err, name, scope);
+      if (err.reason === "aborted" && abortReason(scope) !== "deadline") {
+        throw scopeEndedError(name, scope, "a connection was available");
+      }
+      throw reject("pool_wait", "timed out waiting for a connection");
+    } finally {
+      metrics.poolWait.observe({ db: name }, (performance.now() - waitStarted) / 1000);
+    }
+
+    // The wait may have used up the budget, or the caller may have left meanwhile.
+    if (remainingMs(scope) < minBudgetMs || scope.signal.aborted) {
+      client.release();
+      slots.release();
+      throw scope.signal.aborted && abortReason(scope) !== "deadline"
+        ? scopeEndedError(name, scope, "the transaction started")
+        : reject("pool_wait", "timed out waiting for a connection");
+    }
+    return client;
+  }
+
+  async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: TransactionOptions | undefined): Promise<T> {
+    const client = await checkout(scope);
+    const tx = new ScopedTx(client, scope, { dbName: name, minBudgetMs, statementReserveMs, metrics });
+    try {
+      await tx.begin(txOpts?.readOnly ?? false);
+      const result = await fn(tx);
+      await tx.commit();
+      return result;
+    } catch (err) {
+      await tx.rollback();
+      throw toConnectError(err, name, scope);
+    } finally {
+      tx.release();
+      slots.release();
+    }
+  }
+
+  return {
+    name,
+    async transaction(fn, txOpts) {
+      const inbound = currentScope();
+      if (inbound) return run(inbound, fn, txOpts);
+      // Outside a request there is still a deadline: nothing runs unbounded.
+      const own = createScope({ timeoutMs: fallbackTimeoutMs, requestId: "", procedure: `${name}/transaction` });
+      try {
+        return await run(own, fn, txOpts);
+      } finally {
+        own.dispose();
+      }
+    },
+    stats,
+    close() {
+      // Idempotent: shutdown paths often call it twice, and pg-pool throws on a second end().
+      closing ??= (async () => {
+        metrics.sources.delete(source);
+        await pool.end();
+      })();
+      return closing;
+    },
+  };
+}

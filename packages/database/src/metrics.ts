@@ -1,0 +1,94 @@
+import { Counter, Gauge, Histogram, type Metric, register } from "prom-client";
+
+export type StatementOutcome = "ok" | "error" | "cancelled_deadline" | "cancelled_caller";
+export type RejectReason = "budget" | "pool_wait";
+
+/** What the pool gauge reads on each scrape. */
+export interface PoolStatsSource {
+  readonly name: string;
+  stats(): { idle: number; waiting: number; inUse: number };
+}
+
+export interface DatabaseMetrics {
+  statements: Counter<"db" | "outcome">;
+  rejected: Counter<"db" | "reason">;
+  poolWait: Histogram<"db">;
+  statementSeconds: Histogram<"db">;
+  /** Databases whose pools the gauge reports; add on create, delete on close. */
+  sources: Set<PoolStatsSource>;
+}
+
+const sources = new Set<PoolStatsSource>();
+let metrics: DatabaseMetrics | undefined;
+
+/**
+ * Reuses a metric already on the default registry: several Database
+ * instances (and test files) share one process, and prom-client throws
+ * when a name is registered twice.
+ */
+function once<T extends Metric>(name: string, create: () => T): T {
+  return (register.getSingleMetric(name) as T | undefined) ?? create();
+}
+
+/** Buckets from 1 ms to 10 s: pool waits and statements live in this range. */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Created on first use, not on import, so importing the package has no side effects. */
+export function databaseMetrics(): DatabaseMetrics {
+  if (metrics) return metrics;
+  once("db_pool_connections", () => new Gauge({ ...POOL_GAUGE, collect: collectPoolStats }));
+  metrics = {
+    statements: once("db_statements_total", () => new Counter(STATEMENTS)),
+    rejected: once("db_transactions_rejected_total", () => new Counter(REJECTED)),
+    poolWait: once("db_pool_wait_seconds", () => new Histogram(POOL_WAIT)),
+    statementSeconds: once("db_statement_seconds", () => new Histogram(STATEMENT_SECONDS)),
+    sources,
+  };
+  return metrics;
+}
+
+const STATEMENTS = {
+  name: "db_statements_total",
+  help: "Statements run through Tx.query, by outcome (ok, error, cancelled_deadline, cancelled_caller).",
+  labelNames: ["db", "outcome"] as const,
+};
+const REJECTED = {
+  name: "db_transactions_rejected_total",
+  help: "Transactions refused before their first statement: too little time left (budget) or no connection in time (pool_wait).",
+  labelNames: ["db", "reason"] as const,
+};
+const POOL_WAIT = {
+  name: "db_pool_wait_seconds",
+  help: "Time spent waiting for a pooled connection.",
+  labelNames: ["db"] as const,
+  buckets: BUCKETS,
+};
+const STATEMENT_SECONDS = {
+  name: "db_statement_seconds",
+  help: "Duration of statements run through Tx.query.",
+  labelNames: ["db"] as const,
+  buckets: BUCKETS,
+};
+const POOL_GAUGE = {
+  name: "db_pool_connections",
+  help: "Pool connections by state (in_use, idle) and callers waiting for one (waiting), read on scrape.",
+  labelNames: ["db", "state"] as const,
+};
+
+function collectPoolStats(this: Gauge<"db" | "state">): void {
+  this.reset(); // closed databases disappear instead of freezing at their last value
+  const sums = new Map<string, { idle: number; waiting: number; inUse: number }>();
+  for (const source of sources) {
+    const s = source.stats();
+    const sum = sums.get(source.name) ?? { idle: 0, waiting: 0, inUse: 0 };
+    sum.idle += s.idle;
+    sum.waiting += s.waiting;
+    sum.inUse += s.inUse;
+    sums.set(source.name, sum);
+  }
+  for (const [db, s] of sums) {
+    this.set({ db, state: "in_use" }, s.inUse);
+    this.set({ db, state: "idle" }, s.idle);
+    this.set({ db, state: "waiting" }, s.waiting);
+  }
+}

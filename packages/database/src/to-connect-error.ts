@@ -1,0 +1,92 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type CallScope, abortReason } from "@platform/resilience";
+
+/** Socket-level failures, with the short reason we put in messages. */
+const SOCKET_ERRORS: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  ETIMEDOUT: "connection timed out",
+  EPIPE: "connection closed",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host lookup failed",
+};
+
+/** SQLSTATEs that mean "this server cannot serve you now", not "your request is wrong". */
+const UNAVAILABLE_SQLSTATES: Record<string, string> = {
+  "57P01": "server shutting down",
+  "57P02": "server crashed",
+  "57P03": "server not accepting connections yet",
+  "53300": "too many connections",
+};
+
+/** node-pg's own messages for a connection that died or was never usable. */
+const CONNECTION_MESSAGES: [RegExp, string][] = [
+  [/^Connection terminated/, "connection terminated"],
+  [/not queryable/, "connection broken"],
+  [/timeout exceeded when trying to connect/, "connect timed out"],
+  [/Cannot use a pool after calling end/, "pool closed"],
+];
+
+function codeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string") return code;
+  // node's happy-eyeballs connect fails with an AggregateError of per-address errors
+  if (err instanceof AggregateError) return codeOf(err.errors[0]);
+  return undefined;
+}
+
+/**
+ * The short reason when `err` means the database cannot be reached or the
+ * connection is dead; undefined for every other error. A connection in this
+ * state must be destroyed, not returned to the pool.
+ */
+export function connectionFailureReason(err: unknown): string | undefined {
+  const code = codeOf(err);
+  if (code !== undefined) {
+    const socket = SOCKET_ERRORS[code];
+    if (socket) return socket;
+    const state = UNAVAILABLE_SQLSTATES[code];
+    if (state) return `${state} (${code})`;
+    if (/^08[0-9A-Z]{3}$/.test(code)) return `connection failure (${code})`;
+  }
+  const message = err instanceof Error ? err.message : "";
+  for (const [pattern, reason] of CONNECTION_MESSAGES) if (pattern.test(message)) return reason;
+  return undefined;
+}
+
+/**
+ * The error for a statement stopped because its scope ended (or for its
+ * server-side twin, statement_timeout, which is set to just before the
+ * deadline): what the caller sees depends on why the scope ended.
+ */
+export function cancelledError(dbName: string, scope: CallScope | undefined, cause?: unknown): ConnectError {
+  switch (scope ? abortReason(scope) : undefined) {
+    case "cancelled":
+      return new ConnectError(`${dbName}: statement cancelled: caller went away`, Code.Canceled, undefined, undefined, cause);
+    case "shutdown":
+      return new ConnectError(`${dbName}: statement cancelled: server shutting down`, Code.Unavailable, undefined, undefined, cause);
+    default:
+      return new ConnectError(`${dbName}: statement cancelled at deadline`, Code.DeadlineExceeded, undefined, undefined, cause);
+  }
+}
+
+/**
+ * Maps the database errors whose meaning is the same for every service to
+ * a ConnectError: 57014 (query_canceled) to DeadlineExceeded / Canceled /
+ * Unavailable by the scope's abort reason, and connection failures to
+ * Unavailable. Returns every other error UNCHANGED (a unique violation,
+ * 23505, means something different to each service, so the service
+ * decides). Messages never contain SQL or values; the original error is kept
+ * as `cause` for logs.
+ */
+export function toConnectError(err: unknown, dbName: string, scope?: CallScope): unknown {
+  if (err instanceof ConnectError) return err;
+  if (codeOf(err) === "57014") return cancelledError(dbName, scope, err);
+  const reason = connectionFailureReason(err);
+  if (reason !== undefined) {
+    return new ConnectError(`${dbName}: database unavailable: ${reason}`, Code.Unavailable, undefined, undefined, err);
+  }
+  return err;
+}

@@ -1,0 +1,208 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type CallScope, abortReason, remainingMs } from "@platform/resilience";
+import type pg from "pg";
+import { cancelTargetOf, sendCancelRequest } from "./cancel-request.js";
+import type { DatabaseMetrics, StatementOutcome } from "./metrics.js";
+import { scopeEndedError } from "./scope-ended-error.js";
+import { cancelledError, connectionFailureReason, toConnectError } from "./to-connect-error.js";
+
+/** The handle a transaction body uses; every statement runs inside the caller's deadline. */
+export interface Tx {
+  /**
+   * Runs one statement (use `$1`-style placeholders for values). Refuses to
+   * start once the scope has ended or has less than the minimum budget
+   * left; a statement still running when the scope aborts is cancelled on
+   * the server.
+   */
+  query<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+export interface TxSettings {
+  dbName: string;
+  minBudgetMs: number;
+  statementReserveMs: number;
+  metrics: DatabaseMetrics;
+}
+
+/**
+ * How long a statement may take to come back after its scope aborted (the
+ * cancel request normally stops it within milliseconds). Past this the
+ * server is not answering: we drop the connection so the caller and the pool
+ * slot are not held hostage by a dead peer.
+ */
+const CANCEL_GRACE_MS = 1_000;
+
+/**
+ * statement_timeout applies to each statement from its own start, so the
+ * value set at BEGIN lets later statements run past the deadline. When the
+ * budget has shrunk by more than this since the last SET LOCAL, the next
+ * statement first re-sets it (one extra round trip, only in transactions
+ * that have already spent this long). The client-side cancel covers the gap
+ * while we are alive; this is what bounds the statement if we die.
+ */
+const TIMEOUT_REFRESH_MS = 50;
+
+/** One transaction on one checked-out connection, bound to a CallScope. */
+export class ScopedTx implements Tx {
+  /** The connection must be destroyed instead of returned to the pool. */
+  private broken = false;
+  /** We destroyed the connection because the server did not answer a cancel. */
+  private abandoned = false;
+  private finished = false;
+  private inFlight = 0;
+  private cancellableInFlight = 0;
+  private timeoutInForceMs = 0;
+  private cancelSent: Promise<void> | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
+  /** The last statement error; a COMMIT that the server turned into ROLLBACK rethrows it. */
+  private lastFailure: unknown;
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly scope: CallScope,
+    private readonly settings: TxSettings,
+  ) {
+    scope.signal.addEventListener("abort", this.onAbort, { once: true });
+    client.on("error", this.onClientError);
+  }
+
+  /** BEGIN and the deadline-derived statement_timeout, in one round trip. */
+  async begin(readOnly: boolean): Promise<void> {
+    const ms = this.statementTimeoutMs();
+    // SET LOCAL, never SET: transaction-scoped, so the value cannot outlive
+    // us on a pooled server connection (PgBouncer transaction pooling).
+    await this.exec(`BEGIN${readOnly ? " READ ONLY" : ""}; SET LOCAL statement_timeout = ${ms}`, undefined, true);
+    this.timeoutInForceMs = ms;
+  }
+
+  async query<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    if (this.finished) throw new Error(`${this.settings.dbName}: query on a transaction that has already finished`);
+    const { dbName, minBudgetMs, metrics } = this.settings;
+    if (this.scope.signal.aborted) throw scopeEndedError(dbName, this.scope, "the statement started");
+    const remaining = remainingMs(this.scope);
+    if (remaining < minBudgetMs) {
+      throw new ConnectError(`${dbName}: not enough time left for a statement (${Math.max(0, Math.floor(remaining))}ms)`, Code.DeadlineExceeded);
+    }
+    const started = performance.now();
+    let outcome: StatementOutcome = "ok";
+    try {
+      const wanted = this.statementTimeoutMs();
+      if (this.timeoutInForceMs - wanted > TIMEOUT_REFRESH_MS) {
+        await this.exec(`SET LOCAL statement_timeout = ${wanted}`, undefined, true);
+        this.timeoutInForceMs = wanted;
+      }
+      return await this.exec<R>(text, values, true);
+    } catch (err) {
+      outcome = this.outcomeOf(err);
+      throw err;
+    } finally {
+      metrics.statements.inc({ db: dbName, outcome });
+      metrics.statementSeconds.observe({ db: dbName }, (performance.now() - started) / 1000);
+    }
+  }
+
+  /**
+   * COMMIT, unless the scope has ended: the caller is gone or out of time,
+   * so its work is rolled back rather than committed behind its back.
+   */
+  async commit(): Promise<void> {
+    if (this.scope.signal.aborted) throw scopeEndedError(this.settings.dbName, this.scope, "commit");
+    const result = await this.exec("COMMIT", undefined, false);
+    // PostgreSQL answers COMMIT of a failed transaction (the body caught a
+    // statement error and carried on) with ROLLBACK. Reporting success
+    // would silently lose the writes.
+    if (result.command === "ROLLBACK") {
+      throw this.lastFailure !== undefined
+        ? toConnectError(this.lastFailure, this.settings.dbName, this.scope)
+        : new ConnectError(`${this.settings.dbName}: transaction was rolled back by the server`, Code.Aborted);
+    }
+  }
+
+  /** Best-effort ROLLBACK; a connection that cannot roll back is destroyed at release. */
+  async rollback(): Promise<void> {
+    if (this.broken) return;
+    // A cancel still in flight could otherwise hit the ROLLBACK itself.
+    await this.cancelSent;
+    try {
+      await this.exec("ROLLBACK", undefined, false);
+    } catch {
+      this.broken = true;
+    }
+  }
+
+  /** Returns the connection to the pool, or destroys it when it is broken. */
+  release(): void {
+    this.finished = true;
+    clearTimeout(this.graceTimer);
+    this.scope.signal.removeEventListener("abort", this.onAbort);
+    this.client.removeListener("error", this.onClientError);
+    this.client.release(this.broken || undefined);
+  }
+
+  private statementTimeoutMs(): number {
+    return Math.max(1, Math.floor(remainingMs(this.scope) - this.settings.statementReserveMs));
+  }
+
+  /** Runs a statement, tracking it for cancellation; errors come out mapped. */
+  private async exec<R extends pg.QueryResultRow>(text: string, values: unknown[] | undefined, cancellable: boolean): Promise<pg.QueryResult<R>> {
+    this.inFlight++;
+    if (cancellable) this.cancellableInFlight++;
+    if (this.scope.signal.aborted) this.armGrace();
+    try {
+      return await this.client.query<R>(text, values);
+    } catch (err) {
+      this.lastFailure = err;
+      throw this.mapError(err);
+    } finally {
+      this.inFlight--;
+      if (cancellable) this.cancellableInFlight--;
+    }
+  }
+
+  private mapError(err: unknown): unknown {
+    if (this.abandoned) return cancelledError(this.settings.dbName, this.scope, err);
+    if (connectionFailureReason(err) !== undefined) this.broken = true;
+    return toConnectError(err, this.settings.dbName, this.scope);
+  }
+
+  private outcomeOf(err: unknown): StatementOutcome {
+    const cancelled = this.abandoned || (err instanceof ConnectError && (err.cause as { code?: unknown } | undefined)?.code === "57014");
+    if (!cancelled) return "error";
+    const reason = abortReason(this.scope);
+    return reason === "cancelled" || reason === "shutdown" ? "cancelled_caller" : "cancelled_deadline";
+  }
+
+  /**
+   * The scope ended: stop the running statement on the server, not just our
+   * wait for it, so its locks and this connection are freed now.
+   */
+  private readonly onAbort = (): void => {
+    if (this.cancellableInFlight > 0 && !this.cancelSent) {
+      const target = cancelTargetOf(this.client);
+      if (target) this.cancelSent = sendCancelRequest(target, CANCEL_GRACE_MS);
+    }
+    this.armGrace();
+  };
+
+  private armGrace(): void {
+    if (this.graceTimer || this.broken) return;
+    this.graceTimer = setTimeout(() => {
+      this.graceTimer = undefined;
+      if (this.inFlight > 0) this.abandon();
+    }, CANCEL_GRACE_MS);
+    this.graceTimer.unref();
+  }
+
+  /** Drops the connection under a statement the server will not stop; its query rejects at once. */
+  private abandon(): void {
+    this.broken = true;
+    this.abandoned = true;
+    const stream = (this.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
+    stream?.destroy();
+  }
+
+  /** node-pg emits 'error' on a checked-out client whose connection dies; unhandled, it would crash the process. */
+  private readonly onClientError = (): void => {
+    this.broken = true;
+  };
+}
