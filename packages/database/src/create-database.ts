@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type CallScope, abortReason, createScope, currentScope, remainingMs } from "@platform/resilience";
+import { type CallScope, abortReason, createScope, currentFaults, currentScope, faultApplies, remainingMs, shouldFail } from "@platform/resilience";
 import pg from "pg";
 import { acquireConnection } from "./acquire-connection.js";
 import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
@@ -124,10 +124,15 @@ export function createDatabase(opts: DatabaseOptions): Database {
   }
 
   async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: TransactionOptions | undefined): Promise<T> {
+    const spec = currentFaults().db;
+    const fault = faultApplies(spec) ? spec : undefined;
+    if (fault?.unreachable) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
     const client = await checkout(scope);
     const tx = new ScopedTx(client, scope, { dbName: name, minBudgetMs, statementReserveMs, metrics });
     try {
       await tx.begin(txOpts?.readOnly ?? false);
+      metrics.transactions.inc({ db: name });
+      if (fault) await injectDatabaseFault(tx, fault, name);
       const result = await fn(tx);
       await tx.commit();
       return result;
@@ -163,4 +168,21 @@ export function createDatabase(opts: DatabaseOptions): Database {
       return closing;
     },
   };
+}
+
+/**
+ * Injected faults run on the server, so they cost what the real thing
+ * costs: a slow statement holds its connection and is cancelled at the
+ * deadline like any other; a failure is a real round trip that fails.
+ */
+async function injectDatabaseFault(tx: Tx, fault: { latencyMs?: number; errorRate?: number }, name: string): Promise<void> {
+  if (fault.latencyMs) await tx.query("SELECT pg_sleep($1) /* injected latency */", [fault.latencyMs / 1000]);
+  if (!shouldFail(fault)) return;
+  try {
+    await tx.query("DO $$ BEGIN RAISE EXCEPTION 'injected fault' USING ERRCODE = 'XX000'; END $$");
+  } catch (e) {
+    // Reported as what a failing database looks like to its callers.
+    if (e instanceof ConnectError) throw e;
+    throw new ConnectError(`${name}: database unavailable: injected fault`, Code.Unavailable);
+  }
 }

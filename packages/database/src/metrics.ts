@@ -11,6 +11,7 @@ export interface PoolStatsSource {
 
 export interface DatabaseMetrics {
   statements: Counter<"db" | "outcome">;
+  transactions: Counter<"db">;
   rejected: Counter<"db" | "reason">;
   poolWait: Histogram<"db">;
   statementSeconds: Histogram<"db">;
@@ -39,6 +40,7 @@ export function databaseMetrics(): DatabaseMetrics {
   once("db_pool_connections", () => new Gauge({ ...POOL_GAUGE, collect: collectPoolStats }));
   metrics = {
     statements: once("db_statements_total", () => new Counter(STATEMENTS)),
+    transactions: once("db_transactions_total", () => new Counter(TRANSACTIONS)),
     rejected: once("db_transactions_rejected_total", () => new Counter(REJECTED)),
     poolWait: once("db_pool_wait_seconds", () => new Histogram(POOL_WAIT)),
     statementSeconds: once("db_statement_seconds", () => new Histogram(STATEMENT_SECONDS)),
@@ -51,6 +53,11 @@ const STATEMENTS = {
   name: "db_statements_total",
   help: "Statements run through Tx.query, by outcome (ok, error, cancelled_deadline, cancelled_caller).",
   labelNames: ["db", "outcome"] as const,
+};
+const TRANSACTIONS = {
+  name: "db_transactions_total",
+  help: "Transactions that reached the database (BEGIN sent): the unit of database load per request.",
+  labelNames: ["db"] as const,
 };
 const REJECTED = {
   name: "db_transactions_rejected_total",

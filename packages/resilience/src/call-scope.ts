@@ -59,6 +59,8 @@ export interface CreateScopeOptions {
   requestId: string;
   procedure: string;
   criticality?: "critical" | "sheddable";
+  /** When the request arrived, on `clock`'s scale; the deadline counts from here. Default: now. */
+  startedAt?: number;
   /** Signals whose abort means the caller went away (Connect's `ctx.signal`, shutdown). */
   parentSignals?: AbortSignal[];
   clock?: Clock;
@@ -72,15 +74,19 @@ export interface CreateScopeOptions {
 export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): void } {
   const clock = opts.clock ?? systemClock;
   const controller = new AbortController();
-  const deadlineAt = clock.now() + opts.timeoutMs;
-  const timer = setTimeout(() => controller.abort("deadline"), Math.max(0, opts.timeoutMs));
+  const deadlineAt = (opts.startedAt ?? clock.now()) + opts.timeoutMs;
+  const timer = setTimeout(() => controller.abort("deadline"), Math.max(0, deadlineAt - clock.now()));
   timer.unref?.();
+  // A caller whose deadline fires gives up a little before ours does: its
+  // timer started earlier (connection set-up, transit, parsing). A caller
+  // leaving this close to the deadline left because of it.
+  const nearDeadlineAt = deadlineAt - Math.max(50, opts.timeoutMs * 0.1);
   const onParentAbort = (ev: Event) => {
-    controller.abort(classifyParentAbort((ev.target as AbortSignal).reason, clock.now() >= deadlineAt));
+    controller.abort(classifyParentAbort((ev.target as AbortSignal).reason, clock.now() >= nearDeadlineAt));
   };
   for (const s of opts.parentSignals ?? []) {
     if (s.aborted) {
-      controller.abort(classifyParentAbort(s.reason, clock.now() >= deadlineAt));
+      controller.abort(classifyParentAbort(s.reason, clock.now() >= nearDeadlineAt));
       break;
     }
     s.addEventListener("abort", onParentAbort, { once: true });

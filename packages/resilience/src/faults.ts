@@ -11,6 +11,14 @@ export interface FaultSpec {
   latencyMs?: number;
   /** Probability in [0, 1] that the work fails with an injected UNAVAILABLE. */
   errorRate?: number;
+  /**
+   * Calls to a dependency only: probability in [0, 1] that the call is made
+   * and processed, but its response is lost (the caller sees UNAVAILABLE).
+   * This is the failure that idempotency keys exist for.
+   */
+  dropResponseRate?: number;
+  /** Apply to the next N events only, then stop (e.g. one failure, then success). Default: every event. */
+  times?: number;
 }
 
 export interface DatabaseFaultSpec extends FaultSpec {
@@ -31,6 +39,8 @@ export interface Faults {
 
 const none: Faults = Object.freeze({});
 let active: Faults = none;
+/** Events left for specs with `times`, keyed by the (frozen) spec object. */
+let remaining = new WeakMap<FaultSpec, number>();
 
 /** The faults in force in this process. */
 export function currentFaults(): Faults {
@@ -40,11 +50,30 @@ export function currentFaults(): Faults {
 /** Replaces the faults in force (validated first); `{}` turns everything off. */
 export function setFaults(faults: Faults): void {
   active = Object.keys(faults).length === 0 ? none : Object.freeze(structuredClone(faults));
+  remaining = new WeakMap();
+}
+
+/**
+ * Whether `spec` applies to this event. Call once per event: for a spec with
+ * `times`, each call that returns true uses one up.
+ */
+export function faultApplies(spec: FaultSpec | undefined): spec is FaultSpec {
+  if (spec === undefined) return false;
+  if (spec.times === undefined) return true;
+  const left = remaining.get(spec) ?? spec.times;
+  if (left <= 0) return false;
+  remaining.set(spec, left - 1);
+  return true;
 }
 
 /** True when `spec` asks this call to fail. */
 export function shouldFail(spec: FaultSpec | undefined, random: () => number = Math.random): boolean {
   return spec?.errorRate !== undefined && spec.errorRate > 0 && random() < spec.errorRate;
+}
+
+/** True when `spec` asks for this call's response to be lost. */
+export function shouldDropResponse(spec: FaultSpec | undefined, random: () => number = Math.random): boolean {
+  return spec?.dropResponseRate !== undefined && spec.dropResponseRate > 0 && random() < spec.dropResponseRate;
 }
 
 /** Waits `spec.latencyMs`, or rejects early if `signal` aborts. */
@@ -98,11 +127,14 @@ function spec(v: unknown, path: string, extra: string[] = []): FaultSpec {
     if (k === "latencyMs") {
       if (typeof val !== "number" || !Number.isInteger(val) || val < 0 || val > 600_000) throw new Error(`${path}.latencyMs must be an integer from 0 to 600000`);
       out.latencyMs = val;
-    } else if (k === "errorRate") {
-      if (typeof val !== "number" || !(val >= 0 && val <= 1)) throw new Error(`${path}.errorRate must be a number from 0 to 1`);
-      out.errorRate = val;
+    } else if (k === "errorRate" || k === "dropResponseRate") {
+      if (typeof val !== "number" || !(val >= 0 && val <= 1)) throw new Error(`${path}.${k} must be a number from 0 to 1`);
+      out[k] = val;
+    } else if (k === "times") {
+      if (typeof val !== "number" || !Number.isInteger(val) || val < 1) throw new Error(`${path}.times must be a positive integer`);
+      out.times = val;
     } else if (!extra.includes(k)) {
-      throw new Error(`${path}: unknown field "${k}" (expected latencyMs, errorRate${extra.map((e) => ", " + e).join("")})`);
+      throw new Error(`${path}: unknown field "${k}" (expected latencyMs, errorRate, dropResponseRate, times${extra.map((e) => ", " + e).join("")})`);
     }
   }
   return out;

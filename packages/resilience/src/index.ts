@@ -61,6 +61,8 @@ export {
   setFaults,
   parseFaults,
   shouldFail,
+  shouldDropResponse,
+  faultApplies,
   injectedDelay,
   type Faults,
   type FaultSpec,

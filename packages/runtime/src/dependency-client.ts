@@ -4,7 +4,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { RetryBudget, systemClock, type RetryPolicy } from "@platform/resilience";
 import type { DependencyConfig } from "./dependency-config.js";
 import { isolationInterceptor } from "./isolation-interceptor.js";
-import { outboundInterceptor } from "./outbound-interceptor.js";
+import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
 import type { DeadlineConfig } from "./server-config.js";
 
@@ -22,7 +22,7 @@ export interface DependencyClientOptions {
 /**
  * A client for a downstream service over gRPC on h2c. Every call goes
  * through, outermost first: the retry loop (the gateway only), the
- * dependency's circuit breaker and bulkhead, then deadline propagation,
+ * minimum-budget check, the dependency's circuit breaker and bulkhead, then deadline propagation,
  * request-id forwarding, error mapping and metrics. Every service calls its
  * dependencies through this, so a new service gets the same behaviour by
  * construction.
@@ -33,6 +33,7 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
     baseUrl: opts.dependency.baseUrl,
     interceptors: [
       ...retryLayer(name, opts.retry),
+      budgetGateInterceptor({ dependency: name, ...opts.deadline }),
       isolationInterceptor(name, opts.dependency.isolation, opts.deadline.hopReserveMs + opts.deadline.minBudgetMs),
       outboundInterceptor({ dependency: name, ...opts.deadline }),
     ],

@@ -4,6 +4,7 @@ type UnaryOrStreamResponse = UnaryResponse | StreamResponse;
 import {
   createScope,
   currentFaults,
+  faultApplies,
   injectedDelay,
   shouldFail,
   abortReason,
@@ -33,6 +34,9 @@ import { codeLabel } from "./code-label.js";
  * interceptor races it, answers DEADLINE_EXCEEDED, and counts the work that
  * finishes later as work nobody waited for.
  */
+/** Set by serve() on each request: its arrival time on the monotonic clock. Never trusted from the wire. */
+export const arrivalHeader = "x-platform-arrival-ms";
+
 export function inboundInterceptor(opts: {
   deadline: DeadlineConfig;
   logger: Logger;
@@ -59,8 +63,10 @@ export function inboundInterceptor(opts: {
     }
     dl.remainingAtArrival.observe({ procedure }, resolved.timeoutMs / 1000);
 
+    const arrived = Number(req.header.get(arrivalHeader));
     const scope = createScope({
       timeoutMs: resolved.timeoutMs,
+      ...(Number.isFinite(arrived) && arrived > 0 ? { startedAt: arrived } : {}),
       requestId,
       procedure,
       criticality: req.header.get("x-criticality") === "sheddable" ? "sheddable" : "critical",
@@ -104,7 +110,7 @@ export function inboundInterceptor(opts: {
 /** Runs the handler, after the handler faults in force, if any. */
 async function handle<T>(next: (req: T) => Promise<UnaryOrStreamResponse>, req: T, scope: CallScope): Promise<UnaryOrStreamResponse> {
   const fault = currentFaults().handler;
-  if (fault) {
+  if (faultApplies(fault)) {
     await injectedDelay(fault, scope.signal);
     if (shouldFail(fault)) throw new ConnectError("injected fault: handler failed", Code.Unavailable);
   }

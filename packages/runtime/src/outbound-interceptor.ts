@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { abortReason, markLocalRejection, currentFaults, currentScope, injectedDelay, shouldFail, formatConnectTimeout, formatGrpcTimeout, remainingMs } from "@platform/resilience";
+import { abortReason, markLocalRejection, currentFaults, currentScope, type CallScope, faultApplies, injectedDelay, shouldDropResponse, shouldFail, formatConnectTimeout, formatGrpcTimeout, remainingMs } from "@platform/resilience";
 import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { requestIdHeader } from "./request-id.js";
@@ -15,45 +15,69 @@ export interface OutboundOptions {
 }
 
 /**
+ * Refuses to start a call (attempt) that cannot be useful: less than the
+ * minimum budget is left once the hop reserve is kept back. Runs before the
+ * breaker and the bulkhead, so such a call takes no slot and says nothing
+ * about the dependency's health.
+ */
+export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
+  const client = rpcClientMetrics();
+  const dl = deadlineMetrics();
+  return (next) => (req) => {
+    const scope = currentScope();
+    if (scope) {
+      const budget = Math.floor(remainingMs(scope) - opts.hopReserveMs);
+      if (budget < opts.minBudgetMs) {
+        dl.rejectedBeforeStart.inc({ dependency: opts.dependency });
+        client.calls.inc({ dependency: opts.dependency, procedure: `/${req.service.typeName}/${req.method.name}`, code: "not_started" });
+        return Promise.reject(
+          markLocalRejection(
+            new ConnectError(`${opts.dependency}: not called, only ${Math.max(0, budget)}ms left of the deadline (minimum ${opts.minBudgetMs}ms)`, Code.DeadlineExceeded),
+            { kind: "budget_too_small", dependency: opts.dependency },
+          ),
+        );
+      }
+    }
+    return next(req);
+  };
+}
+
+/**
  * The outbound half of deadline propagation, on every downstream transport.
  *
  * Per attempt it sends the remaining time (minus the hop reserve) as the
  * call's deadline, aborts the call when our own caller goes away or that
- * deadline passes, refuses to start when too little time is left, forwards
+ * deadline passes (a budget that became too small in between still starts:
+ * the dependency's own minimum check refuses it at no cost), forwards
  * the request id, and maps the outcome deliberately (see mapDownstreamError).
  */
 export function outboundInterceptor(opts: OutboundOptions): Interceptor {
   const client = rpcClientMetrics();
-  const dl = deadlineMetrics();
   return (next) => async (req) => {
     const procedure = `/${req.service.typeName}/${req.method.name}`;
     const scope = currentScope();
     let ownTimeout: AbortSignal | undefined;
     if (scope) {
       const budget = Math.floor(remainingMs(scope) - opts.hopReserveMs);
-      if (budget < opts.minBudgetMs) {
-        dl.rejectedBeforeStart.inc({ dependency: opts.dependency });
-        client.calls.inc({ dependency: opts.dependency, procedure, code: "not_started" });
-        // Our budget, not the dependency's health: a breaker must not count it.
-        throw markLocalRejection(
-          new ConnectError(`${opts.dependency}: not called, only ${Math.max(0, budget)}ms left of the deadline (minimum ${opts.minBudgetMs}ms)`, Code.DeadlineExceeded),
-          { kind: "budget_too_small", dependency: opts.dependency },
-        );
-      }
+      if (budget < 1) throw new ConnectError(`${opts.dependency}: not called, the deadline passed while waiting to start`, Code.DeadlineExceeded);
       setTimeoutHeader(req.header, budget);
       req.header.set(requestIdHeader, scope.requestId);
       if (scope.criticality) req.header.set("x-criticality", scope.criticality);
       ownTimeout = AbortSignal.timeout(budget);
-      req = { ...req, signal: AbortSignal.any([req.signal, scope.signal, ownTimeout]) };
+      req = { ...req, signal: AbortSignal.any([req.signal, callerGone(scope), ownTimeout]) };
     }
     const started = performance.now();
     try {
-      const fault = currentFaults().dependencies?.[opts.dependency];
+      const spec = currentFaults().dependencies?.[opts.dependency];
+      const fault = faultApplies(spec) ? spec : undefined;
       if (fault) {
         await injectedDelay(fault, req.signal);
         if (shouldFail(fault)) throw new ConnectError(`injected fault: call to ${opts.dependency} failed`, Code.Unavailable);
       }
       const res = await next(req);
+      if (fault && shouldDropResponse(fault)) {
+        throw new ConnectError(`injected fault: response from ${opts.dependency} lost`, Code.Unavailable);
+      }
       client.calls.inc({ dependency: opts.dependency, procedure, code: "ok" });
       return res;
     } catch (e) {
@@ -78,4 +102,22 @@ function setTimeoutHeader(header: Headers, ms: number): void {
   } else {
     header.set("connect-timeout-ms", formatConnectTimeout(ms));
   }
+}
+
+/**
+ * Aborts when our caller goes away (cancel, disconnect, shutdown), but not
+ * when our deadline passes: the dependency holds the same deadline (minus
+ * the reserve) and stops by itself, classifying it correctly as
+ * DEADLINE_EXCEEDED. A cancel sent at our deadline would reach it as "the
+ * caller went away" a moment before its own timer, and every hop below
+ * would report a cancellation instead of the deadline that caused it.
+ */
+function callerGone(scope: CallScope): AbortSignal {
+  const controller = new AbortController();
+  const onAbort = () => {
+    if (abortReason(scope) !== "deadline") controller.abort(scope.signal.reason);
+  };
+  if (scope.signal.aborted) onAbort();
+  else scope.signal.addEventListener("abort", onAbort, { once: true });
+  return controller.signal;
 }

@@ -4,7 +4,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createLogger, type Logger } from "./logger.js";
 import { collectProcessMetrics } from "./metrics.js";
 import { HealthState, registerHealthService } from "./health.js";
-import { inboundInterceptor } from "./inbound-interceptor.js";
+import { arrivalHeader, inboundInterceptor } from "./inbound-interceptor.js";
 import { listen, type Listener } from "./listen.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
 import type { ServerConfig } from "./server-config.js";
@@ -90,6 +90,9 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     http1: opts.http1 ?? false,
     handler(req, res) {
       if (dispatchEndpoint(publicEndpoints, req, res)) return;
+      // The deadline counts from arrival, not from when the body was parsed
+      // after waiting for admission. Overwrites any value from the wire.
+      req.headers[arrivalHeader] = String(performance.now());
       inFlight++;
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
