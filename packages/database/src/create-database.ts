@@ -7,6 +7,7 @@ import { type PoolStatsSource, databaseMetrics } from "./metrics.js";
 import { scopeEndedError } from "./scope-ended-error.js";
 import { toConnectError } from "./to-connect-error.js";
 import { ScopedTx, type Tx } from "./tx.js";
+import { createNaiveDatabase } from "./naive-database.js";
 
 export interface DatabaseOptions {
   /** Dependency name used in error messages and the `db` metric label, e.g. "pricing-db". */
@@ -24,6 +25,8 @@ export interface DatabaseOptions {
   applicationName?: string;
   /** An idle pooled connection died (e.g. PostgreSQL restarted). The pool has already dropped it. */
   onIdleConnectionError?: (err: Error) => void;
+  /** The storm lab's naive baseline instead (see naive-database.ts). Never in production. */
+  naive?: { queryTimeoutMs: number };
 }
 
 export interface TransactionOptions {
@@ -58,6 +61,7 @@ export interface Database {
 }
 
 export function createDatabase(opts: DatabaseOptions): Database {
+  if (opts.naive) return createNaiveDatabase({ ...opts, queryTimeoutMs: opts.naive.queryTimeoutMs });
   const name = opts.name;
   const minBudgetMs = opts.minBudgetMs ?? 5;
   const statementReserveMs = opts.statementReserveMs ?? 5;

@@ -6,11 +6,13 @@ import type { DependencyConfig } from "./dependency-config.js";
 import { isolationInterceptor } from "./isolation-interceptor.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
-import type { DeadlineConfig } from "./server-config.js";
+import type { ServerConfig } from "./server-config.js";
+import { naiveClientInterceptors } from "./naive-interceptors.js";
 
 export interface DependencyClientOptions {
   dependency: DependencyConfig;
-  deadline: Pick<DeadlineConfig, "hopReserveMs" | "minBudgetMs">;
+  /** This service's settings: deadline reserve and minimum, resilience profile. */
+  server: Pick<ServerConfig, "deadline" | "profile">;
   /**
    * Required, so that every client states it: `"none"` (exactly one
    * attempt per call) everywhere but at the edge. Only the gateway passes a
@@ -29,14 +31,19 @@ export interface DependencyClientOptions {
  */
 export function createDependencyClient<T extends DescService>(service: T, opts: DependencyClientOptions): Client<T> {
   const { name } = opts.dependency;
+  const { deadline, profile } = opts.server;
+  const propagation = { dependency: name, hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
   const transport = createGrpcTransport({
     baseUrl: opts.dependency.baseUrl,
-    interceptors: [
-      ...retryLayer(name, opts.retry),
-      budgetGateInterceptor({ dependency: name, ...opts.deadline }),
-      isolationInterceptor(name, opts.dependency.isolation, opts.deadline.hopReserveMs + opts.deadline.minBudgetMs),
-      outboundInterceptor({ dependency: name, ...opts.deadline }),
-    ],
+    interceptors:
+      profile.kind === "naive"
+        ? naiveClientInterceptors(name, profile.callTimeoutMs)
+        : [
+            ...retryLayer(name, opts.retry),
+            budgetGateInterceptor(propagation),
+            isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs),
+            outboundInterceptor(propagation),
+          ],
   });
   return createClient(service, transport);
 }

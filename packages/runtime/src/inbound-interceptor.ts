@@ -15,7 +15,7 @@ import {
   type CallScope,
 } from "@platform/resilience";
 import type { Logger } from "./logger.js";
-import type { DeadlineConfig } from "./server-config.js";
+import type { DeadlineConfig, ResilienceProfile } from "./server-config.js";
 import { deadlineMetrics, rpcServerMetrics } from "./metrics.js";
 import { requestIdFrom, requestIdHeader } from "./request-id.js";
 import { codeLabel } from "./code-label.js";
@@ -39,11 +39,13 @@ export const arrivalHeader = "x-platform-arrival-ms";
 
 export function inboundInterceptor(opts: {
   deadline: DeadlineConfig;
+  profile: ResilienceProfile;
   logger: Logger;
   /** Aborts every in-flight request when the drain period of a shutdown ends. */
   shutdownSignal: AbortSignal;
 }): Interceptor {
   const { deadline, logger, shutdownSignal } = opts;
+  const naive = opts.profile.kind === "naive";
   const rpc = rpcServerMetrics();
   const dl = deadlineMetrics();
 
@@ -70,13 +72,16 @@ export function inboundInterceptor(opts: {
       requestId,
       procedure,
       criticality: req.header.get("x-criticality") === "sheddable" ? "sheddable" : "critical",
-      parentSignals: [req.signal, shutdownSignal],
+      // The naive profile does not notice its caller leaving: work goes on.
+      parentSignals: naive ? [shutdownSignal] : [req.signal, shutdownSignal],
     });
     rpc.inFlight.inc({ procedure });
     let code: Code | "ok" = Code.Unknown;
     let error: ConnectError | undefined;
     try {
-      const res = await runInScope(scope, () => raceScope(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline));
+      const res = await runInScope(scope, () =>
+        naive ? lateCounted(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline) : raceScope(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline),
+      );
       res.header.set(requestIdHeader, requestId);
       code = "ok";
       return res;
@@ -161,6 +166,15 @@ function raceScope<T>(work: Promise<T>, scope: CallScope, procedure: string, lat
       },
     );
   });
+}
+
+/** The naive profile runs to completion; work that ends past the caller's deadline is still counted. */
+async function lateCounted<T>(work: Promise<T>, scope: CallScope, procedure: string, late: { inc(l: { procedure: string }): void }): Promise<T> {
+  try {
+    return await work;
+  } finally {
+    if (remainingMs(scope) < 0) late.inc({ procedure });
+  }
 }
 
 function abortError(scope: CallScope): ConnectError {

@@ -1,5 +1,13 @@
 export { ConfigError, EnvReader, readEnv } from "./config.js";
-export { readServerConfig, type ServerConfig, type DeadlineConfig, type ServerDefaults } from "./server-config.js";
+export {
+  readServerConfig,
+  databaseProfileOptions,
+  type ServerConfig,
+  type DeadlineConfig,
+  type ServerDefaults,
+  type ResilienceProfile,
+  type AdmissionConfig,
+} from "./server-config.js";
 export { createLogger, type Logger } from "./logger.js";
 export { register, rpcServerMetrics, rpcClientMetrics, deadlineMetrics } from "./metrics.js";
 export { HealthState } from "./health.js";

@@ -64,7 +64,10 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       opts.routes(router);
       registerHealthService(router, health);
     },
-    interceptors: [inboundInterceptor({ deadline: config.deadline, logger, shutdownSignal: shutdownController.signal }), ...(opts.interceptors ?? [])],
+    interceptors: [
+      inboundInterceptor({ deadline: config.deadline, profile: config.profile, logger, shutdownSignal: shutdownController.signal }),
+      ...(opts.interceptors ?? []),
+    ],
     readMaxBytes: config.readMaxBytes,
     // Above this, node's timers overflow and fire at once. Longer deadlines
     // are refused with INVALID_ARGUMENT; shorter ones are capped at
@@ -97,7 +100,9 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
       });
-      admission.handle(req, res, () => adapter(req, res));
+      // The naive profile queues without bound: no admission control at all.
+      if (config.profile.kind === "naive") adapter(req, res);
+      else admission.handle(req, res, () => adapter(req, res));
     },
   });
 

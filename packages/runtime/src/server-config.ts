@@ -18,6 +18,12 @@ export interface ServerConfig {
   drainTimeoutMs: number;
   deadline: DeadlineConfig;
   admission: AdmissionConfig;
+  /**
+   * "platform" (the default) or "naive": the storm lab's baseline with every
+   * resilience mechanism off (see docs/storm-lab.md). Never run naive in
+   * production.
+   */
+  profile: ResilienceProfile;
   /** Faults injected from start (FAULTS, JSON); see docs/faults.md. Usually none. */
   faults: Faults;
 }
@@ -38,6 +44,11 @@ export interface DeadlineConfig {
   minBudgetMs: number;
 }
 
+export type ResilienceProfile =
+  | { kind: "platform" }
+  /** Every hop retries 3x, with a fixed per-call timeout picked for this service alone. */
+  | { kind: "naive"; callTimeoutMs: number };
+
 /** Admission control: see README "Sizing". */
 export interface AdmissionConfig {
   maxConcurrent: number;
@@ -50,6 +61,8 @@ export interface ServerDefaults {
   port: number;
   adminPort: number;
   edge?: boolean;
+  /** The naive profile's fixed timeout for this service's outgoing calls (its "own generous timeout"). */
+  naiveCallTimeoutMs?: number;
 }
 
 /** Reads the common server settings; see README "Configuration" for each variable. */
@@ -80,6 +93,10 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
       maxQueueWaitMs: r.int("ADMISSION_MAX_QUEUE_WAIT_MS", 500, { min: 1, max: 600_000 }),
     },
     faults: readFaults(r),
+    profile:
+      r.oneOf("RESILIENCE_PROFILE", ["platform", "naive"] as const, "platform") === "naive"
+        ? { kind: "naive", callTimeoutMs: r.int("NAIVE_CALL_TIMEOUT_MS", defaults.naiveCallTimeoutMs ?? 5000, { min: 1, max: 600_000 }) }
+        : { kind: "platform" },
   };
 }
 
@@ -92,4 +109,9 @@ function readFaults(r: EnvReader): Faults {
     r.problems.push(`FAULTS is not a valid faults document: ${e instanceof Error ? e.message : String(e)}`);
     return {};
   }
+}
+
+/** Database options for the profile: the naive baseline uses a fixed client-side query timeout. */
+export function databaseProfileOptions(server: Pick<ServerConfig, "profile">): { naive?: { queryTimeoutMs: number } } {
+  return server.profile.kind === "naive" ? { naive: { queryTimeoutMs: server.profile.callTimeoutMs } } : {};
 }

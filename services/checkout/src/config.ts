@@ -8,7 +8,7 @@ export interface CheckoutConfig {
 
 export function loadConfig(env: Record<string, string | undefined>): CheckoutConfig {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "checkout", { port: 8081, adminPort: 9081 }),
+    server: readServerConfig(r, "checkout", { port: 8081, adminPort: 9081, naiveCallTimeoutMs: 8000 }),
     orders: readDependencyConfig(r, "orders", "http://127.0.0.1:8082"),
     pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083"),
   }));

@@ -6,11 +6,10 @@ import { routes, services } from "./routes.js";
 
 runMain("checkout", async () => {
   const config = loadConfig(process.env);
-  const { deadline } = config.server;
   const impl = new CheckoutService({
     // Below the edge nothing retries: one attempt per call.
-    orders: createDependencyClient(ordersV1.OrdersService, { dependency: config.orders, deadline, retry: "none" }),
-    pricing: createDependencyClient(pricingV1.PricingService, { dependency: config.pricing, deadline, retry: "none" }),
+    orders: createDependencyClient(ordersV1.OrdersService, { dependency: config.orders, server: config.server, retry: "none" }),
+    pricing: createDependencyClient(pricingV1.PricingService, { dependency: config.pricing, server: config.server, retry: "none" }),
   });
   return serve({ config: config.server, services, routes: routes(impl) });
 });

@@ -14,7 +14,7 @@ export interface GatewayConfig {
 export function loadConfig(env: Record<string, string | undefined>): GatewayConfig {
   return readEnv(env, (r) => ({
     // The edge: requests without a deadline are normal here and get DEADLINE_DEFAULT_MS (3 s).
-    server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true }),
+    server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true, naiveCallTimeoutMs: 10000 }),
     checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081"),
     // The only retry policy in the platform; see README "Retries".
     retry: {

@@ -8,7 +8,7 @@ runMain("gateway", async () => {
   const config = loadConfig(process.env);
   const checkout = createDependencyClient(checkoutV1.CheckoutService, {
     dependency: config.checkout,
-    deadline: config.server.deadline,
+    server: config.server,
     retry: config.retry,
   });
   return serve({

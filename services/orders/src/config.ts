@@ -11,7 +11,7 @@ export interface OrdersConfig {
 
 export function loadConfig(env: Record<string, string | undefined>): OrdersConfig {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "orders", { port: 8082, adminPort: 9082 }),
+    server: readServerConfig(r, "orders", { port: 8082, adminPort: 9082, naiveCallTimeoutMs: 5000 }),
     databaseUrl: r.postgresUrl("DATABASE_URL"),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
     pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083"),

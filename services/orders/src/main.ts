@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { createDatabase, migrate } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
-import { createDependencyClient, createLogger, runMain, serve } from "@platform/runtime";
+import { createDependencyClient, createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
@@ -12,12 +12,18 @@ const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 runMain("orders", async () => {
   const config = loadConfig(process.env);
   const logger = createLogger("orders", config.server.logLevel);
-  const db = createDatabase({ name: "orders-db", connectionString: config.databaseUrl, maxConnections: config.dbPoolMax, applicationName: "orders" });
+  const db = createDatabase({
+    name: "orders-db",
+    connectionString: config.databaseUrl,
+    maxConnections: config.dbPoolMax,
+    applicationName: "orders",
+    ...databaseProfileOptions(config.server),
+  });
   const { applied } = await migrate(db, { schema: "orders", directory: migrations });
   if (applied.length > 0) logger.info({ applied }, "migrations applied");
   const pricing = createDependencyClient(pricingV1.PricingService, {
     dependency: config.pricing,
-    deadline: config.server.deadline,
+    server: config.server,
     // Below the edge nothing retries: one attempt per call.
     retry: "none",
   });

@@ -1,0 +1,47 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { formatConnectTimeout, formatGrpcTimeout } from "@platform/resilience";
+import { rpcClientMetrics } from "./metrics.js";
+import { mapDownstreamError } from "./downstream-error.js";
+import { codeLabel } from "./code-label.js";
+
+/**
+ * The storm lab's baseline: how most stacks call a dependency by default,
+ * as the seed stories describe. Every hop retries 3 times with plain
+ * exponential backoff (200 ms, 400 ms) on anything that looks transient,
+ * timeouts included, with no budget, no jitter and no deadline; each
+ * attempt gets the same fixed timeout, whatever the caller has left; and
+ * nothing is cancelled when the caller goes away.
+ */
+export function naiveClientInterceptors(dependency: string, callTimeoutMs: number): Interceptor[] {
+  const client = rpcClientMetrics();
+  const retry: Interceptor = (next) => async (req) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await next(req);
+      } catch (e) {
+        const err = ConnectError.from(e);
+        if (attempt >= 3 || !naiveRetryable.has(err.code)) throw err;
+        await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+      }
+    }
+  };
+  const fixedTimeout: Interceptor = (next) => async (req) => {
+    const procedure = `/${req.service.typeName}/${req.method.name}`;
+    const contentType = req.header.get("content-type") ?? "";
+    if (contentType.startsWith("application/grpc")) req.header.set("grpc-timeout", formatGrpcTimeout(callTimeoutMs));
+    else req.header.set("connect-timeout-ms", formatConnectTimeout(callTimeoutMs));
+    const timeout = AbortSignal.timeout(callTimeoutMs);
+    try {
+      const res = await next({ ...req, signal: AbortSignal.any([req.signal, timeout]) });
+      client.calls.inc({ dependency, procedure, code: "ok" });
+      return res;
+    } catch (e) {
+      const mapped = mapDownstreamError(e, { dependency, ownDeadlinePassed: timeout.aborted, callerCancelled: false });
+      client.calls.inc({ dependency, procedure, code: codeLabel(mapped.code) });
+      throw mapped;
+    }
+  };
+  return [retry, fixedTimeout];
+}
+
+const naiveRetryable = new Set<Code>([Code.Unavailable, Code.DeadlineExceeded, Code.Internal, Code.Unknown, Code.ResourceExhausted]);
