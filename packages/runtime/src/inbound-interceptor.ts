@@ -41,6 +41,8 @@ export function inboundInterceptor(opts: {
   deadline: DeadlineConfig;
   profile: ResilienceProfile;
   logger: Logger;
+  /** Called with every request's outcome (the edge's intake controller listens). */
+  onOutcome?: (code: Code | "ok", durationMs: number) => void;
   /** Aborts every in-flight request when the drain period of a shutdown ends. */
   shutdownSignal: AbortSignal;
 }): Interceptor {
@@ -96,6 +98,7 @@ export function inboundInterceptor(opts: {
       const codeName = codeLabel(code);
       const seconds = (performance.now() - started) / 1000;
       rpc.requests.inc({ procedure, code: codeName });
+      opts.onOutcome?.(code, seconds * 1000);
       rpc.duration.observe({ procedure, code: codeName }, seconds);
       const line = {
         procedure,

@@ -19,3 +19,4 @@ export type { IsolationConfig, BreakerConfig } from "./isolation-interceptor.js"
 export { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";
 export { codeLabel } from "./code-label.js";
 export { sendJson, sendText, type HttpEndpoint } from "./http-endpoints.js";
+export { readIntakeConfig, type IntakeConfig } from "./intake.js";

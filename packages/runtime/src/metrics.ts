@@ -190,3 +190,14 @@ export function isolationMetrics() {
     ),
   };
 }
+
+export function intakeMetrics() {
+  return {
+    fraction: once("intake_admit_fraction", () => new Gauge({ name: "intake_admit_fraction", help: "Share of new requests the edge admits (1 = all)." })),
+    state: once("intake_state", () => new Gauge({ name: "intake_state", help: "Intake controller state (1 for the current one).", labelNames: ["state"] })),
+    transitions: once(
+      "intake_transitions_total",
+      () => new Counter({ name: "intake_transitions_total", help: "Intake controller state changes.", labelNames: ["from", "to", "reason"] }),
+    ),
+  };
+}

@@ -10,6 +10,7 @@ import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpE
 import type { ServerConfig } from "./server-config.js";
 import { faultEndpoints } from "./admin-faults.js";
 import { createAdmissionGate, propagatedCriticality, type CriticalityPolicy } from "./admission-gate.js";
+import { createIntake, type IntakeConfig } from "./intake.js";
 import { setFaults } from "@platform/resilience";
 
 export interface ServeOptions {
@@ -28,6 +29,8 @@ export interface ServeOptions {
    * gRPC-Web). The gateway does; internal services speak h2c only.
    */
   http1?: boolean;
+  /** The edge's intake controller (metastable recovery); the gateway passes it. */
+  intake?: IntakeConfig;
   /** How requests are classified for shedding; default: the caller's x-criticality (critical when absent). */
   criticality?: CriticalityPolicy;
   /** Called after the last request has finished: close pools here. */
@@ -56,6 +59,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   setFaults(config.faults);
   const health = new HealthState(opts.services.map((s) => s.typeName));
   const shutdownController = new AbortController();
+  const intake = opts.intake?.enabled && config.profile.kind === "platform" ? createIntake(opts.intake, logger) : undefined;
 
   let inFlight = 0;
   let drained: (() => void) | undefined;
@@ -65,7 +69,13 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       registerHealthService(router, health);
     },
     interceptors: [
-      inboundInterceptor({ deadline: config.deadline, profile: config.profile, logger, shutdownSignal: shutdownController.signal }),
+      inboundInterceptor({
+        deadline: config.deadline,
+        profile: config.profile,
+        logger,
+        shutdownSignal: shutdownController.signal,
+        ...(intake ? { onOutcome: intake.record } : {}),
+      }),
       ...(opts.interceptors ?? []),
     ],
     readMaxBytes: config.readMaxBytes,
@@ -81,6 +91,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   });
 
   const admission = createAdmissionGate({
+    ...(intake ? { intake: intake.controller } : {}),
     config: config.admission,
     defaultTimeoutMs: config.deadline.defaultMs,
     maxTimeoutMs: config.deadline.maxMs,
@@ -106,7 +117,13 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     },
   });
 
-  const adminEndpoints = { ...probeEndpoints(health), ...metricsEndpoint(), ...faultEndpoints(logger), ...(opts.adminEndpoints ?? {}) };
+  const adminEndpoints = {
+    ...probeEndpoints(health),
+    ...metricsEndpoint(),
+    ...faultEndpoints(logger),
+    ...(intake?.endpoints ?? {}),
+    ...(opts.adminEndpoints ?? {}),
+  };
   const admin: Listener = await listen({
     host: config.adminHost,
     port: config.adminPort,

@@ -1,10 +1,11 @@
 import { Code } from "@connectrpc/connect";
 import { defaultRetryPolicy, type RetryPolicy } from "@platform/resilience";
-import { readDependencyConfig, readEnv, readServerConfig, type DependencyConfig, type ServerConfig } from "@platform/runtime";
+import { readDependencyConfig, readEnv, readIntakeConfig, readServerConfig, type DependencyConfig, type IntakeConfig, type ServerConfig } from "@platform/runtime";
 
 export interface GatewayConfig {
   server: ServerConfig;
   checkout: DependencyConfig;
+  intake: IntakeConfig;
   retry: {
     policy: RetryPolicy;
     budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
@@ -16,6 +17,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     // The edge: requests without a deadline are normal here and get DEADLINE_DEFAULT_MS (3 s).
     server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true, naiveCallTimeoutMs: 10000 }),
     checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081"),
+    intake: readIntakeConfig(r),
     // The only retry policy in the platform; see README "Retries".
     retry: {
       policy: {

@@ -16,6 +16,7 @@ runMain("gateway", async () => {
     services,
     routes: routes(new GatewayService(checkout)),
     http1: true,
+    intake: config.intake,
     // Under pressure, browsing goes before buying. A client cannot choose.
     criticality: (procedure) => (procedure.endsWith("/PlaceOrder") ? "critical" : "sheddable"),
   });
