@@ -9,7 +9,7 @@ export {
   type AdmissionConfig,
 } from "./server-config.js";
 export { createLogger, type Logger } from "./logger.js";
-export { register, rpcServerMetrics, rpcClientMetrics, deadlineMetrics } from "./metrics.js";
+export { register, rpcServerMetrics, rpcClientMetrics, deadlineMetrics, serviceCounter } from "./metrics.js";
 export { HealthState } from "./health.js";
 export { serve, type ServeOptions, type RunningServer } from "./serve.js";
 export { runMain, exitConfigError, type ReadyMessage } from "./run-main.js";

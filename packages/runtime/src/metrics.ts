@@ -201,3 +201,8 @@ export function intakeMetrics() {
     ),
   };
 }
+
+/** A service's own counter, created once per process (safe to call at every construction). */
+export function serviceCounter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+  return once(name, () => new Counter({ name, help, labelNames }));
+}

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
 import { ordersV1, type pricingV1 } from "@platform/proto";
+import { serviceCounter } from "@platform/runtime";
 import type { OrderStore, IdempotencyRecord } from "./order-store.js";
 import { priceOrder } from "./price-order.js";
 import { requestHash } from "./request-hash.js";
@@ -18,6 +19,12 @@ export interface OrdersDeps {
  * works), then stores order, lines and idempotency record in one transaction.
  */
 export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService> {
+  private readonly idempotency = serviceCounter(
+    "orders_idempotency_total",
+    "CreateOrder calls with an idempotency key, by outcome: created, replayed (answered from the store), rejected (key reused for another request).",
+    ["outcome"],
+  );
+
   constructor(private readonly deps: OrdersDeps) {}
 
   async createOrder(req: ordersV1.CreateOrderRequest): Promise<ordersV1.CreateOrderResponse> {
@@ -27,13 +34,27 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
     const key = req.idempotencyKey;
     if (key !== "") {
       const existing = await this.deps.store.findByKey(key);
-      if (existing) return replay(existing, hash, key);
+      if (existing) return this.replay(existing, hash, key);
     }
     const prices = await this.deps.pricing.getPrices({ skus: req.items.map((i) => i.sku) });
     const order = priceOrder(req.customerId, req.items, prices.products);
     const outcome = await this.deps.store.insert(order, key, hash, this.deps.idempotencyRetentionHours);
-    if (outcome.kind === "key_taken") return replay(outcome.record, hash, key);
+    if (outcome.kind === "key_taken") return this.replay(outcome.record, hash, key);
+    if (key !== "") this.idempotency.inc({ outcome: "created" });
     return create(ordersV1.CreateOrderResponseSchema, { order: outcome.order, replayed: false });
+  }
+
+  /** The stored answer for a repeated key, or a rejection when the key was used for something else. */
+  private replay(record: IdempotencyRecord, hash: string, key: string): ordersV1.CreateOrderResponse {
+    if (record.requestHash !== hash) {
+      this.idempotency.inc({ outcome: "rejected" });
+      throw new ConnectError(
+        `idempotency key ${JSON.stringify(key)} was already used for a different request; use a new key for a new order`,
+        Code.AlreadyExists,
+      );
+    }
+    this.idempotency.inc({ outcome: "replayed" });
+    return create(ordersV1.CreateOrderResponseSchema, { order: record.order, replayed: true });
   }
 
   async getOrder(req: ordersV1.GetOrderRequest): Promise<ordersV1.GetOrderResponse> {
@@ -42,15 +63,4 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
     if (!order) throw new ConnectError(`order ${req.orderId} not found`, Code.NotFound);
     return create(ordersV1.GetOrderResponseSchema, { order });
   }
-}
-
-/** The stored answer for a repeated key, or a rejection when the key was used for something else. */
-function replay(record: IdempotencyRecord, hash: string, key: string): ordersV1.CreateOrderResponse {
-  if (record.requestHash !== hash) {
-    throw new ConnectError(
-      `idempotency key ${JSON.stringify(key)} was already used for a different request; use a new key for a new order`,
-      Code.AlreadyExists,
-    );
-  }
-  return create(ordersV1.CreateOrderResponseSchema, { order: record.order, replayed: true });
 }
