@@ -72,7 +72,7 @@ describe("Bulkhead", () => {
     void bulkhead.acquire();
     void bulkhead.acquire();
     const err = await bulkhead.acquire().catch((e: unknown) => e);
-    assertConnectError(err, Code.ResourceExhausted, /^pricing-db: bulkhead full \(2 in use, 2 queued\)$/);
+    assertConnectError(err, Code.Unavailable, /^pricing-db: bulkhead full \(2 in use, 2 queued\)$/);
     assert.deepEqual(localRejection(err), { kind: "bulkhead_full", dependency: "pricing-db" });
     assert.equal(bulkhead.stats().rejected, 1);
     assert.equal(bulkhead.stats().rejectedByReason.full, 1);
@@ -83,7 +83,7 @@ describe("Bulkhead", () => {
     const { bulkhead } = setup({ maxConcurrent: 1, maxQueue: 0 });
     await bulkhead.acquire();
     const err = await bulkhead.acquire().catch((e: unknown) => e);
-    assertConnectError(err, Code.ResourceExhausted, /bulkhead full \(1 in use, 0 queued\)/);
+    assertConnectError(err, Code.Unavailable, /bulkhead full \(1 in use, 0 queued\)/);
   });
 
   it("drops a queued entry whose deadline passes, with DEADLINE_EXCEEDED", async () => {
@@ -214,7 +214,7 @@ describe("Bulkhead", () => {
     const { bulkhead } = setup({ maxConcurrent: 1, maxQueue: 0 });
     await bulkhead.acquire();
     let called = 0;
-    await assert.rejects(bulkhead.run(async () => called++), (e: unknown) => e instanceof ConnectError && e.code === Code.ResourceExhausted);
+    await assert.rejects(bulkhead.run(async () => called++), (e: unknown) => e instanceof ConnectError && e.code === Code.Unavailable);
     assert.equal(called, 0);
   });
 

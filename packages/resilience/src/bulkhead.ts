@@ -130,7 +130,11 @@ export class Bulkhead {
     }
     if (this.queue.length >= this.maxQueue) {
       return Promise.reject(
-        this.rejection("full", Code.ResourceExhausted, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0),
+        // UNAVAILABLE, not RESOURCE_EXHAUSTED: the dependency is saturated,
+        // we are not. The edge's intake controller reads RESOURCE_EXHAUSTED
+        // as "this system is overloaded" and must not cut all traffic because
+        // one dependency is slow.
+        this.rejection("full", Code.Unavailable, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0),
       );
     }
     return new Promise<Release>((resolve, reject) => {

@@ -48,6 +48,8 @@ export function createAdmissionGate(opts: {
   maxTimeoutMs: number;
   criticality: CriticalityPolicy;
   intake?: IntakeController;
+  /** Told about every request our own queue refused (an overload signal for the intake controller). */
+  onShed?: () => void;
 }): AdmissionGate {
   const controller = new AdmissionController(opts.config);
   const metrics = admissionMetrics(controller);
@@ -74,7 +76,9 @@ export function createAdmissionGate(opts: {
       void outcome.then((o) => {
         if (!o.admitted) {
           metrics.shed.inc({ reason: o.reason, criticality });
-          if (o.reason !== "cancelled") refuse(req, res, o.code, o.message, o.pushbackMs);
+          if (o.reason === "cancelled") return;
+          opts.onShed?.();
+          refuse(req, res, o.code, o.message, o.pushbackMs);
           return;
         }
         metrics.admitted.inc({ criticality });

@@ -20,7 +20,7 @@ export function readIntakeConfig(r: EnvReader): IntakeConfig {
   return {
     enabled: r.boolean("INTAKE_ENABLED", true),
     windowMs: r.int("INTAKE_WINDOW_MS", 5_000, { min: 500, max: 600_000 }),
-    minVolume: r.int("INTAKE_MIN_VOLUME", 20, { min: 1, max: 1_000_000 }),
+    minVolume: r.int("INTAKE_MIN_VOLUME", 50, { min: 1, max: 1_000_000 }),
     minSuccessRate: r.number("INTAKE_MIN_SUCCESS_RATE", 0.5, { min: 0, max: 1 }),
     cutFraction: r.number("INTAKE_CUT_FRACTION", 0.2, { min: 0.01, max: 1 }),
     stepIntervalMs: r.int("INTAKE_STEP_MS", 2_000, { min: 100, max: 600_000 }),
@@ -28,8 +28,15 @@ export function readIntakeConfig(r: EnvReader): IntakeConfig {
   };
 }
 
-/** Codes that say the system failed to serve, as opposed to the caller's own mistakes. */
-const unhealthy = new Set<Code>([Code.Unavailable, Code.DeadlineExceeded, Code.ResourceExhausted, Code.Internal, Code.Unknown, Code.DataLoss]);
+/**
+ * Outcomes that mean "the system is over capacity": work shed by admission
+ * control somewhere (RESOURCE_EXHAUSTED) and work that ran out of time
+ * (DEADLINE_EXCEEDED). A dependency that is down or saturated answers
+ * UNAVAILABLE (breaker open, bulkhead full, database unreachable): its own
+ * breaker handles that, and cutting all intake would starve the paths that
+ * do not need it (invariant 6).
+ */
+const overloaded = new Set<Code>([Code.DeadlineExceeded, Code.ResourceExhausted]);
 
 export interface Intake {
   controller: IntakeController;
@@ -69,7 +76,7 @@ export function createIntake(config: IntakeConfig, logger: Logger): Intake {
   return {
     controller,
     record(code, durationMs) {
-      controller.record(code === "ok" || !unhealthy.has(code), durationMs);
+      controller.record(code === "ok" || !overloaded.has(code), durationMs);
     },
     endpoints: {
       "GET /admin/intake": (_req, res) => sendJson(res, 200, controller.snapshot()),

@@ -23,9 +23,10 @@ export interface BreakerConfig {
  * off quickly instead of being hammered. One HTTP/2 connection would queue
  * silently beyond the server's stream limit; this limiter is what bounds it.
  *
- * The breaker is outside the bulkhead: an open breaker refuses without
- * taking a slot, and bulkhead refusals are our own state, not the
- * dependency's health, so they never count towards opening it.
+ * An open breaker refuses before a slot is taken. A bulkhead refusal is our
+ * own state, not the dependency's health, so it happens outside the
+ * breaker: opossum would count an ignored error as a success and dilute the
+ * failure rate until the breaker could never open.
  */
 export function isolationInterceptor(dependency: string, config: IsolationConfig, reserveMs: number): Interceptor {
   const metrics = isolationMetrics();
@@ -57,18 +58,18 @@ export function isolationInterceptor(dependency: string, config: IsolationConfig
   metrics.breakerState.set({ dependency }, 0);
   metrics.watchBulkhead(bulkhead);
 
-  return (next) => (req) =>
-    breaker.execute(async () => {
-      const scope = currentScope();
-      const release = await bulkhead.acquire({
-        ...(scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {}),
-      });
-      try {
-        return await next(req);
-      } finally {
-        release();
-      }
+  return (next) => async (req) => {
+    if (breaker.state() === "open") return breaker.execute(() => next(req)); // refuses at once
+    const scope = currentScope();
+    const release = await bulkhead.acquire({
+      ...(scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {}),
     });
+    try {
+      return await breaker.execute(() => next(req));
+    } finally {
+      release();
+    }
+  };
 }
 
 const stateValue = { closed: 0, half_open: 1, open: 2 } as const;

@@ -1,5 +1,5 @@
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
+import { Code, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { createLogger, type Logger } from "./logger.js";
 import { collectProcessMetrics } from "./metrics.js";
@@ -91,7 +91,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   });
 
   const admission = createAdmissionGate({
-    ...(intake ? { intake: intake.controller } : {}),
+    ...(intake ? { intake: intake.controller, onShed: () => intake.record(Code.ResourceExhausted, 0) } : {}),
     config: config.admission,
     defaultTimeoutMs: config.deadline.defaultMs,
     maxTimeoutMs: config.deadline.maxMs,

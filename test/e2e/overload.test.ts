@@ -1,0 +1,108 @@
+/**
+ * Overload (invariant 7): a server admits what it can, refuses the excess
+ * at once with a pushback hint ("not now"), and the edge's intake
+ * controller can be driven by hand. Real processes.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+
+let p: TestPlatform;
+before(async () => {
+  p = await startTestPlatform({
+    env: { LOG_LEVEL: "warn" },
+    serviceEnv: { gateway: { ADMISSION_MAX_CONCURRENT: "2", ADMISSION_MAX_QUEUE: "4", ADMISSION_MAX_QUEUE_WAIT_MS: "4000", INTAKE_ENABLED: "true" } },
+  });
+});
+after(async () => {
+  await p?.close();
+});
+
+const listProducts = (headers: Record<string, string> = {}) =>
+  fetch(`${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: "{}",
+  });
+
+describe("more concurrent requests than the gateway admits", () => {
+  // Hold the intake controller at 100%: these bursts would (rightly) make it
+  // cut intake, and this describe is about admission control alone.
+  const intake = (fraction: string) => fetch(`${p.services.gateway.adminUrl}/admin/intake`, { method: "PUT", body: `{"fraction": ${fraction}}` });
+  before(async () => void (await intake("1")));
+  after(async () => void (await intake("null")));
+
+  test("the excess is refused at once with 429 and Retry-After; the admitted ones complete in time", async () => {
+    await setServiceFaults(p, "checkout", { handler: { latencyMs: 300 } });
+    try {
+      const results = await Promise.all(
+        Array.from({ length: 20 }, async () => {
+          const started = performance.now();
+          const res = await listProducts({ "connect-timeout-ms": "5000" });
+          const body = (await res.json()) as { code?: string };
+          return { status: res.status, code: body.code, retryAfter: res.headers.get("retry-after"), ms: performance.now() - started };
+        }),
+      );
+      const ok = results.filter((r) => r.status === 200);
+      const refused = results.filter((r) => r.status !== 200);
+      console.log(`[overload] ${ok.length} served, ${refused.length} refused: ${JSON.stringify([...new Set(refused.map((r) => `${r.status} ${r.code}`))])}`);
+      // 2 in flight + the sheddable share of the queue (2 of 4); the rest is refused.
+      assert.ok(ok.length >= 2 && ok.length <= 6, `served ${ok.length}`);
+      assert.equal(ok.length + refused.length, 20);
+      for (const r of refused) {
+        assert.equal(r.status, 429);
+        assert.equal(r.code, "resource_exhausted");
+        assert.ok(Number(r.retryAfter) >= 1, "a Retry-After hint");
+      }
+      const shed = metricValue(await p.metrics("gateway"), "admission_shed_total", { reason: "queue_full", criticality: "sheddable" });
+      assert.equal(shed, refused.length, "every refusal was the full queue, counted");
+      // Refused ones were answered before any served one could finish: at once, not after queueing.
+      const slowestRefusal = Math.max(...refused.map((r) => r.ms));
+      const fastestServed = Math.min(...ok.map((r) => r.ms));
+      assert.ok(slowestRefusal < fastestServed, "refusals came before the first served request finished");
+    } finally {
+      await setServiceFaults(p, "checkout", {});
+    }
+  });
+
+  test("gRPC callers get RESOURCE_EXHAUSTED with grpc-retry-pushback-ms", async () => {
+    await setServiceFaults(p, "checkout", { handler: { latencyMs: 300 } });
+    try {
+      const outcomes = await Promise.allSettled(Array.from({ length: 12 }, () => p.client("grpc").listProducts({}, { timeoutMs: 5000 })));
+      const refused = outcomes.filter((o) => o.status === "rejected") as PromiseRejectedResult[];
+      assert.ok(refused.length > 0);
+      for (const r of refused) {
+        const err = r.reason as { code: number; metadata: Headers };
+        assert.equal(err.code, 8, "RESOURCE_EXHAUSTED");
+        assert.ok(Number(err.metadata.get("grpc-retry-pushback-ms")) >= 50);
+      }
+    } finally {
+      await setServiceFaults(p, "checkout", {});
+    }
+  });
+});
+
+describe("the intake controller, driven by hand", () => {
+  test("intake 0 refuses new requests with 503 and Retry-After; automatic again restores service", async () => {
+    const admin = `${p.services.gateway.adminUrl}/admin/intake`;
+    const put = (body: string) => fetch(admin, { method: "PUT", body });
+    assert.equal((await put('{"fraction": 2}')).status, 400, "a bad fraction is refused");
+    const cut = await put('{"fraction": 0}');
+    assert.equal(((await cut.json()) as { state: string }).state, "manual");
+    const refused = await listProducts();
+    assert.equal(refused.status, 503);
+    assert.ok(Number(refused.headers.get("retry-after")) >= 1);
+    await put('{"fraction": 1}');
+    assert.equal((await listProducts()).status, 200);
+    const auto = await put('{"fraction": null}');
+    assert.ok(["recovering", "normal"].includes(((await auto.json()) as { state: string }).state));
+    assert.equal(metricValue(await p.metrics("gateway"), "intake_state", { state: "manual" }), 0);
+  });
+
+  test("the operator port is not the public port", async () => {
+    const res = await fetch(`${p.gatewayUrl}/admin/intake`);
+    assert.equal(res.status, 404);
+    const metrics = await fetch(`${p.gatewayUrl}/metrics`);
+    assert.equal(metrics.status, 404);
+  });
+});
