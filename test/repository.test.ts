@@ -27,6 +27,8 @@ test("committed generated code matches proto/ (run `npm run generate` after edit
   }
 });
 
+const composeSecrets = { POSTGRES_PASSWORD: "test-only", ORDERS_DB_PASSWORD: "test-only-orders", PRICING_DB_PASSWORD: "test-only-pricing" };
+
 test("docker-compose.yml is valid, and only the gateway is published", (t) => {
   const hasCompose = spawnSync("docker-compose", ["version"], { stdio: "ignore" }).status === 0;
   if (!hasCompose) {
@@ -36,11 +38,11 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     return;
   }
   const out = execFileSync("docker-compose", ["-f", "docker-compose.yml", "config"], {
-    env: { ...process.env, POSTGRES_PASSWORD: "test-only" },
+    env: { ...process.env, ...composeSecrets },
     encoding: "utf8",
   });
   // Without the secret, compose refuses to render: no default password lives in the repository.
-  const missing = spawnSync("docker-compose", ["-f", "docker-compose.yml", "config", "-q"], { env: { ...process.env, POSTGRES_PASSWORD: "" }, encoding: "utf8" });
+  const missing = spawnSync("docker-compose", ["-f", "docker-compose.yml", "config", "-q"], { env: { ...process.env, ...composeSecrets, POSTGRES_PASSWORD: "" }, encoding: "utf8" });
   assert.notEqual(missing.status, 0);
   assert.match(missing.stderr, /POSTGRES_PASSWORD/);
 

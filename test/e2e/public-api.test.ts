@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
+import pg from "pg";
 import { protocols, startTestPlatform, type TestPlatform } from "../support/platform.js";
 import { expectCode } from "../support/expect-code.js";
 
@@ -158,5 +159,31 @@ describe("bad input gets a precise status and writes nothing", () => {
     assert.ok(products.length >= 5);
     assert.equal(await orderCount(customerId), 0);
     for (const s of Object.values(p.services)) assert.ok(s.process.ready, `${s.name} still up`);
+  });
+});
+
+describe("least privilege in the database", () => {
+  async function asRole(role: string, sql: string): Promise<string> {
+    const url = new URL(p.databaseUrl);
+    url.username = role;
+    const client = new pg.Client({ connectionString: url.toString() });
+    await client.connect();
+    try {
+      await client.query(sql);
+      return "ok";
+    } catch (e) {
+      return (e as { code?: string }).code ?? "error";
+    } finally {
+      await client.end();
+    }
+  }
+
+  test("each service's role reaches its own schema and nothing else", async () => {
+    assert.equal(await asRole("orders", "SELECT count(*) FROM orders.orders"), "ok");
+    assert.equal(await asRole("pricing", "SELECT count(*) FROM pricing.products"), "ok");
+    assert.equal(await asRole("orders", "SELECT count(*) FROM pricing.products"), "42501", "orders cannot read prices");
+    assert.equal(await asRole("pricing", "SELECT count(*) FROM orders.orders"), "42501", "pricing cannot read orders");
+    assert.equal(await asRole("orders", "CREATE TABLE public.sneaky (x int)"), "42501", "no objects outside its schema");
+    assert.equal(await asRole("pricing", "CREATE SCHEMA sneaky"), "42501");
   });
 });

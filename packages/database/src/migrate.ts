@@ -55,7 +55,11 @@ async function applyAll(db: Database, opts: MigrateOptions): Promise<MigrateResu
   const files = (await readdir(opts.directory)).filter((f) => f.endsWith(".sql")).sort();
   const done = await db.transaction(async (tx) => {
     await lock(tx);
-    await tx.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    // Only create it when missing: a least-privilege role owns its schema
+    // but may not create schemas, and PostgreSQL checks that privilege even
+    // for CREATE SCHEMA IF NOT EXISTS on one that exists.
+    const exists = await tx.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [opts.schema]);
+    if (exists.rowCount === 0) await tx.query(`CREATE SCHEMA ${schema}`);
     await tx.query(`CREATE TABLE IF NOT EXISTS ${table} (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const { rows } = await tx.query<{ name: string }>(`SELECT name FROM ${table}`);
     return new Set(rows.map((r) => r.name));

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { findFreePort, startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
 import { ServiceProcess } from "./service-process.js";
+import { ensureServiceRoles } from "./service-roles.js";
 
 export const serviceNames = ["pricing", "orders", "checkout", "gateway"] as const;
 export type ServiceName = (typeof serviceNames)[number];
@@ -82,6 +83,10 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     progress(`postgres   ready on ${host}:${postgres.port} (embedded, ${Math.round(performance.now() - started)} ms, data in ${join(opts.dataDir, "postgres")})`);
   }
 
+  // With the embedded database we own the server: one role per service. An
+  // external DATABASE_URL is used as given (its operator manages roles).
+  const serviceUrls: Record<string, string> = postgres ? await ensureServiceRoles(databaseUrl, ["orders", "pricing"]) : {};
+
   const ports = {} as Record<ServiceName, { port: number; adminPort: number }>;
   for (const name of serviceNames) {
     const given = opts.ports?.[name];
@@ -99,7 +104,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       PRICING_URL: url("pricing"),
       ORDERS_URL: url("orders"),
       CHECKOUT_URL: url("checkout"),
-      ...(name === "orders" || name === "pricing" ? { DATABASE_URL: databaseUrl } : {}),
+      ...(name === "orders" || name === "pricing" ? { DATABASE_URL: serviceUrls[name] ?? databaseUrl } : {}),
       ...opts.env,
       ...opts.serviceEnv?.[name],
     };

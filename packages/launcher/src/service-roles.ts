@@ -1,0 +1,38 @@
+import pg from "pg";
+
+/**
+ * Least privilege on the embedded database: each service with a database
+ * connects as its own role, which owns its schema and nothing else. The
+ * orders service cannot read pricing's tables and vice versa; neither can
+ * create objects elsewhere. (In compose, deploy/compose/postgres-init.sh
+ * does the same with passwords.) Idempotent: safe at every start.
+ */
+export async function ensureServiceRoles(superuserUrl: string, services: readonly string[]): Promise<Record<string, string>> {
+  const client = new pg.Client({ connectionString: superuserUrl });
+  await client.connect();
+  try {
+    const db = (await client.query<{ db: string }>("SELECT current_database() AS db")).rows[0]!.db;
+    await client.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
+    for (const name of services) {
+      if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`invalid role name ${name}`);
+      await client.query(`DO $$ BEGIN
+          IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${name}') THEN CREATE ROLE ${name} LOGIN; END IF;
+        END $$`);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${name} AUTHORIZATION ${name}`);
+      await client.query(`ALTER SCHEMA ${name} OWNER TO ${name}`);
+      await client.query(`REVOKE ALL ON DATABASE ${pg.escapeIdentifier(db)} FROM PUBLIC`);
+      await client.query(`GRANT CONNECT ON DATABASE ${pg.escapeIdentifier(db)} TO ${name}`);
+    }
+  } finally {
+    await client.end();
+  }
+  const url = new URL(superuserUrl);
+  return Object.fromEntries(
+    services.map((name) => {
+      const u = new URL(url);
+      u.username = name;
+      u.password = "";
+      return [name, u.toString()];
+    }),
+  );
+}
