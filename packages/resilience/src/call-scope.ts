@@ -25,6 +25,8 @@ export interface CallScope {
   readonly procedure: string;
   /** How expendable this work is under overload; forwarded to every downstream call. */
   readonly criticality?: "critical" | "sheddable";
+  /** Who the edge authenticated; forwarded to every downstream call. */
+  readonly caller?: string;
 }
 
 /** Why a scope's signal aborted. */
@@ -59,6 +61,7 @@ export interface CreateScopeOptions {
   requestId: string;
   procedure: string;
   criticality?: "critical" | "sheddable";
+  caller?: string;
   /** When the request arrived, on `clock`'s scale; the deadline counts from here. Default: now. */
   startedAt?: number;
   /** Signals whose abort means the caller went away (Connect's `ctx.signal`, shutdown). */
@@ -98,6 +101,7 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     requestId: opts.requestId,
     procedure: opts.procedure,
     ...(opts.criticality ? { criticality: opts.criticality } : {}),
+    ...(opts.caller ? { caller: opts.caller } : {}),
     dispose() {
       clearTimeout(timer);
       for (const s of opts.parentSignals ?? []) s.removeEventListener("abort", onParentAbort);

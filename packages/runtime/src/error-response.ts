@@ -10,6 +10,7 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
 const connectStatus: Partial<Record<Code, number>> = {
   [Code.Canceled]: 499,
   [Code.InvalidArgument]: 400,
+  [Code.Unauthenticated]: 401,
   [Code.DeadlineExceeded]: 504,
   [Code.ResourceExhausted]: 429,
   [Code.Unavailable]: 503,

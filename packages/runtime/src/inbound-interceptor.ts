@@ -19,6 +19,7 @@ import type { DeadlineConfig, ResilienceProfile } from "./server-config.js";
 import { deadlineMetrics, rpcServerMetrics } from "./metrics.js";
 import { requestIdFrom, requestIdHeader } from "./request-id.js";
 import { codeLabel } from "./code-label.js";
+import { callerHeader } from "./edge-auth.js";
 
 /**
  * The inbound half of deadline propagation, plus the per-request log line
@@ -68,12 +69,14 @@ export function inboundInterceptor(opts: {
     dl.remainingAtArrival.observe({ procedure }, resolved.timeoutMs / 1000);
 
     const arrived = Number(req.header.get(arrivalHeader));
+    const caller = req.header.get(callerHeader) ?? undefined;
     const scope = createScope({
       timeoutMs: resolved.timeoutMs,
       ...(Number.isFinite(arrived) && arrived > 0 ? { startedAt: arrived } : {}),
       requestId,
       procedure,
       criticality: req.header.get("x-criticality") === "sheddable" ? "sheddable" : "critical",
+      ...(caller ? { caller } : {}),
       // The naive profile does not notice its caller leaving: work goes on.
       parentSignals: naive ? [shutdownSignal] : [req.signal, shutdownSignal],
     });
@@ -105,6 +108,7 @@ export function inboundInterceptor(opts: {
         code: codeName,
         durationMs: Math.round(seconds * 1000 * 10) / 10,
         requestId,
+        ...(caller ? { caller } : {}),
         deadlineMs: resolved.timeoutMs,
         deadlineSource: resolved.source,
         ...(error ? { error: error.rawMessage } : {}),

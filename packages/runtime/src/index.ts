@@ -20,3 +20,5 @@ export { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";
 export { codeLabel } from "./code-label.js";
 export { sendJson, sendText, type HttpEndpoint } from "./http-endpoints.js";
 export { readIntakeConfig, type IntakeConfig } from "./intake.js";
+export { readAuthConfig, type AuthConfig } from "./edge-auth.js";
+export { readRateLimitConfig, type RateLimitConfig } from "./rate-limit.js";

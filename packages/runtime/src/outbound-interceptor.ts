@@ -3,6 +3,7 @@ import { abortReason, markLocalRejection, currentFaults, currentScope, type Call
 import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { requestIdHeader } from "./request-id.js";
+import { callerHeader } from "./edge-auth.js";
 import { codeLabel } from "./code-label.js";
 
 export interface OutboundOptions {
@@ -63,6 +64,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       setTimeoutHeader(req.header, budget);
       req.header.set(requestIdHeader, scope.requestId);
       if (scope.criticality) req.header.set("x-criticality", scope.criticality);
+      if (scope.caller) req.header.set(callerHeader, scope.caller);
       ownTimeout = AbortSignal.timeout(budget);
       req = { ...req, signal: AbortSignal.any([req.signal, callerGone(scope), ownTimeout]) };
     }

@@ -11,6 +11,10 @@ import type { ServerConfig } from "./server-config.js";
 import { faultEndpoints } from "./admin-faults.js";
 import { createAdmissionGate, propagatedCriticality, type CriticalityPolicy } from "./admission-gate.js";
 import { createIntake, type IntakeConfig } from "./intake.js";
+import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
+import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
+import { writeRpcError } from "./error-response.js";
+import { pushbackHeaders } from "@platform/resilience";
 import { setFaults } from "@platform/resilience";
 
 export interface ServeOptions {
@@ -29,6 +33,8 @@ export interface ServeOptions {
    * gRPC-Web). The gateway does; internal services speak h2c only.
    */
   http1?: boolean;
+  /** Authentication and per-client rate limits: the gateway passes them, nobody else. */
+  edge?: { auth: AuthConfig; rateLimit: RateLimitConfig };
   /** The edge's intake controller (metastable recovery); the gateway passes it. */
   intake?: IntakeConfig;
   /** How requests are classified for shedding; default: the caller's x-criticality (critical when absent). */
@@ -98,6 +104,26 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     criticality: opts.criticality ?? propagatedCriticality,
   });
   const publicEndpoints = probeEndpoints(health);
+  const limiter = opts.edge ? new RateLimiter(opts.edge.rateLimit) : undefined;
+  /** The edge's checks, from headers alone; false when the request was answered. */
+  const passesEdge = (req: Parameters<typeof dispatchEndpoint>[1], res: Parameters<typeof dispatchEndpoint>[2]): boolean => {
+    if (!opts.edge) return true;
+    if ((req.url ?? "").startsWith("/grpc.health.v1.Health/")) return true; // probes carry no credentials
+    const auth = authenticate(opts.edge.auth, req);
+    if (!auth.ok) {
+      writeRpcError(req, res, Code.Unauthenticated, auth.message);
+      return false;
+    }
+    // Inner services trust this header; only the edge sets it.
+    req.headers[callerHeader] = auth.caller;
+    const client = opts.edge.auth.mode === "none" ? (req.socket?.remoteAddress ?? "unknown") : auth.caller;
+    const waitMs = limiter!.take(client);
+    if (waitMs > 0) {
+      writeRpcError(req, res, Code.ResourceExhausted, "rate limit exceeded for this client; slow down", pushbackHeaders(waitMs));
+      return false;
+    }
+    return true;
+  };
   const main = await listen({
     host: config.host,
     port: config.port,
@@ -107,6 +133,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       // The deadline counts from arrival, not from when the body was parsed
       // after waiting for admission. Overwrites any value from the wire.
       req.headers[arrivalHeader] = String(performance.now());
+      if (!passesEdge(req, res)) return;
       inFlight++;
       res.once("close", () => {
         if (--inFlight === 0) drained?.();

@@ -1,11 +1,24 @@
 import { Code } from "@connectrpc/connect";
 import { defaultRetryPolicy, type RetryPolicy } from "@platform/resilience";
-import { readDependencyConfig, readEnv, readIntakeConfig, readServerConfig, type DependencyConfig, type IntakeConfig, type ServerConfig } from "@platform/runtime";
+import {
+  readAuthConfig,
+  readDependencyConfig,
+  readEnv,
+  readIntakeConfig,
+  readRateLimitConfig,
+  readServerConfig,
+  type AuthConfig,
+  type DependencyConfig,
+  type IntakeConfig,
+  type RateLimitConfig,
+  type ServerConfig,
+} from "@platform/runtime";
 
 export interface GatewayConfig {
   server: ServerConfig;
   checkout: DependencyConfig;
   intake: IntakeConfig;
+  edge: { auth: AuthConfig; rateLimit: RateLimitConfig };
   retry: {
     policy: RetryPolicy;
     budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
@@ -18,6 +31,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true, naiveCallTimeoutMs: 10000 }),
     checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081"),
     intake: readIntakeConfig(r),
+    edge: { auth: readAuthConfig(r), rateLimit: readRateLimitConfig(r) },
     // The only retry policy in the platform; see README "Retries".
     retry: {
       policy: {

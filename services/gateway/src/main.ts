@@ -17,6 +17,7 @@ runMain("gateway", async () => {
     routes: routes(new GatewayService(checkout)),
     http1: true,
     intake: config.intake,
+    edge: config.edge,
     // Under pressure, browsing goes before buying. A client cannot choose.
     criticality: (procedure) => (procedure.endsWith("/PlaceOrder") ? "critical" : "sheddable"),
   });
