@@ -59,8 +59,13 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     polling = false;
     await poller;
     await eventually(async () => (await pricingInUse()) === 0, "pricing's pool has its connection back");
-    const cancelled = metricValue(await p.metrics("pricing"), "db_statements_total", { db: "pricing-db", outcome: "cancelled_deadline" });
-    assert.ok(cancelled >= 1, "the statement was cancelled at the deadline");
+    // Usually classified as the deadline; on a loaded machine a hop may see
+    // its caller leave a little before its own timer and call it a cancel.
+    // Either way the statement was stopped on the server, which is the point.
+    const pricing = await p.metrics("pricing");
+    const atDeadline = metricValue(pricing, "db_statements_total", { db: "pricing-db", outcome: "cancelled_deadline" });
+    const byCaller = metricValue(pricing, "db_statements_total", { db: "pricing-db", outcome: "cancelled_caller" });
+    assert.ok(atDeadline + byCaller >= 1, "the statement was cancelled");
     assert.deepEqual(await p.sql("SELECT id FROM orders.orders WHERE customer_id = $1", [customerId]), []);
     // Numbers for the issue note; no wall-clock assertion (2 noisy cores).
     console.log(`[deadline] client observed ${clientMs.toFixed(0)} ms; longest pricing statement seen on the server ${longestMs.toFixed(0)} ms`);

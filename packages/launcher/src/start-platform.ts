@@ -35,10 +35,28 @@ export interface PlatformOptions {
   /** Progress lines for a human. */
   onProgress?: (line: string) => void;
   readyTimeoutMs?: number;
+  /** Services beyond the four, e.g. made by `npm run new-service` (docs/adding-a-service.md). */
+  extraServices?: ExtraService[];
 }
 
-export interface RunningService {
-  name: ServiceName;
+/**
+ * A service beyond the four. It gets what they get (HOST, PORT, ADMIN_PORT,
+ * every *_URL, opts.env) plus, with `database`, DATABASE_URL (with the
+ * embedded database: as its own role, owning the schema named like the
+ * service with dashes as underscores). Every service gets its `<NAME>_URL`.
+ * Extras start with the four and stop after them.
+ */
+export interface ExtraService {
+  name: string;
+  /** Used unless `freePorts`. */
+  port: number;
+  adminPort: number;
+  database?: boolean;
+  env?: Record<string, string>;
+}
+
+export interface RunningService<N extends string = ServiceName> {
+  name: N;
   port: number;
   adminPort: number;
   /** http://host:port */
@@ -52,6 +70,8 @@ export interface Platform {
   gatewayUrl: string;
   databaseUrl: string;
   services: Record<ServiceName, RunningService>;
+  /** One entry per `extraServices` item, by name. */
+  extraServices: Record<string, RunningService<string>>;
   /** The embedded database, when we started it. */
   postgres: EmbeddedPostgres | undefined;
   /** Stops services (draining), then the embedded database. Idempotent. */
@@ -83,9 +103,19 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     progress(`postgres   ready on ${host}:${postgres.port} (embedded, ${Math.round(performance.now() - started)} ms, data in ${join(opts.dataDir, "postgres")})`);
   }
 
+  const extras = opts.extraServices ?? [];
+  const roleOf = (name: string) => name.replaceAll("-", "_");
+  for (const x of extras) {
+    if (!/^[a-z][a-z0-9-]*$/.test(x.name) || (serviceNames as readonly string[]).includes(x.name) || extras.filter((y) => y.name === x.name).length > 1) {
+      throw new Error(`extra service name ${JSON.stringify(x.name)} is invalid or taken`);
+    }
+  }
+
   // With the embedded database we own the server: one role per service. An
   // external DATABASE_URL is used as given (its operator manages roles).
-  const serviceUrls: Record<string, string> = postgres ? await ensureServiceRoles(databaseUrl, ["orders", "pricing"]) : {};
+  const serviceUrls: Record<string, string> = postgres
+    ? await ensureServiceRoles(databaseUrl, ["orders", "pricing", ...extras.filter((x) => x.database).map((x) => roleOf(x.name))])
+    : {};
 
   const ports = {} as Record<ServiceName, { port: number; adminPort: number }>;
   for (const name of serviceNames) {
@@ -93,6 +123,13 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     ports[name] = given ?? (opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : defaultPorts[name]);
   }
   const url = (name: ServiceName) => `http://${host}:${ports[name].port}`;
+  const extraPorts: Record<string, { port: number; adminPort: number }> = {};
+  const extraUrls: Record<string, string> = {};
+  for (const x of extras) {
+    const p = opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : { port: x.port, adminPort: x.adminPort };
+    extraPorts[x.name] = p;
+    extraUrls[`${x.name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_URL`] = `http://${host}:${p.port}`;
+  }
 
   const services = {} as Record<ServiceName, RunningService>;
   for (const name of serviceNames) {
@@ -104,6 +141,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       PRICING_URL: url("pricing"),
       ORDERS_URL: url("orders"),
       CHECKOUT_URL: url("checkout"),
+      ...extraUrls,
       ...(name === "orders" || name === "pricing" ? { DATABASE_URL: serviceUrls[name] ?? databaseUrl } : {}),
       ...opts.env,
       ...opts.serviceEnv?.[name],
@@ -128,21 +166,45 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       logFile,
     };
   }
+  const extraServices: Record<string, RunningService<string>> = {};
+  for (const x of extras) {
+    const p = extraPorts[x.name]!;
+    const logFile = join(logDir, `${x.name}.log`);
+    const env: Record<string, string> = {
+      HOST: host,
+      PORT: String(p.port),
+      ADMIN_PORT: String(p.adminPort),
+      PRICING_URL: url("pricing"),
+      ORDERS_URL: url("orders"),
+      CHECKOUT_URL: url("checkout"),
+      ...extraUrls,
+      ...(x.database ? { DATABASE_URL: serviceUrls[roleOf(x.name)] ?? databaseUrl } : {}),
+      ...opts.env,
+      ...x.env,
+    };
+    const proc = new ServiceProcess(
+      { name: x.name, entry: join(repoRoot, "services", x.name, "src", "main.ts"), env, logFile },
+      { onExit: (n, code, signal, restartInMs) => progress(`${n} exited (${signal ?? code})${restartInMs === undefined ? " and will not be restarted" : `; restarting in ${restartInMs} ms`}`) },
+    );
+    extraServices[x.name] = { name: x.name, ...p, url: `http://${host}:${p.port}`, adminUrl: `http://${host}:${p.adminPort}`, process: proc, logFile };
+  }
+  const everyService: RunningService<string>[] = [...serviceNames.map((name) => services[name]), ...Object.values(extraServices)];
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       // Edge first, so nothing new enters while the inside drains.
       for (const name of [...serviceNames].reverse()) await services[name].process.stop(15_000);
+      for (const x of Object.values(extraServices)) await x.process.stop(15_000);
       await postgres?.stop("fast");
     })());
 
   try {
-    for (const name of serviceNames) services[name].process.start();
+    for (const s of everyService) s.process.start();
     await Promise.all(
-      serviceNames.map(async (name) => {
-        await services[name].process.whenReady(opts.readyTimeoutMs ?? 60_000);
-        progress(`${name.padEnd(10)} ready on ${services[name].url} (pid ${services[name].process.pid}, metrics ${services[name].adminUrl}/metrics)`);
+      everyService.map(async (s) => {
+        await s.process.whenReady(opts.readyTimeoutMs ?? 60_000);
+        progress(`${s.name.padEnd(10)} ready on ${s.url} (pid ${s.process.pid}, metrics ${s.adminUrl}/metrics)`);
       }),
     );
   } catch (e) {
@@ -150,5 +212,5 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     throw e;
   }
 
-  return { gatewayUrl: url("gateway"), databaseUrl, services, postgres, stop };
+  return { gatewayUrl: url("gateway"), databaseUrl, services, extraServices, postgres, stop };
 }

@@ -38,6 +38,14 @@ it("exports the curated public surface", () => {
     "localRejection",
     "markLocalRejection",
     "IntakeController",
+    "AdmissionController",
+    "currentFaults",
+    "setFaults",
+    "parseFaults",
+    "shouldFail",
+    "shouldDropResponse",
+    "faultApplies",
+    "injectedDelay",
   ];
   assert.deepEqual(Object.keys(resilience).sort(), [...expected].sort());
 });

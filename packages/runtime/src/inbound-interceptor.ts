@@ -42,6 +42,8 @@ export function inboundInterceptor(opts: {
   deadline: DeadlineConfig;
   profile: ResilienceProfile;
   logger: Logger;
+  /** Called with the arrival token of every request that reached the interceptors. */
+  onHandled?: (arrivalToken: string) => void;
   /** Called with every request's outcome (the edge's intake controller listens). */
   onOutcome?: (code: Code | "ok", durationMs: number) => void;
   /** Aborts every in-flight request when the drain period of a shutdown ends. */
@@ -68,7 +70,9 @@ export function inboundInterceptor(opts: {
     }
     dl.remainingAtArrival.observe({ procedure }, resolved.timeoutMs / 1000);
 
-    const arrived = Number(req.header.get(arrivalHeader));
+    const arrivalToken = req.header.get(arrivalHeader);
+    if (arrivalToken !== null) opts.onHandled?.(arrivalToken);
+    const arrived = Number(arrivalToken);
     const caller = req.header.get(callerHeader) ?? undefined;
     const scope = createScope({
       timeoutMs: resolved.timeoutMs,

@@ -68,6 +68,8 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const intake = opts.intake?.enabled && config.profile.kind === "platform" ? createIntake(opts.intake, logger) : undefined;
 
   let inFlight = 0;
+  /** Arrival tokens of requests that reached the interceptors (and so got their own log line). */
+  const handled = new Set<string>();
   let drained: (() => void) | undefined;
   const adapter = connectNodeAdapter({
     routes(router) {
@@ -80,6 +82,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         profile: config.profile,
         logger,
         shutdownSignal: shutdownController.signal,
+        onHandled: (token) => handled.add(token),
         ...(intake ? { onOutcome: intake.record } : {}),
       }),
       ...(opts.interceptors ?? []),
@@ -132,7 +135,20 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       if (dispatchEndpoint(publicEndpoints, req, res)) return;
       // The deadline counts from arrival, not from when the body was parsed
       // after waiting for admission. Overwrites any value from the wire.
-      req.headers[arrivalHeader] = String(performance.now());
+      const arrival = performance.now();
+      const token = String(arrival);
+      req.headers[arrivalHeader] = token;
+      res.once("close", () => {
+        // Refused before any handler ran (admission, auth, a body Connect
+        // could not parse, an unknown method): still one log line.
+        if (!handled.delete(token)) {
+          const grpcStatus = res.getHeader("grpc-status");
+          logger.info(
+            { procedure: (req.url ?? "/").split("?")[0], status: res.statusCode, ...(grpcStatus !== undefined ? { grpcStatus } : {}), durationMs: Math.round((performance.now() - arrival) * 10) / 10 },
+            "rpc refused before the handler",
+          );
+        }
+      });
       if (!passesEdge(req, res)) return;
       inFlight++;
       res.once("close", () => {

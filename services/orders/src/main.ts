@@ -27,6 +27,24 @@ runMain("orders", async () => {
     // Below the edge nothing retries: one attempt per call.
     retry: "none",
   });
-  const impl = new OrdersService({ store: new OrderStore(db), pricing, idempotencyRetentionHours: config.idempotencyRetentionHours });
-  return serve({ config: config.server, logger, services, routes: routes(impl), onShutdown: () => db.close() });
+  const store = new OrderStore(db);
+  const impl = new OrdersService({ store, pricing, idempotencyRetentionHours: config.idempotencyRetentionHours });
+  // Expired keys no longer protect anything; lookups already ignore them.
+  const purge = setInterval(() => {
+    store.purgeExpiredKeys().then(
+      (n) => n > 0 && logger.info({ purged: n }, "expired idempotency records purged"),
+      (e: unknown) => logger.warn({ err: e }, "purging expired idempotency records failed; will retry"),
+    );
+  }, 60_000);
+  purge.unref();
+  return serve({
+    config: config.server,
+    logger,
+    services,
+    routes: routes(impl),
+    onShutdown: async () => {
+      clearInterval(purge);
+      await db.close();
+    },
+  });
 });

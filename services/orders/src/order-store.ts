@@ -95,6 +95,18 @@ export class OrderStore {
     }
   }
 
+  /** Forgets expired idempotency records (a bounded batch); returns how many. */
+  async purgeExpiredKeys(batch = 1000): Promise<number> {
+    const r = await this.db.transaction((tx) =>
+      tx.query(
+        `DELETE FROM orders.idempotency_records WHERE key IN
+           (SELECT key FROM orders.idempotency_records WHERE expires_at < now() LIMIT $1)`,
+        [batch],
+      ),
+    );
+    return r.rowCount ?? 0;
+  }
+
   async get(id: string): Promise<checkoutV1.Order | undefined> {
     return this.db.transaction(
       async (tx) => {
