@@ -36,7 +36,7 @@ describe("a slow pricing database", () => {
     await setServiceFaults(p, "pricing", { db: { latencyMs: 5000 } });
     const rejectedBefore = metricValue(await p.metrics("orders"), "bulkhead_rejected_total", { dependency: "pricing", reason: "full" });
 
-    const placeOrders = Array.from({ length: 40 }, async () => {
+    const placeOrders = Array.from({ length: 24 }, async () => {
       const started = performance.now();
       try {
         await client.placeOrder({ customerId: `iso-slow-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 1500 });
@@ -45,9 +45,9 @@ describe("a slow pricing database", () => {
         return { ok: false, ms: performance.now() - started, code: Code[ConnectError.from(e).code] };
       }
     });
-    const getOrders = Array.from({ length: 40 }, async (_, i) => {
-      await new Promise((r) => setTimeout(r, i * 20));
-      return client.getOrder({ orderId: order!.id }, { timeoutMs: 3000 }).then(
+    const getOrders = Array.from({ length: 24 }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, i * 30));
+      return client.getOrder({ orderId: order!.id }, { timeoutMs: 5000 }).then(
         () => true,
         () => false,
       );

@@ -3,6 +3,8 @@ import { type CallScope, abortReason, remainingMs } from "@platform/resilience";
 import type pg from "pg";
 import { cancelTargetOf, sendCancelRequest } from "./cancel-request.js";
 import type { DatabaseMetrics, StatementOutcome } from "./metrics.js";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
+import { scopeTelemetry } from "@platform/resilience";
 import { scopeEndedError } from "./scope-ended-error.js";
 import { cancelledError, connectionFailureReason, toConnectError } from "./to-connect-error.js";
 
@@ -85,6 +87,7 @@ export class ScopedTx implements Tx {
     }
     const started = performance.now();
     let outcome: StatementOutcome = "ok";
+    const span = statementSpan(this.scope, dbName, text, remaining);
     try {
       const wanted = this.statementTimeoutMs();
       if (this.timeoutInForceMs - wanted > TIMEOUT_REFRESH_MS) {
@@ -96,6 +99,9 @@ export class ScopedTx implements Tx {
       outcome = this.outcomeOf(err);
       throw err;
     } finally {
+      if (outcome !== "ok") span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+      span.setAttribute("db.outcome", outcome);
+      span.end();
       metrics.statements.inc({ db: dbName, outcome });
       metrics.statementSeconds.observe({ db: dbName }, (performance.now() - started) / 1000);
     }
@@ -205,4 +211,21 @@ export class ScopedTx implements Tx {
   private readonly onClientError = (): void => {
     this.broken = true;
   };
+}
+
+/**
+ * A span per statement, parented on the request's span (when tracing is on;
+ * a no-op otherwise). The text is the parameterised statement: values never
+ * appear in traces.
+ */
+function statementSpan(scope: CallScope, dbName: string, text: string, remainingMs: number): Span {
+  const parent = (scopeTelemetry(scope) as Context | undefined) ?? ROOT_CONTEXT;
+  return trace.getTracer("@platform/database").startSpan(
+    `${dbName} ${text.trim().split(/\s+/, 1)[0]?.toUpperCase() ?? "QUERY"}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: { "db.system": "postgresql", "db.name": dbName, "db.statement": text.slice(0, 500), "deadline.remaining_ms": Math.floor(remainingMs) },
+    },
+    parent,
+  );
 }

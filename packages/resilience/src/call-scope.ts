@@ -120,3 +120,18 @@ function classifyParentAbort(reason: unknown, pastDeadline: boolean): AbortReaso
   if (reason === "deadline" || pastDeadline || (reason as { code?: unknown } | undefined)?.code === 4) return "deadline";
   return "cancelled";
 }
+
+const telemetry = new WeakMap<CallScope, unknown>();
+
+/**
+ * An opaque slot per scope for the tracing context (the runtime stores the
+ * request's span context here; the database package parents its statement
+ * spans on it), so this package needs no tracing dependency.
+ */
+export function setScopeTelemetry(scope: CallScope, value: unknown): void {
+  telemetry.set(scope, value);
+}
+
+export function scopeTelemetry(scope: CallScope): unknown {
+  return telemetry.get(scope);
+}

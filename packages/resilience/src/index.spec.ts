@@ -46,6 +46,8 @@ it("exports the curated public surface", () => {
     "shouldDropResponse",
     "faultApplies",
     "injectedDelay",
+    "setScopeTelemetry",
+    "scopeTelemetry",
   ];
   assert.deepEqual(Object.keys(resilience).sort(), [...expected].sort());
 });

@@ -20,6 +20,7 @@ import { deadlineMetrics, rpcServerMetrics } from "./metrics.js";
 import { requestIdFrom, requestIdHeader } from "./request-id.js";
 import { codeLabel } from "./code-label.js";
 import { callerHeader } from "./edge-auth.js";
+import { endSpan, startServerSpan } from "./tracing.js";
 
 /**
  * The inbound half of deadline propagation, plus the per-request log line
@@ -84,6 +85,13 @@ export function inboundInterceptor(opts: {
       // The naive profile does not notice its caller leaving: work goes on.
       parentSignals: naive ? [shutdownSignal] : [req.signal, shutdownSignal],
     });
+    const span = startServerSpan(scope, req.header, {
+      "rpc.service": req.service.typeName,
+      "rpc.method": req.method.name,
+      "deadline.timeout_ms": resolved.timeoutMs,
+      "deadline.source": resolved.source,
+      "request.id": requestId,
+    });
     rpc.inFlight.inc({ procedure });
     let code: Code | "ok" = Code.Unknown;
     let error: ConnectError | undefined;
@@ -101,6 +109,7 @@ export function inboundInterceptor(opts: {
       throw error;
     } finally {
       scope.dispose();
+      endSpan(span, code, error?.rawMessage);
       rpc.inFlight.dec({ procedure });
       const codeName = codeLabel(code);
       const seconds = (performance.now() - started) / 1000;

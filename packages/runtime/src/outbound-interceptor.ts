@@ -4,6 +4,8 @@ import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { requestIdHeader } from "./request-id.js";
 import { callerHeader } from "./edge-auth.js";
+import { attemptKey } from "./retry-interceptor.js";
+import { endSpan, startClientSpan } from "./tracing.js";
 import { codeLabel } from "./code-label.js";
 
 export interface OutboundOptions {
@@ -69,6 +71,13 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       req = { ...req, signal: AbortSignal.any([req.signal, callerGone(scope), ownTimeout]) };
     }
     const started = performance.now();
+    const span = startClientSpan(scope, procedure, req.header, {
+      "peer.service": opts.dependency,
+      "retry.attempt": req.contextValues.get(attemptKey),
+      ...(scope ? { "deadline.remaining_ms": Math.floor(remainingMs(scope)) } : {}),
+    });
+    let outcome: Code | "ok" = "ok";
+    let failure: string | undefined;
     try {
       const spec = currentFaults().dependencies?.[opts.dependency];
       const fault = faultApplies(spec) ? spec : undefined;
@@ -89,8 +98,11 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
         callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
       });
       client.calls.inc({ dependency: opts.dependency, procedure, code: codeLabel(mapped.code) });
+      outcome = mapped.code;
+      failure = mapped.rawMessage;
       throw mapped;
     } finally {
+      endSpan(span, outcome, failure);
       client.duration.observe({ dependency: opts.dependency, procedure }, (performance.now() - started) / 1000);
     }
   };

@@ -1,5 +1,5 @@
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import { ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import {
   LatencyEstimate,
   RetryBudget,
@@ -15,6 +15,9 @@ import { retryMetrics } from "./metrics.js";
 import { wasNeverProcessed } from "./downstream-error.js";
 
 export const idempotencyKeyHeader = "idempotency-key";
+
+/** The attempt number of a call (1 = first), for the client span of each attempt. */
+export const attemptKey = createContextKey(1, { description: "retry attempt" });
 
 export interface RetryInterceptorOptions {
   dependency: string;
@@ -51,6 +54,7 @@ export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
     opts.budget.deposit();
     for (let attempt = 1; ; attempt++) {
       const started = clock.now();
+      req.contextValues.set(attemptKey, attempt);
       try {
         const res = await next(req);
         latency.observe(clock.now() - started);

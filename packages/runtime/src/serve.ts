@@ -15,6 +15,7 @@ import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
 import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
 import { writeRpcError } from "./error-response.js";
 import { pushbackHeaders } from "@platform/resilience";
+import { initTracing } from "./tracing.js";
 import { setFaults } from "@platform/resilience";
 
 export interface ServeOptions {
@@ -62,6 +63,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const { config } = opts;
   const logger = opts.logger ?? createLogger(config.serviceName, config.logLevel);
   collectProcessMetrics();
+  const flushTraces = initTracing(config.serviceName, config.otlpEndpoint);
   setFaults(config.faults);
   const health = new HealthState(opts.services.map((s) => s.typeName));
   const shutdownController = new AbortController();
@@ -199,6 +201,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       admin.stopAccepting();
       admin.destroy();
       await opts.onShutdown?.();
+      await flushTraces().catch(() => {});
       logger.info("stopped");
     })();
     return shuttingDown;

@@ -24,6 +24,8 @@ export interface ServerConfig {
    * production.
    */
   profile: ResilienceProfile;
+  /** OTLP/HTTP collector base URL (OTEL_EXPORTER_OTLP_ENDPOINT); tracing exports nothing without it. */
+  otlpEndpoint: string | undefined;
   /** Faults injected from start (FAULTS, JSON); see docs/faults.md. Usually none. */
   faults: Faults;
 }
@@ -93,6 +95,7 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
       maxQueueWaitMs: r.int("ADMISSION_MAX_QUEUE_WAIT_MS", 500, { min: 1, max: 600_000 }),
     },
     faults: readFaults(r),
+    otlpEndpoint: r.optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
     profile:
       r.oneOf("RESILIENCE_PROFILE", ["platform", "naive"] as const, "platform") === "naive"
         ? { kind: "naive", callTimeoutMs: r.int("NAIVE_CALL_TIMEOUT_MS", defaults.naiveCallTimeoutMs ?? 5000, { min: 1, max: 600_000 }) }
