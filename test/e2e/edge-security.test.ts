@@ -17,7 +17,7 @@ before(async () => {
   p = await startTestPlatform({
     env: { LOG_LEVEL: "info" },
     serviceEnv: {
-      gateway: { AUTH_MODE: "api-key", AUTH_API_KEYS: `alice=${aliceKey},bob=${bobKey}`, RATE_LIMIT_PER_SEC: "5", RATE_LIMIT_BURST: "5" },
+      gateway: { AUTH_MODE: "api-key", AUTH_API_KEYS: `alice=${aliceKey},bob=${bobKey}`, RATE_LIMIT_PER_SEC: "5", RATE_LIMIT_BURST: "5", CORS_ALLOWED_ORIGINS: "https://app.example.com" },
     },
   });
 });
@@ -65,5 +65,32 @@ describe("per-client rate limits", () => {
     assert.ok(statuses.filter(([s]) => s === 200).length <= 6, "about the burst got through");
     for (const [, retryAfter] of limited) assert.ok(Number(retryAfter) >= 1);
     assert.equal((await list({ "x-api-key": aliceKey })).status, 200, "alice still served");
+  });
+});
+
+describe("browsers (CORS)", () => {
+  const preflight = (origin: string) =>
+    fetch(`${p.gatewayUrl}/checkout.v1.CheckoutService/PlaceOrder`, {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "content-type,idempotency-key,authorization" },
+    });
+
+  test("an allowed origin's preflight is answered, without credentials, allowing our headers", async () => {
+    const res = await preflight("https://app.example.com");
+    assert.equal(res.status, 204);
+    assert.equal(res.headers.get("access-control-allow-origin"), "https://app.example.com");
+    assert.match(res.headers.get("access-control-allow-headers") ?? "", /Idempotency-Key/i);
+    assert.match(res.headers.get("access-control-allow-headers") ?? "", /Authorization/i);
+  });
+
+  test("responses to an allowed origin expose the request id and the pushback hint", async () => {
+    const res = await list({ origin: "https://app.example.com", "x-api-key": aliceKey });
+    assert.equal(res.headers.get("access-control-allow-origin"), "https://app.example.com");
+    assert.match(res.headers.get("access-control-expose-headers") ?? "", /Retry-After/i);
+  });
+
+  test("another origin gets no CORS headers", async () => {
+    const res = await preflight("https://evil.example.net");
+    assert.equal(res.headers.get("access-control-allow-origin"), null);
   });
 });

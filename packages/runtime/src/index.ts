@@ -22,3 +22,4 @@ export { sendJson, sendText, type HttpEndpoint } from "./http-endpoints.js";
 export { readIntakeConfig, type IntakeConfig } from "./intake.js";
 export { readAuthConfig, type AuthConfig } from "./edge-auth.js";
 export { readRateLimitConfig, type RateLimitConfig } from "./rate-limit.js";
+export { readCorsConfig, type CorsConfig } from "./cors.js";

@@ -12,6 +12,7 @@ import { faultEndpoints } from "./admin-faults.js";
 import { createAdmissionGate, propagatedCriticality, type CriticalityPolicy } from "./admission-gate.js";
 import { createIntake, type IntakeConfig } from "./intake.js";
 import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
+import { handleCors, type CorsConfig } from "./cors.js";
 import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
 import { writeRpcError } from "./error-response.js";
 import { pushbackHeaders } from "@platform/resilience";
@@ -35,7 +36,7 @@ export interface ServeOptions {
    */
   http1?: boolean;
   /** Authentication and per-client rate limits: the gateway passes them, nobody else. */
-  edge?: { auth: AuthConfig; rateLimit: RateLimitConfig };
+  edge?: { auth: AuthConfig; rateLimit: RateLimitConfig; cors: CorsConfig };
   /** The edge's intake controller (metastable recovery); the gateway passes it. */
   intake?: IntakeConfig;
   /** How requests are classified for shedding; default: the caller's x-criticality (critical when absent). */
@@ -113,6 +114,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   /** The edge's checks, from headers alone; false when the request was answered. */
   const passesEdge = (req: Parameters<typeof dispatchEndpoint>[1], res: Parameters<typeof dispatchEndpoint>[2]): boolean => {
     if (!opts.edge) return true;
+    if (handleCors(opts.edge.cors, req, res)) return false; // a preflight, answered
     if ((req.url ?? "").startsWith("/grpc.health.v1.Health/")) return true; // probes carry no credentials
     const auth = authenticate(opts.edge.auth, req);
     if (!auth.ok) {

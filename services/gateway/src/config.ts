@@ -2,12 +2,14 @@ import { Code } from "@connectrpc/connect";
 import { defaultRetryPolicy, type RetryPolicy } from "@platform/resilience";
 import {
   readAuthConfig,
+  readCorsConfig,
   readDependencyConfig,
   readEnv,
   readIntakeConfig,
   readRateLimitConfig,
   readServerConfig,
   type AuthConfig,
+  type CorsConfig,
   type DependencyConfig,
   type IntakeConfig,
   type RateLimitConfig,
@@ -18,7 +20,7 @@ export interface GatewayConfig {
   server: ServerConfig;
   checkout: DependencyConfig;
   intake: IntakeConfig;
-  edge: { auth: AuthConfig; rateLimit: RateLimitConfig };
+  edge: { auth: AuthConfig; rateLimit: RateLimitConfig; cors: CorsConfig };
   retry: {
     policy: RetryPolicy;
     budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
@@ -31,7 +33,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true, naiveCallTimeoutMs: 10000 }),
     checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081"),
     intake: readIntakeConfig(r),
-    edge: { auth: readAuthConfig(r), rateLimit: readRateLimitConfig(r) },
+    edge: { auth: readAuthConfig(r), rateLimit: readRateLimitConfig(r), cors: readCorsConfig(r) },
     // The only retry policy in the platform; see README "Retries".
     retry: {
       policy: {
