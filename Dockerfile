@@ -1,36 +1,30 @@
 # One image for every service; compose and Kubernetes pick the service with
-# SERVICE (gateway | checkout | orders | pricing).
+# SERVICE (gateway | checkout | orders | pricing | any service you add).
 # Node 20 is what the test suite runs on; keep them in step.
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
-COPY package.json package-lock.json ./
+# The whole workspace (not just the package.json files): npm ci needs every
+# workspace the lock file names, and a service added with `npm run
+# new-service` must not need a Dockerfile edit. .dockerignore keeps the
+# context small.
+COPY package.json package-lock.json tsconfig.json ./
 COPY patches ./patches
-COPY packages/proto/package.json packages/proto/
-COPY packages/runtime/package.json packages/runtime/
-COPY packages/resilience/package.json packages/resilience/
-COPY packages/database/package.json packages/database/
-COPY packages/embedded-postgres/package.json packages/embedded-postgres/
-COPY packages/launcher/package.json packages/launcher/
-COPY services/gateway/package.json services/gateway/
-COPY services/checkout/package.json services/checkout/
-COPY services/orders/package.json services/orders/
-COPY services/pricing/package.json services/pricing/
-# Production dependencies only; the embedded PostgreSQL (an optional
-# dependency for `npm start`) is not needed: compose runs a real server.
+COPY packages ./packages
+COPY services ./services
+# Production dependencies only. The embedded PostgreSQL (an optional
+# dependency, for `npm start` and the tests) is not needed: compose runs a
+# real server. postinstall applies patches/.
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund
 
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    NODE_OPTIONS="--import tsx"
+    NODE_OPTIONS="--import tsx" \
+    TSX_DISABLE_CACHE=1
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
-COPY package.json tsconfig.json ./
-COPY packages ./packages
-COPY services ./services
-# tsx caches compiled files; keep its cache off the (read-only) root filesystem.
-ENV TSX_DISABLE_CACHE=1
-# The node image's unprivileged user.
+# Sources and dependencies are root-owned and read-only to the service user.
+COPY --from=deps /app /app
+# The node image's unprivileged user (uid 1000).
 USER node
 ARG SERVICE=gateway
 ENV SERVICE=${SERVICE}
