@@ -46,8 +46,14 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
   assert.notEqual(missing.status, 0);
   assert.match(missing.stderr, /POSTGRES_PASSWORD/);
 
-  const published = [...out.matchAll(/^  (\w+):\n(?:    .*\n)*?    ports:\n((?:    - .*\n|      .*\n)+)/gm)].map((m) => m[1]);
-  assert.deepEqual(published, ["gateway"], "only the gateway publishes a port");
+  const published = [...out.matchAll(/^  (\w+):\n(?:    .*\n)*?    ports:\n((?:    - .*\n|      .*\n)+)/gm)].map((m) => ({ name: m[1], ports: m[2] ?? "" }));
+  // The one exception: Grafana, in the opt-in observability profile only, on loopback only (docs/observability.md).
+  assert.deepEqual(published.map((p) => p.name).filter((n) => n !== "grafana"), ["gateway"], "only the gateway publishes a port");
+  const grafana = published.find((p) => p.name === "grafana");
+  if (grafana) {
+    assert.equal(grafana.ports.trim(), "- 127.0.0.1:3000:3000/tcp", "Grafana publishes 3000 on loopback only");
+    assert.match(/^  grafana:\n((?:    .*\n|      .*\n)+)/m.exec(out)?.[1] ?? "", /^    profiles:\n    - observability\n/m, "Grafana runs only in the observability profile");
+  }
   for (const svc of ["checkout", "orders", "pricing", "postgres"]) {
     const block = new RegExp(`^  ${svc}:\\n((?:    .*\\n|      .*\\n)+)`, "m").exec(out)?.[1] ?? "";
     assert.doesNotMatch(block, /^    ports:/m, `${svc} must not publish ports`);
