@@ -59,8 +59,11 @@ describe("IntakeController", () => {
     fail(10);
     assert.deepEqual(state(ctl), ["normal", 1], "50% is not below 50%");
     fail(1);
-    assert.deepEqual(state(ctl), ["cut", 0.2]);
-    assert.deepEqual(transitions, [{ from: "normal", to: "cut", admitFraction: 0.2, reason: "success_rate", at: clock.now() }]);
+    // Cut to the share still served (10 of 21), the safe rate: not below it.
+    const served = ctl.snapshot().admitFraction;
+    assert.ok(Math.abs(served - 10 / 21) < 0.01, `cut to ${served}`);
+    assert.deepEqual(state(ctl), ["cut", served]);
+    assert.deepEqual(transitions, [{ from: "normal", to: "cut", admitFraction: served, reason: "success_rate", at: clock.now() }]);
   });
 
   it("cuts intake when mean latency passes the threshold, if configured", () => {
@@ -70,6 +73,12 @@ describe("IntakeController", () => {
     ok(1, 800);
     assert.deepEqual(state(ctl), ["cut", 0.2]);
     assert.equal(ctl.snapshot().state, "cut");
+  });
+
+  it("never cuts below cutFraction, however little was served", () => {
+    const { ctl, fail } = setup();
+    fail(20);
+    assert.deepEqual(state(ctl), ["cut", 0.2]);
   });
 
   it("admits about the cut fraction, using the injected random", () => {

@@ -156,7 +156,12 @@ export class IntakeController {
     const verdict = this.unhealthy();
     if (verdict === undefined) return;
     if (this.state === "normal") {
-      this.change("cut", this.cutFraction, verdict);
+      // Cut to a safe rate: the share that was still being served, which is
+      // about what the system can take now (so a 2x overload is cut to
+      // about half, not below capacity), and never less than cutFraction.
+      const served = (this.calls.sum() - this.failures.sum()) / this.calls.sum();
+      const fraction = verdict === "success_rate" ? Math.min(0.9, Math.max(this.cutFraction, served)) : this.cutFraction;
+      this.change("cut", fraction, verdict);
     } else {
       this.change("cut", Math.max(this.minFraction, this.fraction / 2), verdict);
     }

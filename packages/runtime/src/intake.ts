@@ -30,13 +30,14 @@ export function readIntakeConfig(r: EnvReader): IntakeConfig {
 
 /**
  * Outcomes that mean "the system is over capacity": work shed by admission
- * control somewhere (RESOURCE_EXHAUSTED) and work that ran out of time
- * (DEADLINE_EXCEEDED). A dependency that is down or saturated answers
- * UNAVAILABLE (breaker open, bulkhead full, database unreachable): its own
- * breaker handles that, and cutting all intake would starve the paths that
- * do not need it (invariant 6).
+ * control somewhere (RESOURCE_EXHAUSTED; the edge's own queue refusals are
+ * fed in too). With admission control at every server, overload shows up
+ * as shedding. A slow or dead dependency shows up as DEADLINE_EXCEEDED or
+ * UNAVAILABLE on the paths that need it: its breaker and bulkhead deal with
+ * that, and cutting all intake would starve the paths that do not need it
+ * (invariant 6), then hold goodput down for the whole readmission ramp.
  */
-const overloaded = new Set<Code>([Code.DeadlineExceeded, Code.ResourceExhausted]);
+const overloaded = new Set<Code>([Code.ResourceExhausted]);
 
 export interface Intake {
   controller: IntakeController;
