@@ -1,0 +1,193 @@
+/**
+ * The load generator, run as its own process (see run-load.ts) so that its
+ * CPU and event loop are not the runner's. It receives one LoadConfig over
+ * IPC, sends the requests (open or closed loop), reports per-bucket results
+ * and exits. Bounded in time and count; loopback only; stops by itself, and
+ * at once if its parent goes away.
+ */
+import { ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { checkoutV1 } from "@platform/proto";
+import { demoSkus, operation, RecentOrders } from "./request-mix.js";
+import type { Bucket, FromLoad, LoadConfig, LoadResult, ToLoad } from "./protocol.js";
+import { codeName } from "./code-name.js";
+
+type CheckoutClient = Client<typeof checkoutV1.CheckoutService>;
+
+function send(msg: FromLoad): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.send) return resolve();
+    process.send(msg, undefined, {}, () => resolve());
+  });
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+
+function assertLoopback(url: string): void {
+  const host = new URL(url).hostname;
+  if (!["127.0.0.1", "localhost", "[::1]", "::1"].includes(host)) throw new Error(`load generator: refusing non-loopback target ${url}`);
+}
+
+class Recorder {
+  readonly buckets: Bucket[] = [];
+  readonly failedOrderCustomers: string[] = [];
+  sent = 0;
+  succeeded = 0;
+  skipped = 0;
+  inFlight = 0;
+  lastCompletion = 0;
+  constructor(
+    private readonly startAt: number,
+    private readonly bucketMs: number,
+  ) {}
+
+  bucket(at: number): Bucket {
+    const i = Math.max(0, Math.floor((at - this.startAt) / this.bucketMs));
+    while (this.buckets.length <= i) this.buckets.push({ offered: 0, succeeded: 0, orders: 0, failed: {}, latenciesMs: [] });
+    return this.buckets[i]!;
+  }
+}
+
+async function issue(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n: number, skus: string[], recent: RecentOrders): Promise<void> {
+  const op = operation(n, cfg.mix, cfg.customerPrefix, skus, recent);
+  // Every outcome goes to the bucket of its send time: one user request, one bucket.
+  const b = rec.bucket(Date.now());
+  const t0 = performance.now();
+  b.offered++;
+  rec.sent++;
+  rec.inFlight++;
+  try {
+    const res = await op.call(client, { timeoutMs: cfg.clientTimeoutMs });
+    b.succeeded++;
+    b.latenciesMs.push(Math.round((performance.now() - t0) * 10) / 10);
+    rec.succeeded++;
+    if (op.kind === "placeOrder") {
+      b.orders++;
+      const id = (res as checkoutV1.PlaceOrderResponse).order?.id;
+      if (id) op.onOrder?.(id);
+    }
+  } catch (e) {
+    const code = codeName(ConnectError.from(e).code);
+    b.failed[code] = (b.failed[code] ?? 0) + 1;
+    if (op.customerId !== undefined) rec.failedOrderCustomers.push(op.customerId);
+  } finally {
+    rec.inFlight--;
+    rec.lastCompletion = Date.now();
+  }
+}
+
+async function catalogue(client: CheckoutClient): Promise<string[]> {
+  try {
+    const { products } = await client.listProducts({}, { timeoutMs: 2000 });
+    return products.length > 0 ? products.map((p) => p.sku) : demoSkus;
+  } catch {
+    return demoSkus;
+  }
+}
+
+interface Prepared {
+  clients: CheckoutClient[];
+  skus: string[];
+}
+
+async function prepare(cfg: Omit<LoadConfig, "startAt">): Promise<Prepared> {
+  assertLoopback(cfg.gatewayUrl);
+  const clients: CheckoutClient[] = Array.from({ length: Math.max(1, cfg.connections) }, () =>
+    createClient(checkoutV1.CheckoutService, createConnectTransport({ baseUrl: cfg.gatewayUrl, httpVersion: "2", useBinaryFormat: true })),
+  );
+  // One call per connection opens it (and loads the code paths) before the clock starts.
+  const skus = await catalogue(clients[0]!);
+  await Promise.all(clients.slice(1).map((c) => catalogue(c)));
+  return { clients, skus };
+}
+
+async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadResult> {
+  const recent = new RecentOrders();
+  const rec = new Recorder(cfg.startAt, cfg.bucketMs);
+  const pending = new Set<Promise<void>>();
+  let n = 0;
+  const fire = () => {
+    if (rec.sent >= cfg.maxRequests || rec.inFlight >= cfg.maxInFlight) {
+      rec.skipped++;
+      return;
+    }
+    const p = issue(clients[n % clients.length]!, cfg, rec, n, skus, recent);
+    n++;
+    pending.add(p);
+    void p.finally(() => pending.delete(p));
+  };
+
+  await sleep(cfg.startAt - Date.now());
+  let scheduledMs: number;
+  if (cfg.mode.kind === "open") {
+    scheduledMs = cfg.mode.phases.reduce((s, p) => s + p.durationMs, 0);
+    let phaseStart = cfg.startAt;
+    for (const phase of cfg.mode.phases) {
+      const phaseEnd = phaseStart + phase.durationMs;
+      let started = 0;
+      // Arrivals are due at a constant rate from the phase start; a late
+      // tick catches up, so the offered rate does not depend on responses.
+      for (;;) {
+        const now = Date.now();
+        const due = Math.floor((Math.min(now, phaseEnd) - phaseStart) * (phase.rate / 1000));
+        while (started < due) {
+          started++;
+          fire();
+        }
+        if (now >= phaseEnd) break;
+        await sleep(Math.min(5, phaseEnd - now));
+      }
+      phaseStart = phaseEnd;
+    }
+  } else {
+    const { concurrency, durationMs } = cfg.mode;
+    scheduledMs = durationMs;
+    const end = cfg.startAt + durationMs;
+    const user = async () => {
+      while (Date.now() < end && rec.sent < cfg.maxRequests) {
+        const i = n++;
+        await issue(clients[i % clients.length]!, cfg, rec, i, skus, recent);
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, user));
+  }
+  // Every call carries its timeout, so this ends within clientTimeoutMs (plus a little).
+  await Promise.all(pending);
+  return {
+    startedAt: cfg.startAt,
+    endedAt: Math.max(rec.lastCompletion, cfg.startAt + scheduledMs),
+    scheduledMs,
+    bucketMs: cfg.bucketMs,
+    buckets: rec.buckets,
+    sent: rec.sent,
+    succeeded: rec.succeeded,
+    skipped: rec.skipped,
+    failedOrderCustomers: rec.failedOrderCustomers,
+  };
+}
+
+// The runner going away ends the run at once: never load a platform nobody watches.
+process.on("disconnect", () => process.exit(0));
+
+const fail = async (e: unknown) => {
+  await send({ type: "error", message: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+  process.exit(1);
+};
+
+let config: Omit<LoadConfig, "startAt"> | undefined;
+let prepared: Promise<Prepared> | undefined;
+process.on("message", (msg: ToLoad) => {
+  if (msg.type === "prepare" && !prepared) {
+    config = msg.config;
+    prepared = prepare(msg.config);
+    prepared.then(() => send({ type: "ready" }), fail);
+  } else if (msg.type === "start" && prepared && config) {
+    const cfg: LoadConfig = { ...config, startAt: msg.startAt };
+    prepared
+      .then((p) => run(cfg, p))
+      .then(async (result) => {
+        await send({ type: "result", result });
+        process.exit(0);
+      }, fail);
+  }
+});

@@ -1,0 +1,71 @@
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { FromLoad, LoadConfig, LoadResult, RequestMix, ToLoad } from "./protocol.js";
+
+const entry = fileURLToPath(new URL("./load-process.ts", import.meta.url));
+
+/** 40% writes, 40% catalogue reads, 20% order reads. */
+export const defaultMix: RequestMix = { placeOrder: 40, listProducts: 40, getOrder: 20 };
+
+export type LoadOptions = Omit<LoadConfig, "startAt" | "maxRequests" | "maxInFlight" | "connections" | "bucketMs" | "mix"> &
+  Partial<Pick<LoadConfig, "maxRequests" | "maxInFlight" | "connections" | "bucketMs" | "mix">> & {
+    /** Called with the start time (epoch ms) once the load process is ready; the first arrival is then `startDelayMs` later. */
+    onStart?: (startAt: number) => void;
+    startDelayMs?: number;
+  };
+
+function plannedMs(mode: LoadConfig["mode"]): number {
+  return mode.kind === "open" ? mode.phases.reduce((s, p) => s + p.durationMs, 0) : mode.durationMs;
+}
+
+/** Longest wait for the load process to load its code and open its connections. */
+const readyTimeoutMs = 60_000;
+
+/**
+ * Runs one load in a forked process and resolves with its report. The
+ * schedule starts only once the process is ready (see ToLoad); the child is
+ * killed if it has not answered well after its schedule (it bounds itself
+ * too), and dies with us (IPC disconnect).
+ */
+export function runLoad(opts: LoadOptions): Promise<LoadResult> {
+  const { onStart, startDelayMs = 100, ...rest } = opts;
+  const cfg: Omit<LoadConfig, "startAt"> = {
+    maxRequests: 200_000,
+    maxInFlight: 5_000,
+    connections: 4,
+    bucketMs: 1000,
+    mix: defaultMix,
+    ...rest,
+  };
+  const child = fork(entry, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  return new Promise<LoadResult>((resolve, reject) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (ms: number, what: string) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        finish(() => reject(new Error(`load process: ${what} within ${ms} ms`)));
+      }, ms);
+    };
+    const finish = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      fn();
+    };
+    arm(readyTimeoutMs, "not ready");
+    child.on("message", (m: FromLoad) => {
+      if (m.type === "ready") {
+        const startAt = Date.now() + startDelayMs;
+        arm(startDelayMs + plannedMs(cfg.mode) + cfg.clientTimeoutMs + 30_000, "no result");
+        child.send({ type: "start", startAt } satisfies ToLoad);
+        onStart?.(startAt);
+      } else if (m.type === "result") finish(() => resolve(m.result));
+      else finish(() => reject(new Error(`load process failed: ${m.message}`)));
+    });
+    child.on("error", (e) => finish(() => reject(e)));
+    child.on("exit", (code, signal) => finish(() => reject(new Error(`load process exited (${signal ?? code}) without a result`))));
+    child.send({ type: "prepare", config: cfg } satisfies ToLoad);
+  });
+}

@@ -1,0 +1,95 @@
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
+import { serviceNames, startPlatform, type Platform, type ServiceName } from "@platform/launcher";
+
+export type Profile = "naive" | "platform";
+export const profiles: readonly Profile[] = ["naive", "platform"];
+
+/** A fresh platform for one run, with the handles a scenario's trigger needs. */
+export interface LabPlatform {
+  profile: Profile;
+  /** Service exits seen since start (a crash under a storm is a finding; counters restart from zero). */
+  readonly exits: readonly string[];
+  gatewayUrl: string;
+  databaseUrl: string;
+  services: Platform["services"];
+  /** PUT /admin/faults on one service (`{}` clears). */
+  setFaults(service: ServiceName, faults: object): Promise<void>;
+  clearAllFaults(): Promise<void>;
+  /** Stops the real PostgreSQL (fast shutdown: sessions are terminated). */
+  stopDatabase(): Promise<void>;
+  /** Starts it again on the same data directory and port. */
+  startDatabase(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts embedded PostgreSQL and the four services for one profile, in a
+ * new temp directory (0755: the database runs as an unprivileged user when
+ * we are root). The two profiles get exactly the same platform but for
+ * RESILIENCE_PROFILE.
+ */
+export async function startLabPlatform(profile: Profile, opts: { keepData?: boolean; onProgress?: (line: string) => void } = {}): Promise<LabPlatform> {
+  const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
+  chmodSync(dataDir, 0o755);
+  const exits: string[] = [];
+  let platform: Platform;
+  try {
+    platform = await startPlatform({
+      dataDir,
+      freePorts: true,
+      env: { RESILIENCE_PROFILE: profile, LOG_LEVEL: "warn" },
+      onProgress: (line) => {
+        if (/ exited /.test(line)) exits.push(line);
+        opts.onProgress?.(line);
+      },
+    });
+  } catch (e) {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw e;
+  }
+  // The database we started after a stopDatabase(), if any; platform.stop() knows only the first.
+  let restarted: EmbeddedPostgres | undefined;
+  const current = () => restarted ?? platform.postgres;
+
+  const setFaults = async (service: ServiceName, faults: object) => {
+    const res = await fetch(`${platform.services[service].adminUrl}/admin/faults`, {
+      method: "PUT",
+      body: JSON.stringify(faults),
+      signal: AbortSignal.timeout(5000),
+    });
+    if (!res.ok) throw new Error(`setting faults on ${service}: ${res.status} ${await res.text()}`);
+  };
+
+  return {
+    profile,
+    exits,
+    gatewayUrl: platform.gatewayUrl,
+    databaseUrl: platform.databaseUrl,
+    services: platform.services,
+    setFaults,
+    async clearAllFaults() {
+      await Promise.all(serviceNames.map((s) => setFaults(s, {})));
+    },
+    async stopDatabase() {
+      const pgNow = current();
+      if (!pgNow) throw new Error("stopDatabase: the platform does not run an embedded database");
+      await pgNow.stop("fast");
+    },
+    async startDatabase() {
+      const first = platform.postgres;
+      if (!first) throw new Error("startDatabase: the platform does not run an embedded database");
+      restarted = await startEmbeddedPostgres({ dataDir: first.dataDir, port: first.port, host: "127.0.0.1" });
+    },
+    async close() {
+      try {
+        await platform.stop();
+        await restarted?.stop("fast");
+      } finally {
+        if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}

@@ -1,0 +1,215 @@
+import { randomBytes } from "node:crypto";
+import { serviceNames } from "@platform/launcher";
+import { DatabaseObserver, type LateStatements, type OrderCounts } from "./db/database-observer.js";
+import { runLoad } from "./load/run-load.js";
+import type { LoadResult } from "./load/protocol.js";
+import { MetricsRecorder } from "./metrics/scraper.js";
+import { startLabPlatform, type LabPlatform, type Profile } from "./platform/lab-platform.js";
+import { failoverByFault, type Scenario, type ScenarioTiming, type Trigger } from "./scenarios.js";
+
+export interface RunOptions {
+  quick: boolean;
+  /** The user's patience (each call's deadline; the call is abandoned after it). */
+  clientTimeoutMs: number;
+  /** Rates are fractions of this (req/s); when absent, of the capacity measured in this run. */
+  referenceCapacity?: number;
+  /** Measure capacity even when a reference is given (for the report). Default true. */
+  measureCapacity?: boolean;
+  /** "stop": stop and restart the real PostgreSQL; "fault": db.unreachable on pricing and orders. */
+  failover: "stop" | "fault";
+  log(line: string): void;
+}
+
+export interface CapacityMeasurement {
+  /** Successful requests/s of a closed loop at `concurrency` users, measured in this run. */
+  measuredPerSec: number;
+  /** What the scenario's rates are fractions of. */
+  referencePerSec: number;
+  concurrency: number;
+  durationMs: number;
+}
+
+/** Everything a run observed; analyze.ts turns it into numbers. */
+export interface RawRun {
+  scenario: Scenario;
+  profile: Profile;
+  quick: boolean;
+  clientTimeoutMs: number;
+  timing: ScenarioTiming;
+  capacity: CapacityMeasurement;
+  rates: { base: number; during: number };
+  customerPrefix: string;
+  load: LoadResult;
+  recorder: MetricsRecorder;
+  marks: {
+    /** Epoch ms: trigger applied (start of its action) and removed (end of its action). */
+    triggerOnAt: number;
+    triggerOffAt: number;
+    /** Every user's call had ended by then (last send + client timeout). */
+    usersGoneAt: number;
+    /** Last scrape: the platform was quiet then, or the settle time ran out. */
+    endAt: number;
+    settled: boolean;
+  };
+  longStatements: LateStatements;
+  orders: OrderCounts;
+  /** Service processes that exited during the run (the launcher restarted them). */
+  serviceExits: string[];
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+
+function targets(p: LabPlatform) {
+  return serviceNames.map((name) => ({ name, adminUrl: p.services[name].adminUrl }));
+}
+
+/** Waits until no RPC is in flight anywhere and no database connection is in use (twice in a row), bounded. */
+async function waitQuiet(recorder: MetricsRecorder, maxMs: number): Promise<boolean> {
+  const until = Date.now() + maxMs;
+  let quietInARow = 0;
+  while (Date.now() < until) {
+    const snap = await recorder.scrapeNow();
+    const complete = serviceNames.every((s) => snap.services[s] !== undefined);
+    const busy = recorder.latestSum("rpc_server_in_flight") + recorder.latestSum("db_pool_connections", { state: "in_use" });
+    quietInARow = complete && busy === 0 ? quietInARow + 1 : 0;
+    if (quietInARow >= 2) return true;
+    await sleep(250);
+  }
+  return false;
+}
+
+/** Closed-loop users for the capacity measurement: past the knee on 2 cores, below admission limits. */
+const capacityConcurrency = 64;
+
+async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): Promise<{ perSec: number; concurrency: number; durationMs: number }> {
+  // JIT, connection pools and HTTP/2 sessions warm up first, in both profiles
+  // alike: a service fresh from start serves at half speed for seconds.
+  await runLoad({
+    gatewayUrl: p.gatewayUrl,
+    mode: { kind: "closed", concurrency: 16, durationMs: opts.quick ? 1500 : 4000 },
+    clientTimeoutMs: opts.clientTimeoutMs,
+    customerPrefix: `warm-${tag}-`,
+  });
+  const concurrency = capacityConcurrency;
+  if (opts.measureCapacity === false && opts.referenceCapacity !== undefined) return { perSec: Number.NaN, concurrency, durationMs: 0 };
+  const durationMs = opts.quick ? 2000 : 3000;
+  const r = await runLoad({
+    gatewayUrl: p.gatewayUrl,
+    mode: { kind: "closed", concurrency, durationMs },
+    clientTimeoutMs: opts.clientTimeoutMs,
+    customerPrefix: `capacity-${tag}-`,
+  });
+  return { perSec: r.succeeded / (durationMs / 1000), concurrency, durationMs };
+}
+
+/**
+ * One scenario for one profile on a fresh platform: warm up, measure
+ * capacity (closed loop), then open-loop load from a separate process with
+ * the trigger applied and removed on schedule, scraping every service's
+ * metrics and watching the database throughout.
+ */
+export async function runScenario(scenario: Scenario, profile: Profile, opts: RunOptions): Promise<RawRun> {
+  const timing = opts.quick ? scenario.timing.quick : scenario.timing.full;
+  const tag = `${profile}-${randomBytes(4).toString("hex")}`;
+  const started = performance.now();
+  const p = await startLabPlatform(profile);
+  opts.log(`  ${profile}: platform up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  try {
+    const cap = await measureCapacity(p, opts, tag);
+    const reference = opts.referenceCapacity ?? cap.perSec;
+    if (!(reference > 0)) throw new Error(`${profile}: measured capacity is 0 req/s; is the platform serving?`);
+    const rates = { base: scenario.load.base * reference, during: scenario.load.during * reference };
+    const measured = Number.isNaN(cap.perSec) ? "not measured" : `${cap.perSec.toFixed(0)} req/s (closed loop, ${cap.concurrency} users)`;
+    opts.log(`  ${profile}: capacity ${measured}, reference ${reference.toFixed(0)} req/s; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`);
+
+    await waitQuiet(new MetricsRecorder(targets(p)), opts.quick ? 3000 : 10_000);
+    const recorder = new MetricsRecorder(targets(p));
+    const observer = new DatabaseObserver(p.databaseUrl, opts.clientTimeoutMs);
+    const customerPrefix = `storm-${tag}-`;
+
+    let onStart: (startAt: number) => void = () => {};
+    const loadStarted = new Promise<number>((resolve) => (onStart = resolve));
+    const loadDone = runLoad({
+      gatewayUrl: p.gatewayUrl,
+      mode: {
+        kind: "open",
+        phases: [
+          { durationMs: timing.preMs, rate: rates.base },
+          { durationMs: timing.triggerMs, rate: rates.during },
+          { durationMs: timing.postMs, rate: rates.base },
+        ],
+      },
+      clientTimeoutMs: opts.clientTimeoutMs,
+      customerPrefix,
+      startDelayMs: 300,
+      onStart,
+    });
+    // A load failure must not leave the trigger applied: run the schedule either way.
+    const loadOutcome = loadDone.then(
+      (r) => ({ ok: true as const, r }),
+      (e: unknown) => ({ ok: false as const, e }),
+    );
+    const startAt = await Promise.race([
+      loadStarted,
+      loadOutcome.then((o) => {
+        throw o.ok ? new Error("the load ended before it started") : o.e;
+      }),
+    ]);
+    // After the load process has opened its connections: its few set-up calls are not counted.
+    await recorder.scrapeNow();
+    recorder.start(1000);
+    observer.start();
+
+    const trigger: Trigger | undefined = scenario.name === "failover" && opts.failover === "fault" ? failoverByFault : scenario.trigger;
+    // Scrapes run beside the trigger, never before it: a slow /metrics must not delay the schedule.
+    await sleep(startAt + timing.preMs - Date.now());
+    const before = recorder.scrapeNow();
+    const triggerOnAt = Date.now();
+    await trigger?.start(p);
+    await before;
+    await sleep(startAt + timing.preMs + timing.triggerMs - Date.now());
+    const during = recorder.scrapeNow();
+    await trigger?.stop(p);
+    const triggerOffAt = Date.now();
+    await during;
+    await recorder.scrapeNow();
+    opts.log(`  ${profile}: trigger applied for ${((triggerOffAt - triggerOnAt) / 1000).toFixed(1)} s`);
+
+    const outcome = await loadOutcome;
+    if (!outcome.ok) throw outcome.e;
+    const load = outcome.r;
+    const usersGoneAt = startAt + load.scheduledMs + opts.clientTimeoutMs;
+    await sleep(usersGoneAt - Date.now());
+    await recorder.scrapeNow();
+    await recorder.stop();
+    // Work still going on now is work for users who have all left.
+    const settled = await waitQuiet(recorder, opts.quick ? 4000 : 12_000);
+    const endAt = Date.now();
+    observer.stop();
+    const longStatements = observer.lateStatements();
+    const orders = await observer.orderCounts(customerPrefix, load.failedOrderCustomers);
+    await observer.close();
+    opts.log(`  ${profile}: ${load.sent} requests sent, ${load.succeeded} succeeded${settled ? "" : "; still busy when the settle time ran out"}`);
+    for (const e of p.exits) opts.log(`  ${profile}: ${e}`);
+    return {
+      scenario,
+      profile,
+      quick: opts.quick,
+      clientTimeoutMs: opts.clientTimeoutMs,
+      timing,
+      capacity: { measuredPerSec: cap.perSec, referencePerSec: reference, concurrency: cap.concurrency, durationMs: cap.durationMs },
+      rates,
+      customerPrefix,
+      load,
+      recorder,
+      marks: { triggerOnAt, triggerOffAt, usersGoneAt, endAt, settled },
+      longStatements,
+      orders,
+      serviceExits: [...p.exits],
+    };
+  } finally {
+    // Never leave a fault behind (the platform is thrown away anyway, but a stop can take a while).
+    await p.clearAllFaults().catch(() => {});
+    await p.close();
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * `npm run storm`: every scenario for both profiles, each on a fresh
+ * platform; prints a table and writes JSON, the table and one SVG chart per
+ * scenario under reports/storm/<time>/. See docs/storm-lab.md.
+ *
+ *   npm run storm
+ *   npm run storm -- --scenario full-outage --profile naive
+ *   npm run storm -- --quick
+ */
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { profiles as allProfiles, type Profile } from "./platform/lab-platform.js";
+import { columnHelp, resultsTable, warningLines } from "./report/table.js";
+import { writeReport } from "./report/write-report.js";
+import { scenarioNamed, scenarios as allScenarios } from "./scenarios.js";
+import { runStorm } from "./storm.js";
+
+const usage = `usage: npm run storm -- [--scenario NAME[,NAME]] [--profile naive|platform] [--quick]
+                          [--client-timeout-ms 2000] [--capacity REQ_PER_SEC] [--measure-each-run]
+                          [--failover stop|fault] [--out DIR]
+scenarios: ${allScenarios.map((s) => s.name).join(", ")}`;
+
+function list(values: string[] | undefined): string[] {
+  return (values ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
+}
+
+function positiveNumber(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!(n > 0) || !Number.isFinite(n)) throw new Error(`--${name} must be a positive number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      scenario: { type: "string", multiple: true },
+      profile: { type: "string", multiple: true },
+      quick: { type: "boolean", default: false },
+      "client-timeout-ms": { type: "string" },
+      capacity: { type: "string" },
+      failover: { type: "string", default: "stop" },
+      "measure-each-run": { type: "boolean", default: false },
+      out: { type: "string" },
+      help: { type: "boolean", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(usage);
+    return;
+  }
+  const scenarios = list(values.scenario).map(scenarioNamed);
+  const profiles = list(values.profile).map((p): Profile => {
+    if (p !== "naive" && p !== "platform") throw new Error(`--profile must be naive or platform, got ${JSON.stringify(p)}`);
+    return p;
+  });
+  if (values.failover !== "stop" && values.failover !== "fault") throw new Error(`--failover must be stop or fault`);
+  const capacity = positiveNumber(values.capacity, "capacity");
+  const clientTimeoutMs = positiveNumber(values["client-timeout-ms"], "client-timeout-ms") ?? 2000;
+
+  const started = performance.now();
+  const results = await runStorm({
+    scenarios: scenarios.length > 0 ? scenarios : allScenarios,
+    profiles: profiles.length > 0 ? profiles : allProfiles,
+    quick: values.quick,
+    clientTimeoutMs: Math.round(clientTimeoutMs),
+    ...(capacity !== undefined ? { capacity } : {}),
+    failover: values.failover,
+    measureEachRun: values["measure-each-run"],
+    log: (line) => console.log(line),
+  });
+  const table = [resultsTable(results), ...warningLines(results)].join("\n");
+  console.log("\n" + table + "\n\n" + columnHelp.join("\n"));
+
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const dir = values.out ?? join(process.cwd(), "reports", "storm", stamp);
+  const titles = Object.fromEntries(allScenarios.map((s) => [s.name, s.title]));
+  const files = writeReport(dir, results, table, titles, {
+    generatedAt: new Date().toISOString(),
+    quick: values.quick,
+    clientTimeoutMs,
+    scenarios: allScenarios.filter((s) => results.some((r) => r.scenario === s.name)).map((s) => ({ name: s.name, title: s.title, summary: s.summary, load: s.load })),
+  });
+  console.log(`\nwrote ${files.json}\n      ${files.table}\n${files.charts.map((c) => `      ${c}`).join("\n")}`);
+  console.log(`(${((performance.now() - started) / 1000).toFixed(0)} s)`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e instanceof Error ? e.message : e);
+    console.error(usage);
+    process.exit(1);
+  },
+);
