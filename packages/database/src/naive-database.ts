@@ -48,6 +48,11 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
     } catch (e) {
       throw unavailable(e);
     }
+    // A checked-out connection that dies between statements (server
+    // restart) emits 'error'; unhandled, it would kill the process. The
+    // next statement on it fails and is reported as usual.
+    const onError = () => {};
+    client.on("error", onError);
     let broken: unknown;
     const tx: Tx = {
       async query(text, values) {
@@ -84,6 +89,7 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
     } finally {
       // A timed-out query is still running on the server: the naive client
       // drops the connection rather than reuse one that is busy.
+      client.off("error", onError);
       client.release(broken instanceof Error ? broken : undefined);
     }
   };

@@ -18,7 +18,7 @@ export interface BreakerConfig {
 }
 
 /**
- * A circuit breaker and a bulkhead of this dependency's own (invariant 6):
+ * Circuit breakers (one per method) and a bulkhead of this dependency's own (invariant 6):
  * a slow dependency exhausts only its own slots, and a failing one is cut
  * off quickly instead of being hammered. One HTTP/2 connection would queue
  * silently beyond the server's stream limit; this limiter is what bounds it.
@@ -40,25 +40,36 @@ export function isolationInterceptor(dependency: string, config: IsolationConfig
       if (e.type === "acquired") metrics.bulkheadWait.observe({ dependency }, e.waitedMs / 1000);
     },
   });
-  const breaker = new CircuitBreaker({
-    name: dependency,
-    volumeThreshold: config.breaker.volumeThreshold,
-    errorThresholdPercentage: config.breaker.errorThresholdPercentage,
-    rollingCountTimeout: config.breaker.windowMs,
-    resetTimeout: config.breaker.resetTimeoutMs,
-    clock: systemClock,
-    onEvent(e) {
-      if (e.type === "transition") {
-        metrics.breakerTransitions.inc({ dependency, from: e.from, to: e.to });
-        metrics.breakerState.set({ dependency }, stateValue[e.to]);
-      }
-      if (e.type === "rejected") metrics.breakerRejected.inc({ dependency });
-    },
-  });
-  metrics.breakerState.set({ dependency }, 0);
+  // One breaker per method of the dependency: a method that fails (orders'
+  // CreateOrder while pricing is down) must not cut off one that works
+  // (GetOrder, which never needs pricing). The bulkhead stays per dependency.
+  const breakers = new Map<string, CircuitBreaker>();
+  const breakerFor = (method: string): CircuitBreaker => {
+    let b = breakers.get(method);
+    if (b) return b;
+    b = new CircuitBreaker({
+      name: `${dependency}.${method}`,
+      volumeThreshold: config.breaker.volumeThreshold,
+      errorThresholdPercentage: config.breaker.errorThresholdPercentage,
+      rollingCountTimeout: config.breaker.windowMs,
+      resetTimeout: config.breaker.resetTimeoutMs,
+      clock: systemClock,
+      onEvent(e) {
+        if (e.type === "transition") {
+          metrics.breakerTransitions.inc({ dependency, method, from: e.from, to: e.to });
+          metrics.breakerState.set({ dependency, method }, stateValue[e.to]);
+        }
+        if (e.type === "rejected") metrics.breakerRejected.inc({ dependency, method });
+      },
+    });
+    metrics.breakerState.set({ dependency, method }, 0);
+    breakers.set(method, b);
+    return b;
+  };
   metrics.watchBulkhead(bulkhead);
 
   return (next) => async (req) => {
+    const breaker = breakerFor(req.method.name);
     if (breaker.state() === "open") return breaker.execute(() => next(req)); // refuses at once
     const scope = currentScope();
     const release = await bulkhead.acquire({

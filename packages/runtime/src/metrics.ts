@@ -178,15 +178,15 @@ export function isolationMetrics() {
     ),
     breakerState: once(
       "circuit_breaker_state",
-      () => new Gauge({ name: "circuit_breaker_state", help: "Breaker state per dependency: 0 closed, 1 half-open, 2 open.", labelNames: ["dependency"] }),
+      () => new Gauge({ name: "circuit_breaker_state", help: "Breaker state per dependency method: 0 closed, 1 half-open, 2 open.", labelNames: ["dependency", "method"] }),
     ),
     breakerTransitions: once(
       "circuit_breaker_transitions_total",
-      () => new Counter({ name: "circuit_breaker_transitions_total", help: "Breaker state changes.", labelNames: ["dependency", "from", "to"] }),
+      () => new Counter({ name: "circuit_breaker_transitions_total", help: "Breaker state changes.", labelNames: ["dependency", "method", "from", "to"] }),
     ),
     breakerRejected: once(
       "circuit_breaker_rejected_total",
-      () => new Counter({ name: "circuit_breaker_rejected_total", help: "Calls refused at once because the dependency's breaker is open.", labelNames: ["dependency"] }),
+      () => new Counter({ name: "circuit_breaker_rejected_total", help: "Calls refused at once because the breaker of the dependency's method is open.", labelNames: ["dependency", "method"] }),
     ),
   };
 }
