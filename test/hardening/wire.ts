@@ -200,13 +200,11 @@ export class WireClient {
       let headers: Record<string, string> = {};
       let trailers: Record<string, string> = {};
       const chunks: Buffer[] = [];
-      const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), timeoutMs);
       let timedOut = false;
-      timer.unref();
-      stream.setTimeout(timeoutMs, () => {
+      const timer = setTimeout(() => {
         timedOut = true;
         stream.close(http2.constants.NGHTTP2_CANCEL);
-      });
+      }, timeoutMs);
       stream.on("response", (h) => {
         status = Number(h[":status"]);
         headers = flatten(h);

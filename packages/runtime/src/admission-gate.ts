@@ -11,6 +11,7 @@ import {
 } from "@platform/resilience";
 import { admissionMetrics } from "./metrics.js";
 import { writeRpcError } from "./error-response.js";
+import { endUnreadBody, watchRequest } from "./request-watchdog.js";
 import type { AdmissionConfig } from "./server-config.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -62,7 +63,10 @@ export function createAdmissionGate(opts: {
     controller,
     handle(req, res, serve) {
       const procedure = (req.url ?? "/").split("?")[0]!;
-      if (procedure.startsWith("/grpc.health.v1.Health/")) return serve();
+      if (procedure.startsWith("/grpc.health.v1.Health/")) {
+        endUnreadBody(req, res);
+        return serve();
+      }
       const criticality = opts.criticality(procedure, req.headers);
       // Inner hops read the (possibly re-assigned) criticality from here.
       req.headers[criticalityHeader] = criticality;
@@ -71,7 +75,8 @@ export function createAdmissionGate(opts: {
         return refuse(req, res, Code.Unavailable, "overloaded: intake reduced while the system recovers; retry later", 1000);
       }
       const timeoutMs = Math.min(inboundTimeoutMs(req.headers) ?? opts.defaultTimeoutMs, opts.maxTimeoutMs);
-      const { outcome, abandon } = controller.admit(criticality, clock.now() + timeoutMs);
+      const deadline = clock.now() + timeoutMs;
+      const { outcome, abandon } = controller.admit(criticality, deadline);
       res.once("close", abandon);
       void outcome.then((o) => {
         if (!o.admitted) {
@@ -85,6 +90,8 @@ export function createAdmissionGate(opts: {
         metrics.queueWait.observe(o.waitedMs / 1000);
         res.once("close", o.release);
         serve();
+        // Bounds the body read and the answer's write too: see request-watchdog.ts.
+        watchRequest(req, res, deadline - clock.now());
       });
     },
   };

@@ -36,6 +36,16 @@ describe("mapping a dependency's error at each hop", () => {
     assert.equal(mapDownstreamError(new Error("aborted"), { ...ctx, callerCancelled: true }).code, Code.Canceled);
   });
 
+  test("a connection reset mid-call (ABORTED from connect-node) is UNAVAILABLE, not a conflict", () => {
+    const reset = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+    const out = mapDownstreamError(new ConnectError("read ECONNRESET", Code.Aborted, undefined, undefined, reset), ctx);
+    assert.equal(Code[out.code], Code[Code.Unavailable]);
+    assert.match(out.rawMessage, /^pricing: connection lost mid-call/);
+    assert.equal(wasNeverProcessed(out), false, "it may have been processed");
+    const conflict = mapDownstreamError(new ConnectError("transaction aborted", Code.Aborted), ctx);
+    assert.equal(Code[conflict.code], Code[Code.Aborted], "an ABORTED the dependency answered stays one");
+  });
+
   test("REFUSED_STREAM means never processed: UNAVAILABLE and safe to retry", () => {
     const cause = Object.assign(new Error("Stream closed with error code NGHTTP2_REFUSED_STREAM"), { code: "ERR_HTTP2_STREAM_ERROR" });
     const out = mapDownstreamError(new ConnectError("stream error", Code.Internal, undefined, undefined, cause), ctx);

@@ -50,6 +50,10 @@ export function mapDownstreamError(e: unknown, ctx: DownstreamFailureContext): C
     // GOAWAY / REFUSED_STREAM: the server never processed the request.
     out = new ConnectError(`${ctx.dependency}: request refused before processing`, Code.Unavailable);
     neverProcessed.add(out);
+  } else if (err.code === Code.Aborted && isConnectionLost(e)) {
+    // connect-node reports a connection reset mid-call as ABORTED (a
+    // conflict, in gRPC's terms): for a caller the dependency went away.
+    out = new ConnectError(`${ctx.dependency}: connection lost mid-call (${err.rawMessage})`, Code.Unavailable);
   } else {
     out = new ConnectError(`${ctx.dependency}: ${err.rawMessage}`, err.code);
     out.details.push(...err.details);
@@ -66,6 +70,17 @@ const neverProcessed = new WeakSet<ConnectError>();
 /** True when the mapped error proves the dependency never processed the request (safe to retry). */
 export function wasNeverProcessed(e: ConnectError): boolean {
   return neverProcessed.has(e);
+}
+
+/** Transport failures connect-node turns into ABORTED (see its node-error.js). */
+const connectionLostCodes = new Set(["ECONNRESET", "EPIPE", "ERR_STREAM_DESTROYED", "ERR_HTTP2_INVALID_STREAM"]);
+
+function isConnectionLost(e: unknown): boolean {
+  for (let c: unknown = e, depth = 0; c !== undefined && c !== null && depth < 5; depth++) {
+    if (connectionLostCodes.has(String((c as { code?: unknown }).code))) return true;
+    c = (c as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 function isRefusedStream(e: unknown): boolean {

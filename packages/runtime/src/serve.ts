@@ -15,6 +15,7 @@ import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
 import { handleCors, type CorsConfig } from "./cors.js";
 import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
 import { writeRpcError } from "./error-response.js";
+import { requestCompressions } from "./request-compression.js";
 import { pushbackHeaders } from "@platform/resilience";
 import { initTracing } from "./tracing.js";
 import { setFaults } from "@platform/resilience";
@@ -91,6 +92,8 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       ...(opts.interceptors ?? []),
     ],
     readMaxBytes: config.readMaxBytes,
+    // gzip and br, with a truncated body answered INVALID_ARGUMENT (not INTERNAL).
+    acceptCompression: requestCompressions,
     // Above this, node's timers overflow and fire at once. Longer deadlines
     // are refused with INVALID_ARGUMENT; shorter ones are capped at
     // DEADLINE_MAX_MS by the inbound interceptor.

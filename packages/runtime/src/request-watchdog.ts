@@ -1,0 +1,93 @@
+import type * as http from "node:http";
+import * as http2 from "node:http2";
+import { Code } from "@connectrpc/connect";
+import { writeRpcError } from "./error-response.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/**
+ * The deadline also bounds what happens around the handler, where the
+ * inbound interceptor cannot see. Without this, an admitted request could
+ * hold its admission slot and its stream until the connection dies (on
+ * HTTP/2: forever):
+ *
+ * - connect-node reads a request body without looking at the clock, so a
+ *   client that sends its headers and then stalls (slowloris) is never
+ *   answered: at its deadline it gets DEADLINE_EXCEEDED;
+ * - an answer the Connect adapter never finishes writing (connect-es
+ *   2.1.2 hangs when a gRPC error message holds a lone UTF-16 surrogate,
+ *   see docs/hardening.md) gets DEADLINE_EXCEEDED `graceMs` after the
+ *   deadline, once the handler's own deadline answer had its chance;
+ * - an HTTP/2 stream answered while the client is still sending (an
+ *   oversized body refused early, a stalled upload answered above) is
+ *   reset once the answer is out, so the client stops and the stream ends;
+ * - on HTTP/1.1, after an answer given before a half-read body was read
+ *   to its end (gRPC-Web past readMaxBytes: connect-node stops reading),
+ *   the rest is discarded, or the connection is closed when the adapter
+ *   destroyed the request: the keep-alive connection was wedged or reset,
+ *   and the client's next request on it was never answered.
+ */
+export function watchRequest(req: Req, res: Res, timeoutMs: number, graceMs = 1000): void {
+  const stream = "stream" in res ? res.stream : undefined;
+  endUnreadBody(req, res);
+
+  let timer: NodeJS.Timeout | undefined;
+  const after = (ms: number, fn: () => void) => (timer = setTimeout(fn, Math.max(0, ms)));
+  res.once("close", () => clearTimeout(timer));
+  after(timeoutMs, () => {
+    if (!res.writableEnded && !req.complete) expire("deadline exceeded before the request body arrived");
+    const answeredBefore = res.writableEnded;
+    after(graceMs, () => {
+      if (!res.writableEnded) expire("deadline exceeded: the answer could not be written");
+      // Answered a while ago and still open: nothing more will come of it.
+      else if (answeredBefore && stream && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    });
+  });
+
+  function expire(message: string): void {
+    if (res.headersSent) {
+      // Too late for a status: cut the stream (or connection) instead of leaving it open.
+      if (stream) stream.close(http2.constants.NGHTTP2_CANCEL);
+      else req.socket.destroy();
+      return;
+    }
+    // On HTTP/1.1 the unread rest of a body makes the connection unusable.
+    writeRpcError(req, res, Code.DeadlineExceeded, message, stream ? {} : { connection: "close" });
+  }
+}
+
+/**
+ * The last two points above, for any request (health checks too, which are
+ * not admitted and have no deadline here): when the answer goes out before
+ * the request body was read to its end, the client must stop sending.
+ */
+export function endUnreadBody(req: Req, res: Res): void {
+  const stream = "stream" in res ? res.stream : undefined;
+  // Node's compatibility layer ends every HTTP/2 answer with trailers, sent
+  // from its own (earlier) 'wantTrailers' listener: after that, the whole
+  // answer is queued ahead of a reset. RFC 9113 section 8.1 suggests NO_ERROR,
+  // but node 20 keeps that RST_STREAM pending until the upload ends, i.e. never.
+  stream?.once("wantTrailers", () =>
+    setImmediate(() => {
+      if (!stream.destroyed && stream.state.remoteClose === 0) stream.close(http2.constants.NGHTTP2_CANCEL);
+    }),
+  );
+
+  if (!stream) {
+    // An answer that starts after the adapter gave up on a body half read
+    // (gRPC-Web past readMaxBytes destroys the request) leaves the rest of the
+    // body on the wire: this connection cannot carry another request, so say so.
+    const h1 = res as http.ServerResponse;
+    const writeHead = h1.writeHead;
+    h1.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
+      if (!req.complete && req.destroyed && !this.headersSent) this.setHeader("connection", "close");
+      return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
+    } as typeof writeHead;
+    // A body merely paused, half read, is not dumped by node (it only dumps
+    // untouched ones): read and discard the rest, or the connection wedges.
+    res.once("finish", () => {
+      if (!req.complete && !req.destroyed) req.resume();
+    });
+  }
+}
