@@ -1,5 +1,5 @@
 /**
- * `npm run experiment:isolation`: the slow-pricing experiment of the
+ * `npm run experiment:isolation [-- BURST]`: the slow-pricing experiment of the
  * isolation issue, twice in one run on fresh platforms: with orders' bulkhead
  * for pricing (2 in flight + 2 queued) and with it effectively removed (one
  * shared, unbounded path to pricing). Prints GetOrder's success rate (a path
@@ -8,6 +8,8 @@
 import { randomUUID } from "node:crypto";
 import { ConnectError, Code } from "@connectrpc/connect";
 import { setServiceFaults, startTestPlatform } from "../test/support/platform.js";
+
+const burst = Number(process.argv[2] ?? 30); // PlaceOrders, 50 ms apart, with as many GetOrders interleaved
 
 async function run(label: string, pricingBulkhead: { concurrent: string; queue: string }) {
   const p = await startTestPlatform({
@@ -18,8 +20,8 @@ async function run(label: string, pricingBulkhead: { concurrent: string; queue: 
     const client = p.client("grpc");
     const { order } = await client.placeOrder({ customerId: `exp-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
     await setServiceFaults(p, "pricing", { db: { latencyMs: 5000 } });
-    const places = Array.from({ length: 80 }, async (_, i) => {
-      await new Promise((r) => setTimeout(r, i * 25));
+    const places = Array.from({ length: burst }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, i * 50));
       const started = performance.now();
       try {
         await client.placeOrder({ customerId: `exp-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 3000 });
@@ -28,9 +30,9 @@ async function run(label: string, pricingBulkhead: { concurrent: string; queue: 
         return { ok: false, ms: performance.now() - started, code: Code[ConnectError.from(e).code] ?? "?" };
       }
     });
-    const gets = Array.from({ length: 80 }, async (_, i) => {
-      await new Promise((r) => setTimeout(r, 200 + i * 25));
-      return client.getOrder({ orderId: order!.id }, { timeoutMs: 1000 }).then(
+    const gets = Array.from({ length: burst }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, 200 + i * 50));
+      return client.getOrder({ orderId: order!.id }, { timeoutMs: 3000 }).then(
         () => true,
         () => false,
       );
