@@ -8,15 +8,18 @@
  *    the answers do) at --load (default 75%) of that capacity for --minutes
  *    (default 3), mixed like real traffic (browse, order, read back) over all
  *    four protocols.
- * 4. Every --sample-s seconds (default 5) reads each service's /metrics:
+ * 4. Every --sample-s seconds (default 3) reads each service's /metrics:
  *    process_resident_memory_bytes, nodejs_heap_size_used_bytes,
  *    nodejs_active_handles_total.
- * 5. Reports start vs end and the linear-trend slope per minute of each, the
- *    requests by outcome and latency, and checks that the database holds
- *    exactly the acknowledged orders.
+ * 5. Reports, per service and metric, the level in the first third of the
+ *    soak against the last third, and the linear-trend slope per minute over
+ *    all samples; the requests by outcome and latency; and checks that the
+ *    database holds exactly the acknowledged orders, once each.
  *
- * Exit status 1 when any request failed or a trend exceeds its tolerance
- * (printed with the report), 0 otherwise. Not part of `npm test`.
+ * Exit status 1 when any request failed, a service restarted, the database
+ * disagrees, or a metric grew beyond its tolerance (see `tolerance`, printed
+ * with each verdict); 0 otherwise. Not part of `npm test`. `--json FILE`
+ * writes every sample for a closer look.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,7 +36,7 @@ const { values: args } = parseArgs({
     minutes: { type: "string", default: "3" },
     load: { type: "string", default: "0.75" },
     "capacity-s": { type: "string", default: "20" },
-    "sample-s": { type: "string", default: "5" },
+    "sample-s": { type: "string", default: "3" },
     workers: { type: "string", default: "24" },
     "keep-data": { type: "boolean", default: false },
     json: { type: "string" },
@@ -45,16 +48,32 @@ const capacitySeconds = Number(args["capacity-s"]);
 const sampleSeconds = Number(args["sample-s"]);
 const closedLoopWorkers = Number(args.workers);
 if (!(minutes > 0) || !(loadFraction > 0 && loadFraction <= 0.8) || !(capacitySeconds > 0) || !(sampleSeconds > 0) || !(closedLoopWorkers > 0)) {
-  console.error("usage: npm run soak -- [--minutes N (> 0)] [--load F (0 < F <= 0.8)] [--capacity-s S] [--sample-s S] [--workers W] [--keep-data]");
+  console.error("usage: npm run soak -- [--minutes N (> 0)] [--load F (0 < F <= 0.8)] [--capacity-s S] [--sample-s S] [--workers W] [--keep-data] [--json FILE]");
   process.exit(2);
 }
 
-/** What counts as growth. Slopes are the least-squares trend over the soak's samples, per minute. */
+/**
+ * What counts as growth. Memory saw-tooths with garbage collection, so the
+ * verdicts compare levels, not single samples: the first third of the soak
+ * against the last third. For the heap, the floor of each third (its lowest
+ * sample: what survives a collection); for RSS too, with room for the
+ * allocator's warm-up; for handles, the median.
+ */
 const tolerance = {
-  heapSlopeBytesPerMin: 2 * 1024 * 1024,
-  rssSlopeBytesPerMin: 5 * 1024 * 1024,
-  handlesGrowth: 10,
-  handlesSlopePerMin: 2,
+  /**
+   * Heap: exceeded when the floor grew by more than this per minute between
+   * the thirds (and by more than `heapMinBytes` in all) AND the linear trend
+   * over all samples agrees (> `heapTrendBytesPerMin`): young-generation
+   * collections make a single floor noisy, a leak moves both.
+   */
+  heapBytesPerMin: 3 * 1024 * 1024,
+  heapMinBytes: 8 * 1024 * 1024,
+  heapTrendBytesPerMin: 2 * 1024 * 1024,
+  /** RSS floor of the last third at most start x 1.25 + 32 MiB. */
+  rssFactor: 1.25,
+  rssExtraBytes: 32 * 1024 * 1024,
+  /** Median open handles may grow by this many. */
+  handles: 10,
 };
 const requestTimeoutMs = 5000;
 const metricNames = ["process_resident_memory_bytes", "nodejs_heap_size_used_bytes", "nodejs_active_handles_total"] as const;
@@ -217,6 +236,10 @@ function slope(points: [number, number][]): number {
   return den === 0 ? 0 : num / den;
 }
 
+function median(values: number[]): number {
+  return quantile([...values].sort((a, b) => a - b), 0.5);
+}
+
 function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -269,33 +292,43 @@ try {
 
   // Trends.
   const verdicts: string[] = [];
-  console.log(`\n${"service".padEnd(9)} ${"metric".padEnd(31)} ${"start".padStart(11)} ${"end".padStart(11)} ${"slope/min".padStart(12)}  limit`);
+  const soakMin = samples[samples.length - 1]!.atMin;
+  console.log(
+    `\n${"service".padEnd(9)} ${"metric".padEnd(30)} ${"first third".padStart(12)} ${"last third".padStart(12)} ${"trend/min".padStart(11)}  verdict (limit)`,
+  );
   for (const s of serviceNames) {
     for (const m of metricNames) {
       const points = samples.flatMap((x): [number, number][] => (x.values[s][m] === undefined ? [] : [[x.atMin, x.values[s][m]!]]));
-      if (points.length < 2) {
+      const first = points.filter(([t]) => t <= soakMin / 3).map(([, v]) => v);
+      const last = points.filter(([t]) => t >= (2 * soakMin) / 3).map(([, v]) => v);
+      if (first.length === 0 || last.length === 0) {
         verdicts.push(`${s} ${m}: too few samples (${points.length})`);
         continue;
       }
-      const first = points[0]![1];
-      const last = points[points.length - 1]![1];
+      // Raw linear trend over every sample, for the record.
       const k = slope(points);
       const bytes = m !== "nodejs_active_handles_total";
-      let limit: string;
-      let over = false;
-      if (m === "nodejs_heap_size_used_bytes") {
-        limit = `slope ≤ ${mib(tolerance.heapSlopeBytesPerMin)}/min`;
-        over = k > tolerance.heapSlopeBytesPerMin;
-      } else if (m === "process_resident_memory_bytes") {
-        limit = `slope ≤ ${mib(tolerance.rssSlopeBytesPerMin)}/min`;
-        over = k > tolerance.rssSlopeBytesPerMin;
-      } else {
-        limit = `growth ≤ ${tolerance.handlesGrowth}, slope ≤ ${tolerance.handlesSlopePerMin}/min`;
-        over = last - first > tolerance.handlesGrowth || k > tolerance.handlesSlopePerMin;
-      }
       const fmt = (v: number) => (bytes ? mib(v) : String(Math.round(v)));
-      console.log(`${s.padEnd(9)} ${m.padEnd(31)} ${fmt(first).padStart(11)} ${fmt(last).padStart(11)} ${(bytes ? mib(k) : k.toFixed(2)).padStart(12)}  ${limit}${over ? "  EXCEEDED" : ""}`);
-      if (over) verdicts.push(`${s} ${m}: slope ${bytes ? mib(k) : k.toFixed(2)}/min, ${fmt(first)} -> ${fmt(last)}`);
+      let from: number;
+      let to: number;
+      let limit: number;
+      if (m === "nodejs_heap_size_used_bytes") {
+        [from, to] = [Math.min(...first), Math.min(...last)];
+        limit = from + Math.max(tolerance.heapMinBytes, tolerance.heapBytesPerMin * ((2 * soakMin) / 3));
+      } else if (m === "process_resident_memory_bytes") {
+        [from, to] = [Math.min(...first), Math.min(...last)];
+        limit = from * tolerance.rssFactor + tolerance.rssExtraBytes;
+      } else {
+        [from, to] = [median(first), median(last)];
+        limit = from + tolerance.handles;
+      }
+      const over = to > limit && (m !== "nodejs_heap_size_used_bytes" || k > tolerance.heapTrendBytesPerMin);
+      const what = m === "nodejs_active_handles_total" ? "median" : "floor";
+      const rule = `${what} ≤ ${fmt(limit)}${m === "nodejs_heap_size_used_bytes" ? ` or trend ≤ ${mib(tolerance.heapTrendBytesPerMin)}/min` : ""}`;
+      console.log(
+        `${s.padEnd(9)} ${m.padEnd(30)} ${fmt(from).padStart(12)} ${fmt(to).padStart(12)} ${(bytes ? mib(k) : k.toFixed(2)).padStart(11)}  ${over ? "EXCEEDED" : "ok"} (${rule})`,
+      );
+      if (over) verdicts.push(`${s} ${m}: ${what} ${fmt(from)} -> ${fmt(to)} (limit ${fmt(limit)}; trend ${bytes ? mib(k) : k.toFixed(2)}/min)`);
     }
   }
 
