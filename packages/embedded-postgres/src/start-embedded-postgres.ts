@@ -3,8 +3,9 @@ import { isInitialised, prepareDataDir, runInitdb } from "./data-dir.js";
 import { findFreePort } from "./free-port.js";
 import { spawnGuarded } from "./guardian.js";
 import { LogTail } from "./log-tail.js";
+import { reachableBinaries } from "./reachable-binaries.js";
 import { loadPostgresBinaries } from "./platform-binaries.js";
-import { assertTraversable, unprivilegedUser } from "./run-as-user.js";
+import { unprivilegedUser } from "./run-as-user.js";
 import { clearStalePidFile } from "./stale-pid-file.js";
 import { waitUntilReady } from "./wait-until-ready.js";
 
@@ -60,12 +61,12 @@ const DEFAULT_SETTINGS: Record<string, string> = {
  * and resolves once it accepts queries.
  */
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const binaries = await loadPostgresBinaries();
   const host = opts.host ?? "127.0.0.1";
   const superuser = opts.superuser ?? "postgres";
   const dataDir = resolve(opts.dataDir);
   const user = unprivilegedUser();
-  if (user) assertTraversable(binaries.postgres, user, "postgres binary");
+  const installed = await loadPostgresBinaries();
+  const binaries = user ? reachableBinaries(installed, user) : installed;
 
   prepareDataDir(dataDir, user);
   if (!isInitialised(dataDir)) {
