@@ -25,11 +25,11 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import pg from "pg";
 import { serviceNames, startPlatform, type Platform, type ServiceName } from "@platform/launcher";
 import { checkoutV1 } from "@platform/proto";
+import { protocols, transportFor as transport } from "../test/support/platform.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -78,22 +78,8 @@ const tolerance = {
 const requestTimeoutMs = 5000;
 const metricNames = ["process_resident_memory_bytes", "nodejs_heap_size_used_bytes", "nodejs_active_handles_total"] as const;
 type MetricName = (typeof metricNames)[number];
-type Protocol = "connect-json" | "connect-binary" | "grpc" | "grpc-web";
-const protocols: Protocol[] = ["connect-json", "connect-binary", "grpc", "grpc-web"];
 const skus = ["MUG-CERAMIC", "COFFEE-BEANS-1KG", "FILTER-PAPER-100", "GRINDER-BURR", "KETTLE-GOOSENECK"];
 
-function transport(baseUrl: string, protocol: Protocol): Transport {
-  switch (protocol) {
-    case "connect-json":
-      return createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false });
-    case "connect-binary":
-      return createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true });
-    case "grpc":
-      return createGrpcTransport({ baseUrl });
-    case "grpc-web":
-      return createGrpcWebTransport({ baseUrl, httpVersion: "1.1" });
-  }
-}
 
 // ------------------------------------------------------------------ traffic
 
