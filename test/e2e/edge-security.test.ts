@@ -43,7 +43,10 @@ describe("authentication at the gateway", () => {
     const requestId = `auth-${randomUUID()}`;
     const res = await list({ authorization: `Bearer ${aliceKey}`, "x-caller-id": "mallory", "x-request-id": requestId });
     assert.equal(res.status, 200);
-    await eventually(() => logLines(p, "pricing").some((l) => l["requestId"] === requestId), "pricing logged the request");
+    // Each service writes its line when its own answer is done: wait for all three.
+    for (const s of ["gateway", "checkout", "pricing"] as const) {
+      await eventually(() => logLines(p, s).some((l) => l["requestId"] === requestId && l["msg"] === "rpc"), `${s} logged the request`);
+    }
     for (const s of ["gateway", "checkout", "pricing"] as const) {
       const line = logLines(p, s).find((l) => l["requestId"] === requestId && l["msg"] === "rpc");
       assert.equal(line?.["caller"], "alice", `${s} saw the authenticated caller`);

@@ -30,15 +30,26 @@ export function naiveClientInterceptors(dependency: string, callTimeoutMs: numbe
     const contentType = req.header.get("content-type") ?? "";
     if (contentType.startsWith("application/grpc")) req.header.set("grpc-timeout", formatGrpcTimeout(callTimeoutMs));
     else req.header.set("connect-timeout-ms", formatConnectTimeout(callTimeoutMs));
-    const timeout = AbortSignal.timeout(callTimeoutMs);
+    // One controller and timer per call, cleared when it settles (the
+    // AbortSignal.any + AbortSignal.timeout pattern leaks on Node 20, see
+    // outbound-interceptor.ts).
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new ConnectError("naive call timeout", Code.DeadlineExceeded)), callTimeoutMs);
+    const onCallerAbort = () => controller.abort(req.signal.reason);
+    if (req.signal.aborted) onCallerAbort();
+    else req.signal.addEventListener("abort", onCallerAbort, { once: true });
+    const timedOut = () => controller.signal.aborted && !req.signal.aborted;
     try {
-      const res = await next({ ...req, signal: AbortSignal.any([req.signal, timeout]) });
+      const res = await next({ ...req, signal: controller.signal });
       client.calls.inc({ dependency, procedure, code: "ok" });
       return res;
     } catch (e) {
-      const mapped = mapDownstreamError(e, { dependency, ownDeadlinePassed: timeout.aborted, callerCancelled: false });
+      const mapped = mapDownstreamError(e, { dependency, ownDeadlinePassed: timedOut(), callerCancelled: false });
       client.calls.inc({ dependency, procedure, code: codeLabel(mapped.code) });
       throw mapped;
+    } finally {
+      clearTimeout(timer);
+      req.signal.removeEventListener("abort", onCallerAbort);
     }
   };
   return [retry, fixedTimeout];
