@@ -101,7 +101,10 @@ describe("propagation", () => {
       assert.equal(line["deadlineSource"], "client", `${service} received a deadline`);
       return line["deadlineMs"] as number;
     };
-    await eventually(() => logLines(p, "pricing").some((l) => l["requestId"] === requestId), "pricing logged the request");
+    // Each service writes its line when its own answer is done: wait for all four.
+    for (const s of ["gateway", "checkout", "orders", "pricing"] as const) {
+      await eventually(() => logLines(p, s).some((l) => l["requestId"] === requestId && l["msg"] === "rpc"), `${s} logged the request`);
+    }
     const chain = [deadlineAt("gateway"), deadlineAt("checkout"), deadlineAt("orders"), deadlineAt("pricing")];
     assert.ok(chain[0]! <= 2000, `gateway ${chain[0]}`);
     for (let i = 1; i < chain.length; i++) assert.ok(chain[i]! < chain[i - 1]!, `hop ${i} (${chain[i]} ms) < hop ${i - 1} (${chain[i - 1]} ms)`);

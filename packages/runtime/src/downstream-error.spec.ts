@@ -53,3 +53,9 @@ describe("mapping a dependency's error at each hop", () => {
     assert.ok(wasNeverProcessed(out));
   });
 });
+
+test("a CANCELED from the dependency when our caller did not cancel is the dependency going away: UNAVAILABLE", () => {
+  const out = mapDownstreamError(new ConnectError("http/2 stream closed with error code CANCEL (0x8)", Code.Canceled), { dependency: "orders", ownDeadlinePassed: false, callerCancelled: false });
+  assert.equal(out.code, Code.Unavailable);
+  assert.match(out.rawMessage, /^orders: /);
+});

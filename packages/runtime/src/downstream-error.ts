@@ -50,6 +50,12 @@ export function mapDownstreamError(e: unknown, ctx: DownstreamFailureContext): C
     // GOAWAY / REFUSED_STREAM: the server never processed the request.
     out = new ConnectError(`${ctx.dependency}: request refused before processing`, Code.Unavailable);
     neverProcessed.add(out);
+  } else if (err.code === Code.Canceled) {
+    // Our caller did not cancel (checked above), so the dependency or the
+    // connection did: an HTTP/2 stream reset with CANCEL when the process
+    // on the other side died or shut down. For our caller it is a dependency
+    // that went away, which is retryable (writes carry idempotency keys).
+    out = new ConnectError(`${ctx.dependency}: call cancelled by the dependency or its connection (${err.rawMessage})`, Code.Unavailable);
   } else if (err.code === Code.Aborted && isConnectionLost(e)) {
     // connect-node reports a connection reset mid-call as ABORTED (a
     // conflict, in gRPC's terms): for a caller the dependency went away.
