@@ -1,6 +1,6 @@
 /**
- * `npm run new-service -- <name> [--db]`: adds a service the way ours are
- * made (docs/adding-a-service.md describes every step by hand):
+ * `npm run new-service -- <name> [--db] [--public]`: adds a service the way
+ * ours are made (docs/adding-a-service.md describes every step by hand):
  *
  *   proto/<name>/v1/<name>.proto        a small example API, buf lint clean
  *   packages/proto/src/gen, index.ts     regenerated, namespace exported
@@ -11,6 +11,11 @@
  *   deploy/k8s/base                      Deployment, Service, PDB, HPA, NetworkPolicy
  *   observability/prometheus.yml         scrapes its admin port
  *   package-lock.json                    the new workspace
+ *
+ * With --public the gateway publishes its API too: a line in
+ * services/gateway/src/forwarded-apis.ts, the gateway's <NAME>_URL in
+ * docker-compose.yml and deploy/k8s/base/gateway.yaml, and the gateway as
+ * its one caller in the NetworkPolicy and the manifest test's call graph.
  *
  * It takes the next free port pair (8084/9084, 8085/9085, ...). Everything
  * is checked before anything is written: a bad or taken name, or a file it
@@ -28,10 +33,12 @@ import * as template from "./new-service/templates.js";
 import type { ServiceSpec } from "./new-service/templates.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const usage = `usage: npm run new-service -- <name> [--db]
+const usage = `usage: npm run new-service -- <name> [--db] [--public]
 
-  <name>  lowercase letters, digits and single dashes, starting with a letter
-  --db    the service gets its own PostgreSQL schema, role, pool and migrations`;
+  <name>    lowercase letters, digits and single dashes, starting with a letter
+  --db      the service gets its own PostgreSQL schema, role, pool and migrations
+  --public  the gateway publishes its API (Connect, gRPC, gRPC-Web on :8080),
+            with the edge's deadline, retries, auth and rate limit`;
 
 class Refusal extends Error {}
 
@@ -40,17 +47,17 @@ function fail(message: string, status: number): never {
   process.exit(status);
 }
 
-function parseArgs(argv: string[]): { name: string; database: boolean } {
+function parseArgs(argv: string[]): { name: string; database: boolean; public: boolean } {
   const positional = argv.filter((a) => !a.startsWith("-"));
   const flags = argv.filter((a) => a.startsWith("-"));
   if (flags.includes("--help") || flags.includes("-h")) {
     process.stdout.write(`${usage}\n`);
     process.exit(0);
   }
-  const unknown = flags.filter((f) => f !== "--db");
+  const unknown = flags.filter((f) => f !== "--db" && f !== "--public");
   if (unknown.length > 0) throw new Refusal(`unknown option ${unknown.join(", ")}\n${usage}`);
   if (positional.length !== 1) throw new Refusal(`expected exactly one service name, got ${positional.length}\n${usage}`);
-  return { name: positional[0]!, database: flags.includes("--db") };
+  return { name: positional[0]!, database: flags.includes("--db"), public: flags.includes("--public") };
 }
 
 const read = (path: string) => readFileSync(join(root, path), "utf8");
@@ -130,6 +137,7 @@ function plan(s: ServiceSpec): Plan {
     ["docker-compose.yml", edit.compose],
     ["observability/prometheus.yml", edit.prometheus],
   ];
+  if (s.public) edits.push(["services/gateway/src/forwarded-apis.ts", edit.forwardedApis], ["deploy/k8s/base/gateway.yaml", edit.k8sGateway]);
   if (s.database) {
     edits.push(["deploy/compose/postgres-init.sh", edit.postgresInit], ["deploy/compose/example.env", edit.exampleEnv], ["test/repository.test.ts", edit.repositoryTest]);
   }
@@ -177,9 +185,9 @@ function main(): void {
     const shape = nameProblems(args.name);
     if (shape.length > 0) throw new Refusal(`refused: ${shape.join("; ")}. Nothing was changed.`);
     const names = deriveNames(args.name);
-    const taken = takenProblems({ ...names, database: args.database, port: 0, adminPort: 0 });
+    const taken = takenProblems({ ...names, database: args.database, public: args.public, port: 0, adminPort: 0 });
     if (taken.length > 0) throw new Refusal(`refused: "${args.name}" is taken:\n  - ${taken.join("\n  - ")}\nNothing was changed. Pick another name.`);
-    spec = { ...names, database: args.database, ...nextPortPair() };
+    spec = { ...names, database: args.database, public: args.public, ...nextPortPair() };
     todo = plan(spec);
   } catch (e) {
     if (e instanceof Refusal) fail(e.message, 2);
@@ -218,7 +226,7 @@ function main(): void {
   }
 
   const say = (line = "") => process.stdout.write(`${line}\n`);
-  say(`new-service: added "${spec.name}" (${spec.database ? `with its own schema ${spec.snake}` : "without a database"}) on ports ${spec.port} (rpc) / ${spec.adminPort} (admin)`);
+  say(`new-service: added "${spec.name}" (${spec.database ? `with its own schema ${spec.snake}` : "without a database"}${spec.public ? ", published by the gateway" : ""}) on ports ${spec.port} (rpc) / ${spec.adminPort} (admin)`);
   say();
   say("created:");
   for (const path of [...todo.create.keys(), `packages/proto/src/gen/${spec.snake}/v1/${spec.snake}_pb.ts`]) say(`  ${path}`);
@@ -234,7 +242,11 @@ function main(): void {
     say(`           database volume needs the role by hand (docs/adding-a-service.md)`);
     say(`  kubernetes: add the key ${spec.name}-url to the platform-database Secret (docs/kubernetes.md)`);
   }
-  say(`  let a service call it: docs/adding-a-service.md, "Calling the new service"`);
+  say(`  npm start                     starts it with the platform (services/${spec.name}/package.json "platform")`);
+  if (spec.public) {
+    say(`  curl -s -X POST -H 'content-type: application/json' -d '{"id":"example"}' \\`);
+    say(`       http://127.0.0.1:8080/${spec.protoPackage}.${spec.pascal}Service/GetItem`);
+  } else say(`  let a service call it: docs/adding-a-service.md, "Calling the new service"`);
 }
 
 main();

@@ -1,10 +1,11 @@
 /**
  * `npm start`: PostgreSQL (embedded unless DATABASE_URL is set) and the four
- * services as separate processes. Ctrl-C or SIGTERM stops everything.
+ * services as separate processes, plus every service `npm run new-service`
+ * added (discoverServices). Ctrl-C or SIGTERM stops everything.
  */
 import { resolve } from "node:path";
 import { findFreePort } from "@platform/embedded-postgres";
-import { startPlatform } from "@platform/launcher";
+import { discoverServices, startPlatform } from "@platform/launcher";
 
 const started = performance.now();
 const say = (line: string) => process.stdout.write(`[platform] ${line}\n`);
@@ -15,12 +16,20 @@ const gatewayPort = Number(process.env["GATEWAY_PORT"] ?? 8080);
 const freePorts = process.env["FREE_PORTS"] === "1";
 
 let stopping = false;
+let extraServices: ReturnType<typeof discoverServices>;
+try {
+  extraServices = discoverServices();
+} catch (e) {
+  say(`failed to start: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+}
 const platform = await startPlatform({
   dataDir,
   ...(process.env["DATABASE_URL"] ? { databaseUrl: process.env["DATABASE_URL"] } : {}),
   postgresPort: Number(process.env["EMBEDDED_POSTGRES_PORT"] ?? 54329),
   ports: { gateway: { port: gatewayPort, adminPort: freePorts ? await findFreePort("127.0.0.1") : 9080 } },
   freePorts,
+  extraServices,
   env: { LOG_LEVEL: process.env["LOG_LEVEL"] ?? "info" },
   onProgress: (line) => {
     if (!stopping) say(line);

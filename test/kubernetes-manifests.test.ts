@@ -24,7 +24,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import ts from "typescript";
@@ -382,7 +382,11 @@ const dependencyConfigFile = "packages/runtime/src/dependency-config.ts";
 function serviceEnv(service: string): ServiceEnv {
   const file = `services/${service}/src/config.ts`;
   const own = envNamesIn(file);
-  const dependencies = [...sourceText(file).matchAll(/readDependencyConfig\(\s*\w+\s*,\s*"([^"]+)"/g)].map((m) => (m[1] ?? "").toUpperCase().replace(/[^A-Z0-9]/g, "_"));
+  const named = [...sourceText(file).matchAll(/readDependencyConfig\(\s*\w+\s*,\s*"([^"]+)"/g)].map((m) => m[1] ?? "");
+  // The gateway reads one dependency per API it forwards (services/gateway/src/forwarded-apis.ts).
+  const forwardedFile = `services/${service}/src/forwarded-apis.ts`;
+  const forwarded = existsSync(join(root, forwardedFile)) ? [...sourceText(forwardedFile).matchAll(/\bdependency:\s*"([^"]+)"/g)].map((m) => m[1] ?? "") : [];
+  const dependencies = [...named, ...forwarded].map((n) => n.toUpperCase().replace(/[^A-Z0-9]/g, "_"));
   const perDependency: string[] = [];
   if (dependencies.length > 0) {
     const text = sourceText(dependencyConfigFile);

@@ -17,9 +17,10 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
+import { findFreePort } from "@platform/embedded-postgres";
 import { deriveNames, nameProblems } from "../scripts/new-service/names.js";
 
 const origin = process.cwd();
@@ -191,12 +192,22 @@ describe("npm run new-service", () => {
     assert.ok(read("services/stock-level/src/main.ts").split("\n").length <= 35);
   });
 
-  test("adds a service without a database (greeter) on the pair after", () => {
-    const r = generate("greeter");
+  test("adds a public service without a database (greeter) on the pair after: the gateway publishes it", () => {
+    const r = generate("greeter", "--public");
     assert.equal(r.status, 0, tail(r));
-    assert.match(r.stdout, /added "greeter" \(without a database\) on ports 8085 \(rpc\) \/ 9085 \(admin\)/);
+    assert.match(r.stdout, /added "greeter" \(without a database, published by the gateway\) on ports 8085 \(rpc\) \/ 9085 \(admin\)/);
+    const read = (f: string) => readFileSync(join(copy, f), "utf8");
     assert.ok(!existsSync(join(copy, "services/greeter/migrations")));
-    assert.doesNotMatch(readFileSync(join(copy, "services/greeter/src/main.ts"), "utf8"), /database/i);
+    assert.doesNotMatch(read("services/greeter/src/main.ts"), /database/i);
+    assert.match(read("services/gateway/src/forwarded-apis.ts"), /^ {2}\{ service: greeterV1\.GreeterService, dependency: "greeter", defaultUrl: "http:\/\/127\.0\.0\.1:8085" \},$/m);
+    assert.match(read("services/gateway/src/forwarded-apis.ts"), /^import \{ greeterV1 \} from "@platform\/proto";$/m);
+    assert.match(read("docker-compose.yml"), /^ {6}CHECKOUT_URL: http:\/\/checkout:8081\n {6}GREETER_URL: http:\/\/greeter:8085$/m);
+    assert.match(read("docker-compose.yml"), /^ {4}depends_on:\n {6}checkout:\n {8}condition: service_healthy\n {6}greeter:\n {8}condition: service_healthy\n/m);
+    assert.match(read("deploy/k8s/base/gateway.yaml"), /- name: GREETER_URL\n {14}value: http:\/\/greeter:8085/);
+    assert.match(read("test/kubernetes-manifests.test.ts"), /greeter: \["gateway"\]/);
+    // stock-level is internal: nothing calls it, so no route at the gateway.
+    assert.doesNotMatch(read("services/gateway/src/forwarded-apis.ts"), /stock/i);
+    assert.deepEqual(JSON.parse(read("services/greeter/package.json")).platform, { port: 8085, adminPort: 9085, database: false });
   });
 
   test("running it again for the same name is refused and changes nothing", () => {
@@ -257,10 +268,56 @@ describe("npm run new-service", () => {
       ok(await check("unit"), "the unit tests");
     });
 
-    test("the generated end-to-end tests: the platform with each service, called over gRPC", async () => {
+    test("the generated end-to-end tests: the platform with each service, called over gRPC, greeter through the gateway", async () => {
       const r = await e2e;
       ok(r, "the end-to-end tests");
-      assert.match(r.stdout, /^# pass 9$/m, r.stdout.slice(-3000));
+      assert.match(r.stdout, /^# pass 13$/m, r.stdout.slice(-3000));
+    });
+
+    test("npm start starts both with the platform, and a client reaches greeter through the gateway", async () => {
+      await e2e; // one platform at a time on two cores
+      const dataDir = mkdtempSync(join(tmpdir(), "new-service-start-"));
+      chmodSync(dataDir, 0o755); // the embedded database runs as an unprivileged user when we are root
+      const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+        cwd: copy,
+        env: {
+          ...childEnv(),
+          DATA_DIR: dataDir,
+          FREE_PORTS: "1",
+          GATEWAY_PORT: String(await findFreePort("127.0.0.1")),
+          EMBEDDED_POSTGRES_PORT: String(await findFreePort("127.0.0.1")),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+      try {
+        const started = await Promise.race([
+          exited.then(() => false),
+          (async () => {
+            for (let i = 0; i < 1200 && !/ready in \d+ ms: gateway listening on/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+            return /ready in \d+ ms/.test(out);
+          })(),
+        ]);
+        assert.ok(started, `npm start did not get ready:\n${out}`);
+        assert.match(out, /^\[platform\] greeter +ready on http:\/\/127\.0\.0\.1:\d+/m);
+        assert.match(out, /^\[platform\] stock-level +ready on http:\/\/127\.0\.0\.1:\d+/m);
+        const gatewayUrl = /gateway listening on (http:\/\/\S+)/.exec(out)?.[1];
+        const res = await fetch(`${gatewayUrl}/greeter.v1.GreeterService/GetItem`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ id: "example" }),
+        });
+        assert.equal(res.status, 200);
+        assert.deepEqual(await res.json(), { item: { id: "example", name: "An example item" } });
+      } finally {
+        child.kill("SIGTERM");
+        const code = await exited;
+        rmSync(dataDir, { recursive: true, force: true });
+        assert.equal(code, 0, out.slice(-3000));
+      }
     });
 
     test("the Kubernetes manifest checks", async () => {

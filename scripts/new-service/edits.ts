@@ -49,7 +49,7 @@ export function networkPolicies(text: string, s: ServiceSpec): string {
 
 /**
  * test/kubernetes-manifests.test.ts: the call graph knows the service (no
- * callers yet); with a database, the broken copy that exceeds the
+ * callers yet, or the gateway with --public); with a database, the broken copy that exceeds the
  * connection budget expects the new service's connections in its total.
  */
 export function manifestTest(text: string, s: ServiceSpec): string {
@@ -57,7 +57,8 @@ export function manifestTest(text: string, s: ServiceSpec): string {
   const m = re.exec(text);
   if (m === null) throw new AnchorError("test/kubernetes-manifests.test.ts", "cannot find `const expectedCallers: Record<string, string[]> = { ... };`");
   const key = /^[a-z]\w*$/.test(s.name) ? s.name : JSON.stringify(s.name);
-  let out = text.replace(re, (_all, open: string, body: string, close: string) => `${open}${body.replace(/\s*$/, "")}, ${key}: []${body.endsWith(" ") ? " " : ""}${close}`);
+  const callers = s.public ? `["gateway"]` : "[]";
+  let out = text.replace(re, (_all, open: string, body: string, close: string) => `${open}${body.replace(/\s*$/, "")}, ${key}: ${callers}${body.endsWith(" ") ? " " : ""}${close}`);
   if (s.database) {
     const added = (k8sDatabase.maxReplicas + k8sDatabase.surge) * k8sDatabase.poolMax;
     out = out.replace(/(adds up to )(\d+)( connections, over the budget)/g, (_all, a: string, n: string, b: string) => `${a}${Number(n) + added}${b}`);
@@ -92,7 +93,46 @@ export function compose(text: string, s: ServiceSpec): string {
     const at = postgres.start + (postgres.end - postgres.start - postgres.body.length) + passwords.index + passwords[0].length;
     out = `${out.slice(0, at)}      ${s.envPrefix}_DB_PASSWORD: \${${s.envPrefix}_DB_PASSWORD:?set ${s.envPrefix}_DB_PASSWORD, see README}\n${out.slice(at)}`;
   }
-  return insertBefore(out, file, /^ {2}gateway:$/m, composeBlock(s, databaseUrl), "the gateway service");
+  out = insertBefore(out, file, /^ {2}gateway:$/m, composeBlock(s, databaseUrl), "the gateway service");
+  return s.public ? composeGateway(out, s) : out;
+}
+
+/** docker-compose.yml, with --public: the gateway gets the service's URL and waits for it to be healthy. */
+function composeGateway(text: string, s: ServiceSpec): string {
+  const file = "docker-compose.yml";
+  const gateway = composeServiceBlock(text, "gateway");
+  if (!gateway) throw new AnchorError(file, "cannot find the gateway service");
+  const head = gateway.end - gateway.body.length;
+  let body = insertAfterLast(gateway.body, file, /^ {6}[A-Z0-9_]+_URL: \S+$/m, `\n      ${s.envPrefix}_URL: http://${s.name}:${s.port}`, "a `*_URL:` variable in the gateway's environment");
+  const deps = /^ {4}depends_on:\n(?: {6}[\w-]+:\n {8}condition: service_healthy\n)+/m.exec(body);
+  if (deps === null) throw new AnchorError(file, "cannot find the gateway's depends_on (`name:` / `condition: service_healthy` pairs)");
+  const end = deps.index + deps[0].length;
+  body = `${body.slice(0, end)}      ${s.name}:\n        condition: service_healthy\n${body.slice(end)}`;
+  return text.slice(0, head) + body + text.slice(gateway.end);
+}
+
+/** services/gateway/src/forwarded-apis.ts, with --public: the API, its dependency name and default URL. */
+export function forwardedApis(text: string, s: ServiceSpec): string {
+  const file = "services/gateway/src/forwarded-apis.ts";
+  const list = /^export const forwardedApis: readonly ForwardedApi\[\] = \[\n((?:.*\n)*?)\];$/m;
+  if (!list.test(text)) throw new AnchorError(file, "cannot find `export const forwardedApis: readonly ForwardedApi[] = [ ... ];`");
+  const entry = `  { service: ${s.namespace}.${s.pascal}Service, dependency: "${s.name}", defaultUrl: "http://127.0.0.1:${s.port}" },\n`;
+  let out = text.replace(list, (all, body: string) => all.replace(`[\n${body}];`, `[\n${body}${entry}];`));
+  const imports = /^import \{ ([\w, ]+) \} from "@platform\/proto";$/m;
+  if (imports.test(out)) out = out.replace(imports, (_all, names: string) => `import { ${[...names.split(/,\s*/), s.namespace].sort().join(", ")} } from "@platform/proto";`);
+  else out = insertAfterLast(out, file, /^import .*;$/m, `\nimport { ${s.namespace} } from "@platform/proto";`, "an import line");
+  return out;
+}
+
+/** deploy/k8s/base/gateway.yaml, with --public: the gateway's `<PREFIX>_URL`, after its other *_URL settings. */
+export function k8sGateway(text: string, s: ServiceSpec): string {
+  return insertAfterLast(
+    text,
+    "deploy/k8s/base/gateway.yaml",
+    /^ {12}- name: [A-Z0-9_]+_URL\n {14}value: \S+$/m,
+    `\n            - name: ${s.envPrefix}_URL\n              value: http://${s.name}:${s.port}`,
+    "a `- name: *_URL` / `value:` pair in the gateway's env",
+  );
 }
 
 /** deploy/compose/postgres-init.sh: its role, owning its schema, with its password from the environment. */

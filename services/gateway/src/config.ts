@@ -1,4 +1,5 @@
 import { Code } from "@connectrpc/connect";
+import { forwardedApis, type ForwardedApi } from "./forwarded-apis.js";
 import { defaultRetryPolicy, type RetryPolicy } from "@platform/resilience";
 import {
   readAuthConfig,
@@ -19,6 +20,8 @@ import {
 export interface GatewayConfig {
   server: ServerConfig;
   checkout: DependencyConfig;
+  /** One per forwarded API, in the order of forwardedApis. */
+  forwarded: { api: ForwardedApi; dependency: DependencyConfig }[];
   intake: IntakeConfig;
   edge: { auth: AuthConfig; rateLimit: RateLimitConfig; cors: CorsConfig };
   retry: {
@@ -27,11 +30,12 @@ export interface GatewayConfig {
   };
 }
 
-export function loadConfig(env: Record<string, string | undefined>): GatewayConfig {
+export function loadConfig(env: Record<string, string | undefined>, apis: readonly ForwardedApi[] = forwardedApis): GatewayConfig {
   return readEnv(env, (r) => ({
     // The edge: requests without a deadline are normal here and get DEADLINE_DEFAULT_MS (3 s).
     server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true, naiveCallTimeoutMs: 10000 }),
     checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081"),
+    forwarded: apis.map((api) => ({ api, dependency: readDependencyConfig(r, api.dependency, api.defaultUrl) })),
     intake: readIntakeConfig(r),
     edge: { auth: readAuthConfig(r), rateLimit: readRateLimitConfig(r), cors: readCorsConfig(r) },
     // The only retry policy in the platform; see README "Retries".

@@ -1,7 +1,6 @@
-import { randomUUID } from "node:crypto";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { checkoutV1 } from "@platform/proto";
-import { idempotencyKeyHeader, readIdempotencyKey } from "./idempotency-key.js";
+import { edgeIdempotencyKey, idempotencyKeyHeader } from "./idempotency-key.js";
 
 /**
  * The public face of checkout.v1.CheckoutService. The edge concerns live
@@ -16,12 +15,8 @@ export class GatewayService implements ServiceImpl<typeof checkoutV1.CheckoutSer
   }
 
   placeOrder(req: checkoutV1.PlaceOrderRequest, ctx: HandlerContext) {
-    // Without the client's key, one is minted per user operation: every
-    // retry of this request then carries the same key, so a retried write
-    // never creates a second order. (A client that repeats the whole request
-    // itself must send its own key for the same guarantee.)
-    const key = readIdempotencyKey(ctx.requestHeader) || randomUUID();
-    return this.checkout.placeOrder(req, { headers: { [idempotencyKeyHeader]: key } });
+    // The same key on every retry: a retried write never creates a second order.
+    return this.checkout.placeOrder(req, { headers: { [idempotencyKeyHeader]: edgeIdempotencyKey(ctx.requestHeader) } });
   }
 
   getOrder(req: checkoutV1.GetOrderRequest) {

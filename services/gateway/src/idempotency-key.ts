@@ -1,3 +1,6 @@
+import { randomUUID } from "node:crypto";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 export const idempotencyKeyHeader = "idempotency-key";
@@ -17,4 +20,26 @@ export function readIdempotencyKey(headers: Headers): string {
   }
   if (!/^[\x21-\x7e]+$/.test(key)) throw new ConnectError("Idempotency-Key must be printable ASCII without spaces", Code.InvalidArgument);
   return key;
+}
+
+/**
+ * The key a write carries downstream: the client's, or one minted per user
+ * operation, so that every retry of this request carries the same key and a
+ * retried write never happens twice. (A client that repeats the whole
+ * request itself must send its own key for the same guarantee.)
+ */
+export function edgeIdempotencyKey(headers: Headers): string {
+  return readIdempotencyKey(headers) || randomUUID();
+}
+
+/**
+ * Headers for a call the gateway forwards unchanged: a method the proto
+ * marks IDEMPOTENT ("idempotent given its key", like PlaceOrder) always
+ * carries a key, so the retry layer may repeat it; any other method carries
+ * the client's key if it sent one, and is retried only if it has no side
+ * effects.
+ */
+export function forwardedIdempotencyHeaders(method: DescMethod, headers: Headers): Record<string, string> {
+  const key = method.idempotency === IdempotencyLevel.IDEMPOTENT ? edgeIdempotencyKey(headers) : readIdempotencyKey(headers);
+  return key === "" ? {} : { [idempotencyKeyHeader]: key };
 }

@@ -1,24 +1,37 @@
+import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { checkoutV1 } from "@platform/proto";
-import { createDependencyClient, runMain, serve } from "@platform/runtime";
+import { createDependencyClient, forwardService, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { GatewayService } from "./gateway-service.js";
-import { routes, services } from "./routes.js";
+import { forwardedIdempotencyHeaders } from "./idempotency-key.js";
+import { routes, services, type ForwardedRoute } from "./routes.js";
 
 runMain("gateway", async () => {
   const config = loadConfig(process.env);
-  const checkout = createDependencyClient(checkoutV1.CheckoutService, {
-    dependency: config.checkout,
-    server: config.server,
-    retry: config.retry,
-  });
+  const clientOptions = { server: config.server, retry: config.retry };
+  const checkout = createDependencyClient(checkoutV1.CheckoutService, { ...clientOptions, dependency: config.checkout });
+  const forwarded: ForwardedRoute[] = config.forwarded.map(({ api, dependency }) => ({
+    service: api.service,
+    impl: forwardService(api.service, createDependencyClient(api.service, { ...clientOptions, dependency }), (method, ctx) => ({
+      headers: forwardedIdempotencyHeaders(method, ctx.requestHeader),
+    })),
+  }));
+  // Under pressure, browsing goes before buying: writes (PlaceOrder, and any
+  // forwarded method with side effects) are critical, reads sheddable. A
+  // client cannot choose.
+  const critical = new Set([
+    `/${checkoutV1.CheckoutService.typeName}/PlaceOrder`,
+    ...config.forwarded.flatMap(({ api }) =>
+      api.service.methods.filter((m) => m.idempotency !== IdempotencyLevel.NO_SIDE_EFFECTS).map((m) => `/${api.service.typeName}/${m.name}`),
+    ),
+  ]);
   return serve({
     config: config.server,
-    services,
-    routes: routes(new GatewayService(checkout)),
+    services: services(forwarded),
+    routes: routes(new GatewayService(checkout), forwarded),
     http1: true,
     intake: config.intake,
     edge: config.edge,
-    // Under pressure, browsing goes before buying. A client cannot choose.
-    criticality: (procedure) => (procedure.endsWith("/PlaceOrder") ? "critical" : "sheddable"),
+    criticality: (procedure) => (critical.has(procedure) ? "critical" : "sheddable"),
   });
 });
