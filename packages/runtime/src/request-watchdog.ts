@@ -15,10 +15,10 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
  * - connect-node reads a request body without looking at the clock, so a
  *   client that sends its headers and then stalls (slowloris) is never
  *   answered: at its deadline it gets DEADLINE_EXCEEDED;
- * - an answer the Connect adapter never finishes writing (connect-es
- *   2.1.2 hangs when a gRPC error message holds a lone UTF-16 surrogate,
- *   see docs/hardening.md) gets DEADLINE_EXCEEDED `graceMs` after the
- *   deadline, once the handler's own deadline answer had its chance;
+ * - an answer the Connect adapter never finishes writing (unpatched,
+ *   connect-es 2.1.2 never answered a gRPC error whose message held a lone
+ *   UTF-16 surrogate; patches/README.md) gets DEADLINE_EXCEEDED `graceMs`
+ *   after the deadline, once the handler's own deadline answer had its chance;
  * - an HTTP/2 stream answered while the client is still sending (an
  *   oversized body refused early, a stalled upload answered above) is
  *   reset once the answer is out, so the client stops and the stream ends;
