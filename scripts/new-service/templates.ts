@@ -351,13 +351,12 @@ test("GetItem reads a row from ${s.name}'s own schema, which its own role owns",
     ? `
 describe("published by the gateway", () => {
   const path = \`/\${${s.namespace}.${s.pascal}Service.typeName}/GetItem\`;
+  /** GetItem as curl calls it: Connect JSON over HTTP/1.1. */
+  const curlGetItem = (id: string) =>
+    fetch(\`\${p.gatewayUrl}\${path}\`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id }) });
 
   test("Connect JSON over HTTP/1.1, as curl sends it, answers the example item", async () => {
-    const res = await fetch(\`\${p.gatewayUrl}\${path}\`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ id: "${exampleItem.id}" }),
-    });
+    const res = await curlGetItem("${exampleItem.id}");
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { item: { id: "${exampleItem.id}", name: "${exampleItem.name}" } });
   });
@@ -371,11 +370,7 @@ describe("published by the gateway", () => {
   });
 
   test("its errors reach the HTTP client with their code and message", async () => {
-    const res = await fetch(\`\${p.gatewayUrl}\${path}\`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ id: "no-such-item" }),
-    });
+    const res = await curlGetItem("no-such-item");
     assert.equal(res.status, 404);
     const body = (await res.json()) as { code: string; message: string };
     assert.equal(body.code, "not_found");
