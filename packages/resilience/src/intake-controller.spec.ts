@@ -228,4 +228,61 @@ describe("IntakeController", () => {
     assert.throws(() => new IntakeController({ clock, minVolume: 0 }), RangeError);
     assert.throws(() => new IntakeController({ clock, cutFraction: 0.1, minFraction: 0.2 }), RangeError);
   });
+
+  describe("a fraction is also a rate while cut", () => {
+    /** 40 successes, then failures until the cut (at 40 of 81 served), all within the rate window: 20 req/s still served (2 s window). */
+    const cutFraction = 40 / 81;
+    function cutAt20PerSec(quietMs = 2_100) {
+      const t = setup();
+      t.ok(40);
+      t.fail(41);
+      assert.equal(t.ctl.snapshot().state, "cut");
+      assert.ok(Math.abs(t.ctl.snapshot().admitFraction - cutFraction) < 1e-6);
+      assert.equal(t.ctl.snapshot().servedRatePerSec, 20);
+      t.clock.advance(quietMs); // the first step comes at 3 s
+      return t;
+    }
+    /** Admits `n` requests arriving `perSec` a second; returns how many of the last `counted` were let in. */
+    function arrive(t: ReturnType<typeof setup>, n: number, perSec: number, counted = n): number {
+      let admitted = 0;
+      for (let i = 0; i < n; i++) {
+        if (t.ctl.admit() && i >= n - counted) admitted++;
+        t.clock.advance(1000 / perSec);
+      }
+      return admitted;
+    }
+
+    it("admits every request while fewer arrive than the rate still served at the cut", () => {
+      const t = cutAt20PerSec();
+      assert.equal(arrive(t, 5, 10), 5);
+      assert.ok(Math.abs(t.ctl.snapshot().admitFraction - cutFraction) < 1e-6, "the fraction itself is unchanged");
+    });
+
+    it("admits only its fraction when far more arrive than that rate", () => {
+      const t = cutAt20PerSec(0);
+      // 200/s for 2.8 s, counted once the 2 s rate window is full: 20/s is 10%, below the 49% fraction.
+      const admitted = arrive(t, 560, 200, 160);
+      assert.ok(admitted >= 55 && admitted <= 105, `admitted ${admitted} of 160 at a 49% fraction`);
+    });
+
+    it("scales the rate with each step up, measures it again at each cut, and forgets it in normal and manual operation", () => {
+      const t = cutAt20PerSec();
+      t.clock.advance(900); // 3 s since the cut
+      t.ctl.admit();
+      const stepped = t.ctl.snapshot();
+      assert.equal(stepped.state, "recovering");
+      assert.ok(Math.abs((stepped.servedRatePerSec ?? 0) - (20 * stepped.admitFraction) / cutFraction) < 1e-6, "the rate grows with the fraction");
+      t.clock.advance(50); // outcomes of requests started after the step count
+      t.ok(6); // 6 served in the last 2 s...
+      t.fail(20); // ...and renewed trouble
+      const halved = t.ctl.snapshot();
+      assert.equal(halved.state, "cut");
+      assert.ok(Math.abs(halved.admitFraction - stepped.admitFraction / 2) < 1e-6);
+      assert.equal(halved.servedRatePerSec, 3, "the rate is measured again at each cut: 6 in 2 s");
+      t.ctl.setManual(0.3);
+      assert.equal(t.ctl.snapshot().servedRatePerSec, undefined);
+      t.clock.advance(2_500);
+      assert.ok(arrive(t, 40, 1) < 40, "an operator's fraction holds even when few requests arrive");
+    });
+  });
 });

@@ -21,6 +21,13 @@ import { WindowedCounter } from "./windowed-counter.js";
  *   raises the fraction by `stepFraction`, back to normal at 100%; renewed
  *   trouble halves the fraction (not below `minFraction`) and restarts the
  *   interval;
+ * - while cut or recovering, a fraction is also a rate: at every cut it
+ *   notes the rate of requests still being served (over `rateWindowMs`),
+ *   and admits more than its fraction when fewer arrive than that rate
+ *   (which grows with each step up). A fraction alone is a share of
+ *   whatever arrives: after a 5x spike is cut to the 20% still served, the
+ *   return to normal load would be cut to 20% of it too, far below what
+ *   the system serves, for the whole stepwise recovery;
  * - manual: an operator's fixed fraction; releasing it resumes gradual
  *   recovery from that fraction rather than jumping to 100%.
  *
@@ -51,6 +58,8 @@ export interface IntakeControllerOptions {
   stepFraction?: number;
   /** Halving never goes below this, so some traffic keeps probing. Default 0.05. */
   minFraction?: number;
+  /** Window over which arrival and served rates are measured. Default 2_000 ms. */
+  rateWindowMs?: number;
   onTransition?: (event: IntakeTransition) => void;
 }
 
@@ -80,6 +89,8 @@ export interface IntakeSnapshot {
   changedAt: number;
   /** Outcomes counted since the last change (within the window). */
   window: { calls: number; failures: number };
+  /** While cut or recovering: the rate (req/s) admitted whatever the fraction, when fewer arrive. */
+  servedRatePerSec: number | undefined;
 }
 
 export class IntakeController {
@@ -95,6 +106,12 @@ export class IntakeController {
   private readonly calls: WindowedCounter;
   private readonly failures: WindowedCounter;
   private readonly latencySum: WindowedCounter;
+  /** Over the rate window, never reset: requests asking to be admitted, and successes. */
+  private readonly arrivals: WindowedCounter;
+  private readonly served: WindowedCounter;
+  private readonly rateWindowSec: number;
+  /** See the class comment; undefined in normal and manual operation. */
+  private servedRate: number | undefined;
   private readonly listeners = new Listeners<IntakeTransition>();
   private state: IntakeState = "normal";
   private fraction = 1;
@@ -123,6 +140,10 @@ export class IntakeController {
     this.calls = new WindowedCounter(opts.clock, windowMs);
     this.failures = new WindowedCounter(opts.clock, windowMs);
     this.latencySum = new WindowedCounter(opts.clock, windowMs);
+    const rateWindowMs = opts.rateWindowMs ?? 2_000;
+    this.arrivals = new WindowedCounter(opts.clock, rateWindowMs);
+    this.served = new WindowedCounter(opts.clock, rateWindowMs);
+    this.rateWindowSec = rateWindowMs / 1000;
     this.changedAt = opts.clock.now();
     if (opts.onTransition) this.listeners.add(opts.onTransition);
   }
@@ -135,9 +156,18 @@ export class IntakeController {
   /** Whether to admit one request. Draws from `random` only while the fraction is strictly between 0 and 1. */
   admit(): boolean {
     this.tick();
-    if (this.fraction >= 1) return true;
-    if (this.fraction <= 0) return false;
-    return this.random() < this.fraction;
+    this.arrivals.add(1);
+    const fraction = this.effectiveFraction();
+    if (fraction >= 1) return true;
+    if (fraction <= 0) return false;
+    return this.random() < fraction;
+  }
+
+  /** The fraction, raised when fewer requests arrive than the rate noted at the cut. */
+  private effectiveFraction(): number {
+    if (this.servedRate === undefined || this.fraction >= 1) return this.fraction;
+    const arrivalRate = this.arrivals.sum() / this.rateWindowSec;
+    return Math.max(this.fraction, Math.min(1, this.servedRate / arrivalRate));
   }
 
   /**
@@ -148,6 +178,7 @@ export class IntakeController {
   record(success: boolean, latencyMs: number): void {
     this.tick();
     const now = this.clock.now();
+    if (success) this.served.add(1);
     if (now - Math.max(0, latencyMs) < this.countFrom) return;
     this.calls.add(1);
     if (!success) this.failures.add(1);
@@ -161,9 +192,15 @@ export class IntakeController {
       // about half, not below capacity), and never less than cutFraction.
       const served = (this.calls.sum() - this.failures.sum()) / this.calls.sum();
       const fraction = verdict === "success_rate" ? Math.min(0.9, Math.max(this.cutFraction, served)) : this.cutFraction;
+      const servedRate = this.served.sum() / this.rateWindowSec;
       this.change("cut", fraction, verdict);
+      this.servedRate = servedRate > 0 ? servedRate : undefined;
     } else {
+      // The share halves; the rate is measured again: what is still being
+      // served now, whatever share of a spike that is.
+      const servedRate = this.served.sum() / this.rateWindowSec;
       this.change("cut", Math.max(this.minFraction, this.fraction / 2), verdict);
+      this.servedRate = servedRate > 0 ? servedRate : undefined;
     }
   }
 
@@ -190,6 +227,7 @@ export class IntakeController {
       admitFraction: this.fraction,
       changedAt: this.changedAt,
       window: { calls: this.calls.sum(), failures: this.failures.sum() },
+      servedRatePerSec: this.servedRate,
     };
   }
 
@@ -198,8 +236,12 @@ export class IntakeController {
     if (this.state !== "cut" && this.state !== "recovering") return;
     if (this.clock.now() - this.changedAt < this.stepIntervalMs) return;
     const next = round(this.fraction + this.stepFraction);
+    const servedRate = this.servedRate === undefined || this.fraction <= 0 ? undefined : (this.servedRate * next) / this.fraction;
     if (next >= 1) this.change("normal", 1, "step_up");
-    else this.change("recovering", next, "step_up");
+    else {
+      this.change("recovering", next, "step_up");
+      this.servedRate = servedRate;
+    }
   }
 
   private unhealthy(): "success_rate" | "latency" | undefined {
@@ -216,6 +258,8 @@ export class IntakeController {
     const at = this.clock.now();
     this.state = to;
     this.fraction = round(fraction);
+    // Set again by the callers that keep a rate (cut, halving, step up).
+    this.servedRate = undefined;
     // Every change starts a new observation period (see the class comment).
     this.changedAt = at;
     this.countFrom = at;
