@@ -105,4 +105,7 @@ class FailureCollector {
   }
 }
 
-runTests(`tests (${files.length} files)`, ["--import", "tsx", "--test", "--test-timeout=300000", ...files]);
+const testArgs = ["--import", "tsx", "--test", "--test-timeout=300000", ...files];
+// On a terminal node's own spec reporter lists the failures at the end; in a log (CI), TAP plus our summary.
+if (process.stdout.isTTY) run(`tests (${files.length} files)`, process.execPath, testArgs);
+else runTests(`tests (${files.length} files)`, testArgs);

@@ -49,8 +49,9 @@ export function networkPolicies(text: string, s: ServiceSpec): string {
 
 /**
  * test/kubernetes-manifests.test.ts: the call graph knows the service (no
- * callers yet, or the gateway with --public); with a database, the broken copy that exceeds the
- * connection budget expects the new service's connections in its total.
+ * callers yet, or the gateway with --public); with a database, the broken
+ * copy that exceeds the connection budget expects the new service's
+ * connections in its total.
  */
 export function manifestTest(text: string, s: ServiceSpec): string {
   const re = /(const expectedCallers: Record<string, string\[\]> = \{)([^}]*)(\};)/;

@@ -1,5 +1,4 @@
 import { Code } from "@connectrpc/connect";
-import { forwardedApis, type ForwardedApi } from "./forwarded-apis.js";
 import { defaultRetryPolicy, type RetryPolicy } from "@platform/resilience";
 import {
   readAuthConfig,
@@ -16,6 +15,7 @@ import {
   type RateLimitConfig,
   type ServerConfig,
 } from "@platform/runtime";
+import { forwardedApis, type ForwardedApi } from "./forwarded-apis.js";
 
 export interface GatewayConfig {
   server: ServerConfig;
