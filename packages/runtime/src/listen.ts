@@ -1,7 +1,6 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
-import { Duplex } from "node:stream";
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -28,8 +27,18 @@ const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * browsers and curl (Connect JSON, gRPC-Web) and gRPC clients on one port.
  * Each connection is then routed by its first bytes: the HTTP/2 connection
  * preface goes to the HTTP/2 server, anything else to the HTTP/1.1 server.
- * Internal services speak h2c only and skip the routing: the HTTP/2 session
- * then reads the socket natively, without a JavaScript stream in between.
+ * Either way the server gets the socket itself, with the bytes read so far
+ * put back (`unshift`): node's HTTP/2 session consumes a socket's buffered
+ * bytes before it reads the native handle, and HTTP/1.1 reads them first too.
+ *
+ * Every accepted socket has Nagle's algorithm off (`noDelay`). A server
+ * writes a response as several small writes (headers, data, trailers);
+ * with Nagle on, the second one waits for the peer's delayed ACK, about
+ * 40 ms per call. Node turns it off by itself only for sockets that a
+ * `http.Server` or `http2.Server` accepts, not for sockets handed over
+ * with `emit("connection")`, as here; and never for a JavaScript stream
+ * standing in for a socket, which is why the HTTP/2 path must get the real
+ * socket (see docs/performance.md).
  */
 export async function listen(opts: {
   host: string;
@@ -59,7 +68,7 @@ export async function listen(opts: {
   });
 
   let accepting = true;
-  const server = net.createServer((socket) => {
+  const server = net.createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => {});
@@ -79,15 +88,15 @@ export async function listen(opts: {
       if (isH2 && head.length < preface.length) return; // need more bytes to decide
       socket.off("data", route);
       socket.pause();
+      socket.unshift(head);
       if (isH2) {
-        // The HTTP/2 session reads the socket's native handle and would never
-        // see the bytes we already consumed: hand it a stream that replays them.
-        h2.emit("connection", replayingStream(socket, head));
+        // The session reads what is buffered (the preface) on its next tick,
+        // then the native handle: no JavaScript stream in between.
+        h2.emit("connection", socket);
       } else {
-        socket.unshift(head);
         h1.emit("connection", socket);
+        socket.resume();
       }
-      socket.resume();
     };
     socket.on("data", route);
   });
@@ -117,33 +126,4 @@ export async function listen(opts: {
     },
     closed,
   };
-}
-
-/** A duplex over `socket` whose readable side starts with `head`. */
-function replayingStream(socket: net.Socket, head: Buffer): Duplex {
-  const stream = new Duplex({
-    read() {
-      socket.resume();
-    },
-    write(chunk: Buffer, _enc, cb) {
-      socket.write(chunk, cb);
-    },
-    final(cb) {
-      socket.end(cb);
-    },
-    destroy(err, cb) {
-      socket.destroy(err ?? undefined);
-      cb(err);
-    },
-  });
-  stream.push(head);
-  socket.on("data", (d: Buffer) => {
-    if (!stream.push(d)) socket.pause();
-  });
-  socket.on("end", () => stream.push(null));
-  socket.on("close", () => stream.destroy());
-  // http2 reads these off the socket it is given.
-  Object.assign(stream, { remoteAddress: socket.remoteAddress, remotePort: socket.remotePort, encrypted: false });
-  stream.on("error", () => {});
-  return stream;
 }
