@@ -141,40 +141,73 @@ export function admissionMetrics(controller: { stats(): { inFlight: number; queu
   return m;
 }
 
-const bulkheads = new Set<{ stats(): { name: string; inUse: number; queued: number } }>();
+/**
+ * One limiter of the isolation layer: a dependency's slots for one method
+ * class (packages/runtime/src/isolation-interceptor.ts), read at scrape time.
+ */
+export interface IsolationGaugeSource {
+  readonly dependency: string;
+  readonly methodClass: string;
+  snapshot(): { inUse: number; queued: number; limit: number; latencyMs: { recent: number; baseline: number } };
+}
+
+const isolationSources = new Set<IsolationGaugeSource>();
+
+type IsolationSnapshot = ReturnType<IsolationGaugeSource["snapshot"]>;
+
+/** A per-class gauge of every watched limiter, read at scrape time. */
+function isolationGauge(read: (s: IsolationSnapshot) => number) {
+  return function collect(this: Gauge<"dependency" | "class">) {
+    for (const s of isolationSources) this.set({ dependency: s.dependency, class: s.methodClass }, read(s.snapshot()));
+  };
+}
 
 export function isolationMetrics() {
+  const labelNames = ["dependency", "class"] as const;
   once("bulkhead_in_use", () =>
-    new Gauge({
-      name: "bulkhead_in_use",
-      help: "Calls to a dependency holding a bulkhead slot.",
-      labelNames: ["dependency"],
-      collect() {
-        for (const b of bulkheads) this.set({ dependency: b.stats().name }, b.stats().inUse);
-      },
-    }),
+    new Gauge({ name: "bulkhead_in_use", help: "Calls to a dependency holding a bulkhead slot, per method class.", labelNames, collect: isolationGauge((s) => s.inUse) }),
   );
   once("bulkhead_queued", () =>
+    new Gauge({ name: "bulkhead_queued", help: "Calls to a dependency waiting for a bulkhead slot, per method class.", labelNames, collect: isolationGauge((s) => s.queued) }),
+  );
+  once("bulkhead_limit", () =>
     new Gauge({
-      name: "bulkhead_queued",
-      help: "Calls to a dependency waiting for a bulkhead slot.",
-      labelNames: ["dependency"],
+      name: "bulkhead_limit",
+      help: "Current concurrency limit of a dependency's method class: adaptive (moves within [min, max] with the latency it observes) or fixed.",
+      labelNames,
+      collect: isolationGauge((s) => s.limit),
+    }),
+  );
+  once("bulkhead_latency_seconds", () =>
+    new Gauge({
+      name: "bulkhead_latency_seconds",
+      help: "Latency the adaptive limit measures per dependency and method class: window=recent (short window) and window=baseline (long-window, no-load).",
+      labelNames: ["dependency", "class", "window"],
       collect() {
-        for (const b of bulkheads) this.set({ dependency: b.stats().name }, b.stats().queued);
+        for (const s of isolationSources) {
+          const { latencyMs } = s.snapshot();
+          this.set({ dependency: s.dependency, class: s.methodClass, window: "recent" }, latencyMs.recent / 1000);
+          this.set({ dependency: s.dependency, class: s.methodClass, window: "baseline" }, latencyMs.baseline / 1000);
+        }
       },
     }),
   );
   return {
-    watchBulkhead(b: { stats(): { name: string; inUse: number; queued: number } }) {
-      bulkheads.add(b);
+    watchIsolation(source: IsolationGaugeSource) {
+      isolationSources.add(source);
     },
     bulkheadRejected: once(
       "bulkhead_rejected_total",
-      () => new Counter({ name: "bulkhead_rejected_total", help: "Calls refused by a dependency's bulkhead, by reason (full, deadline, canceled).", labelNames: ["dependency", "reason"] }),
+      () =>
+        new Counter({
+          name: "bulkhead_rejected_total",
+          help: "Calls refused by a dependency's bulkhead, by method class and reason (full, expected_wait, deadline, canceled).",
+          labelNames: ["dependency", "class", "reason"],
+        }),
     ),
     bulkheadWait: once(
       "bulkhead_queue_wait_seconds",
-      () => new Histogram({ name: "bulkhead_queue_wait_seconds", help: "Time a call waited for a bulkhead slot.", labelNames: ["dependency"], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1] }),
+      () => new Histogram({ name: "bulkhead_queue_wait_seconds", help: "Time a call waited for a bulkhead slot.", labelNames: ["dependency", "class"], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1] }),
     ),
     breakerState: once(
       "circuit_breaker_state",
