@@ -49,8 +49,24 @@ export function runMain(service: string, start: () => Promise<RunningServer>): v
   start().then(
     (s) => {
       server = s;
-      process.send?.({ type: "ready", service, port: s.port, adminPort: s.adminPort } satisfies ReadyMessage);
-      if (stopping) stop("signal during start-up");
+      if (stopping) {
+        stop("signal during start-up");
+        return;
+      }
+      // Listening now (health answers NOT_SERVING); "ready" keeps meaning
+      // "serves", so it waits for the service's start-up work (serve()'s
+      // `startup`, e.g. migrations waiting for the database).
+      s.ready.then(
+        () => {
+          if (!stopping) process.send?.({ type: "ready", service, port: s.port, adminPort: s.adminPort } satisfies ReadyMessage);
+        },
+        (e: unknown) => {
+          if (stopping) return;
+          stopping = true;
+          process.stderr.write(`[${service}] failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+          s.shutdown("start-up failed").finally(() => process.exit(1));
+        },
+      );
     },
     (e: unknown) => {
       if (e instanceof ConfigError) {

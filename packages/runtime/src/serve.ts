@@ -44,6 +44,13 @@ export interface ServeOptions {
   criticality?: CriticalityPolicy;
   /** Called after the last request has finished: close pools here. */
   onShutdown?: () => Promise<void>;
+  /**
+   * Work that must finish before the service is ready (migrations, the first
+   * database connection). Meanwhile the ports are open, health says
+   * NOT_SERVING and every other RPC is answered UNAVAILABLE
+   * "starting: waiting for <waitingFor>"; `RunningServer.ready` settles with it.
+   */
+  startup?: { ready: Promise<void>; waitingFor: string };
 }
 
 export interface RunningServer {
@@ -51,6 +58,8 @@ export interface RunningServer {
   readonly adminPort: number;
   readonly logger: Logger;
   readonly health: HealthState;
+  /** Resolves once the server serves (after `startup.ready`); rejects when start-up failed. */
+  readonly ready: Promise<void>;
   /** Drains (bounded by DRAIN_TIMEOUT_MS), then closes everything. Idempotent. */
   shutdown(reason?: string): Promise<void>;
 }
@@ -72,6 +81,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const intake = opts.intake?.enabled && config.profile.kind === "platform" ? createIntake(opts.intake, logger) : undefined;
 
   let inFlight = 0;
+  let starting = opts.startup !== undefined;
   /** Arrival tokens of requests that reached the interceptors (and so got their own log line). */
   const handled = new Set<string>();
   let drained: (() => void) | undefined;
@@ -157,6 +167,10 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         }
       });
       if (!passesEdge(req, res)) return;
+      if (starting && !(req.url ?? "").startsWith("/grpc.health.v1.Health/")) {
+        writeRpcError(req, res, Code.Unavailable, `starting: waiting for ${opts.startup?.waitingFor}`);
+        return;
+      }
       inFlight++;
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
@@ -183,10 +197,18 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     },
   });
 
-  health.setAll(true);
-  logger.info({ port: main.port, adminPort: admin.port }, "serving");
-
   let shuttingDown: Promise<void> | undefined;
+  const ready = (async () => {
+    if (opts.startup) {
+      logger.info({ port: main.port, adminPort: admin.port }, `listening; not ready: waiting for ${opts.startup.waitingFor}`);
+      await opts.startup.ready;
+      starting = false;
+    }
+    if (shuttingDown) return;
+    health.setAll(true);
+    logger.info({ port: main.port, adminPort: admin.port }, "serving");
+  })();
+  ready.catch(() => {}); // the caller (runMain) handles it
   const shutdown = (reason = "shutdown") => {
     shuttingDown ??= (async () => {
       logger.info({ reason, inFlight }, "shutting down: refusing new requests, draining in-flight ones");
@@ -212,5 +234,5 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     return shuttingDown;
   };
 
-  return { port: main.port, adminPort: admin.port, logger, health, shutdown };
+  return { port: main.port, adminPort: admin.port, logger, health, ready, shutdown };
 }
