@@ -33,6 +33,7 @@ it("exports the curated public surface", () => {
     "retryAfterHeader",
     "LatencyEstimate",
     "Bulkhead",
+    "AdaptiveLimit",
     "CircuitBreaker",
     "isDependencyFailure",
     "localRejection",

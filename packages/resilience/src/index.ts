@@ -35,6 +35,7 @@ export {
   type BulkheadRejectReason,
   type BulkheadStats,
 } from "./bulkhead.js";
+export { AdaptiveLimit, type AdaptiveLimitOptions, type AdaptiveLimitSnapshot, type LimitSample } from "./adaptive-limit.js";
 export {
   CircuitBreaker,
   isDependencyFailure,
