@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type BulkheadEvent, Bulkhead, type BulkheadOptions } from "./bulkhead.js";
+import { AdaptiveLimit } from "./adaptive-limit.js";
+import { type BulkheadEvent, Bulkhead, type BulkheadOptions, type ConcurrencyLimiter, type Release } from "./bulkhead.js";
 import { localRejection } from "./local-rejection.js";
 import { FakeScheduler, type Scheduler } from "./scheduler.js";
 
@@ -65,7 +66,7 @@ describe("Bulkhead", () => {
     );
   });
 
-  it("rejects at once with RESOURCE_EXHAUSTED when all slots are busy and the queue is full", async () => {
+  it("rejects at once with UNAVAILABLE and a pushback hint when all slots are busy and the queue is full", async () => {
     const { bulkhead, events } = setup();
     await bulkhead.acquire();
     await bulkhead.acquire();
@@ -73,7 +74,9 @@ describe("Bulkhead", () => {
     void bulkhead.acquire();
     const err = await bulkhead.acquire().catch((e: unknown) => e);
     assertConnectError(err, Code.Unavailable, /^pricing-db: bulkhead full \(2 in use, 2 queued\)$/);
-    assert.deepEqual(localRejection(err), { kind: "bulkhead_full", dependency: "pricing-db" });
+    // No history yet: the hint is the 1 ms floor ("0" would read as "at once").
+    assert.deepEqual(localRejection(err), { kind: "bulkhead_full", dependency: "pricing-db", retryAfterMs: 1 });
+    assert.equal((err as ConnectError).metadata.get("grpc-retry-pushback-ms"), "1");
     assert.equal(bulkhead.stats().rejected, 1);
     assert.equal(bulkhead.stats().rejectedByReason.full, 1);
     assert.deepEqual(events.at(-1), { type: "rejected", bulkhead: "pricing-db", reason: "full", waitedMs: 0 });
@@ -246,10 +249,154 @@ describe("Bulkhead", () => {
     r();
   });
 
+  describe("expected wait", () => {
+    /** Gives the bulkhead a hold-time history of `ms` per call. */
+    async function history(bulkhead: Bulkhead, clock: FakeScheduler, ms: number, calls = 20) {
+      for (let i = 0; i < calls; i++) {
+        const r = await bulkhead.acquire();
+        clock.advance(ms);
+        r();
+      }
+    }
+
+    it("refuses before queueing when service time x position / limit exceeds the time left, with that wait as pushback", async () => {
+      const { bulkhead, clock, events } = setup({ maxConcurrent: 2, maxQueue: 10 });
+      await history(bulkhead, clock, 100);
+      await bulkhead.acquire();
+      await bulkhead.acquire();
+      // Position 1: 100 x 1 / 2 = 50 ms; fits in 60.
+      const first = watch(bulkhead.acquire({ deadlineAt: clock.now() + 60 }));
+      // Position 2: 100 ms; does not fit in 60.
+      const err = await bulkhead.acquire({ deadlineAt: clock.now() + 60 }).catch((e: unknown) => e);
+      assertConnectError(err, Code.Unavailable, /^pricing-db: expected wait for a slot 100 ms exceeds the 60 ms left \(2 in use, 1 queued\)$/);
+      assert.deepEqual(localRejection(err), { kind: "bulkhead_expected_wait", dependency: "pricing-db", retryAfterMs: 100 });
+      assert.equal((err as ConnectError).metadata.get("grpc-retry-pushback-ms"), "100");
+      assert.equal((err as ConnectError).metadata.get("retry-after"), "1");
+      assert.equal(first.state, "pending");
+      assert.equal(bulkhead.stats().queued, 1, "the refused call never queued");
+      assert.equal(bulkhead.stats().rejectedByReason.expected_wait, 1);
+      assert.deepEqual(events.at(-1), { type: "rejected", bulkhead: "pricing-db", reason: "expected_wait", waitedMs: 0 });
+      // Without a deadline there is nothing to compare with: it queues.
+      const patient = watch(bulkhead.acquire());
+      await flush();
+      assert.equal(patient.state, "pending");
+      assert.equal(bulkhead.stats().queued, 2);
+    });
+
+    it("counts the age of calls still running, so a dependency that stopped answering looks slow before anything finishes", async () => {
+      const { bulkhead, clock } = setup({ maxConcurrent: 1, maxQueue: 10 });
+      await history(bulkhead, clock, 5);
+      await bulkhead.acquire(); // never finishes
+      void bulkhead.acquire().catch(() => {}); // waits at position 1
+      clock.advance(1_000);
+      assert.equal(bulkhead.stats().serviceMs, 1_000);
+      const err = await bulkhead.acquire({ deadlineAt: clock.now() + 500 }).catch((e: unknown) => e);
+      // Position 2 of limit 1, service time >= 1000 ms: 2000 ms.
+      assertConnectError(err, Code.Unavailable, /expected wait for a slot 2000 ms exceeds the 500 ms left \(1 in use, 1 queued\)/);
+    });
+
+    it("gives a full bulkhead's refusal the wait the next position would have", async () => {
+      const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 1 });
+      await history(bulkhead, clock, 40);
+      await bulkhead.acquire();
+      await bulkhead.acquire();
+      void bulkhead.acquire();
+      const err = await bulkhead.acquire().catch((e: unknown) => e);
+      assertConnectError(err, Code.Unavailable, /bulkhead full/);
+      assert.equal(localRejection(err)?.retryAfterMs, 40); // 40 x 2 / 2
+    });
+  });
+
+  describe("with a limiter", () => {
+    class ManualLimit implements ConcurrencyLimiter {
+      samples: { durationMs: number; inFlight: number; dropped?: boolean }[] = [];
+      constructor(public value: number) {}
+      limit() {
+        return this.value;
+      }
+      onSample(s: { durationMs: number; inFlight: number; dropped?: boolean }) {
+        this.samples.push(s);
+      }
+    }
+
+    it("takes its concurrency from the limiter at every decision", async () => {
+      const clock = new FakeScheduler();
+      const limiter = new ManualLimit(2);
+      const bulkhead = new Bulkhead({ name: "pricing", limiter, maxQueue: 10, clock, scheduler: clock });
+      const r1 = await bulkhead.acquire();
+      const r2 = await bulkhead.acquire();
+      const third = watch(bulkhead.acquire());
+      await flush();
+      assert.equal(third.state, "pending");
+      assert.equal(bulkhead.stats().maxConcurrent, 2);
+      // Shrinks: running calls keep their slots; a freed slot is not handed on.
+      limiter.value = 1;
+      r1();
+      await flush();
+      assert.equal(third.state, "pending");
+      assert.equal(bulkhead.stats().inUse, 1);
+      // Grows again: the next release hands out every slot the limit allows.
+      limiter.value = 3;
+      const fourth = watch(bulkhead.acquire());
+      r2();
+      await flush();
+      assert.equal(third.state, "fulfilled");
+      assert.equal(fourth.state, "fulfilled");
+      assert.equal(bulkhead.stats().inUse, 2);
+    });
+
+    it("feeds it each call's hold time and in-flight count: successes and timeouts, not ignored outcomes", async () => {
+      const clock = new FakeScheduler();
+      const limiter = new ManualLimit(4);
+      const bulkhead = new Bulkhead({ name: "pricing", limiter, maxQueue: 0, clock, scheduler: clock });
+      const a = await bulkhead.acquire();
+      const b = await bulkhead.acquire();
+      const c = await bulkhead.acquire();
+      clock.advance(10);
+      a("ok");
+      clock.advance(10);
+      b("dropped");
+      c("ignored");
+      await bulkhead.run(async () => clock.advance(7));
+      await bulkhead.run(async () => Promise.reject(new Error("refused below"))).catch(() => {});
+      assert.deepEqual(limiter.samples, [
+        { durationMs: 10, inFlight: 3, dropped: false },
+        { durationMs: 20, inFlight: 2, dropped: true },
+        { durationMs: 7, inFlight: 1, dropped: false },
+      ]);
+    });
+
+    it("with an AdaptiveLimit: slow calls shrink the slots a dependency gets, fast ones give them back", async () => {
+      const clock = new FakeScheduler();
+      const limiter = new AdaptiveLimit({ minLimit: 2, maxLimit: 16, initialLimit: 8, clock, windowMs: 10, minWindowSamples: 4 });
+      const bulkhead = new Bulkhead({ name: "pricing", limiter, maxQueue: 0, clock, scheduler: clock });
+      /** `n` rounds of the limit's worth of concurrent calls that each take `ms`. */
+      async function rounds(n: number, ms: number) {
+        for (let i = 0; i < n; i++) {
+          const held: Release[] = [];
+          for (let k = 0; k < bulkhead.limit(); k++) held.push(await bulkhead.acquire());
+          clock.advance(ms);
+          for (const r of held) r("ok");
+        }
+      }
+      await rounds(40, 5);
+      const healthy = bulkhead.limit();
+      assert.ok(healthy >= 8);
+      await rounds(20, 200);
+      assert.equal(bulkhead.limit(), 2, "slow: down to the minimum");
+      const held = [await bulkhead.acquire(), await bulkhead.acquire()];
+      await assert.rejects(bulkhead.acquire(), /bulkhead full \(2 in use, 0 queued\)/);
+      for (const r of held) r("ok");
+      await rounds(100, 5);
+      assert.ok(bulkhead.limit() >= healthy, `recovered: ${bulkhead.limit()} >= ${healthy}`);
+    });
+  });
+
   it("refuses nonsensical limits", () => {
     const clock = new FakeScheduler();
     assert.throws(() => new Bulkhead({ name: "x", maxConcurrent: 0, maxQueue: 1, clock }), RangeError);
     assert.throws(() => new Bulkhead({ name: "x", maxConcurrent: 1.5, maxQueue: 1, clock }), RangeError);
     assert.throws(() => new Bulkhead({ name: "x", maxConcurrent: 1, maxQueue: -1, clock }), RangeError);
+    assert.throws(() => new Bulkhead({ name: "x", maxQueue: 1, clock }), RangeError, "neither a fixed limit nor a limiter");
   });
 });

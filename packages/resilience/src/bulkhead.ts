@@ -1,7 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Clock } from "./clock.js";
+import { LatencyEstimate } from "./latency-estimate.js";
 import { Listeners } from "./listeners.js";
 import { type LocalRejectionKind, markLocalRejection } from "./local-rejection.js";
+import { pushbackHeaders } from "./pushback.js";
 import { type Scheduler, systemScheduler } from "./scheduler.js";
 
 /**
@@ -11,19 +13,43 @@ import { type Scheduler, systemScheduler } from "./scheduler.js";
  *
  * Bounded means the queue has a limit (size it as tolerable wait x
  * throughput) and that a full bulkhead says so at once with
- * RESOURCE_EXHAUSTED, instead of letting callers wait for work that will
+ * UNAVAILABLE, instead of letting callers wait for work that will
  * finish after they have given up. Waiting work whose deadline passes, or
  * whose caller goes away, leaves the queue, and when a slot frees entries
  * that have already expired are dropped rather than started (invariant 7).
  *
  * Connect transports queue silently beyond HTTP/2's max concurrent streams,
  * so this limiter, not the transport, is what bounds a dependency.
+ *
+ * The number of slots is fixed (`maxConcurrent`) or comes from a `limiter`
+ * (an `AdaptiveLimit`), which the bulkhead feeds with each call's hold time
+ * and outcome and asks again at every decision: when the limit shrinks,
+ * calls already running keep their slots and new ones wait or are refused.
+ *
+ * A call is refused before it queues when the wait it can expect exceeds
+ * its deadline (reason "expected_wait"): expected wait = service time x
+ * queue position / limit, where service time is the larger of the mean hold
+ * time of recent calls and the age of the oldest call still running (a
+ * dependency that has stopped answering has no recent hold times, but its
+ * running calls get older). Such a refusal, and a full bulkhead's, carries a
+ * pushback hint (`grpc-retry-pushback-ms`, `retry-after`, and `retryAfterMs`
+ * on the local-rejection mark): that same expected wait.
  */
+
+/** What the bulkhead needs of an adaptive limit (`AdaptiveLimit` is one). */
+export interface ConcurrencyLimiter {
+  /** Calls allowed at once now (an integer >= 1). */
+  limit(): number;
+  onSample(sample: { durationMs: number; inFlight: number; dropped?: boolean }): void;
+}
+
 export interface BulkheadOptions {
   /** The dependency; prefixes every error message and labels every event. */
   name: string;
-  /** Calls allowed to run at once (>= 1). */
-  maxConcurrent: number;
+  /** Calls allowed to run at once (>= 1): a fixed limit. Required unless `limiter` is given. */
+  maxConcurrent?: number;
+  /** Where the limit comes from instead (e.g. an `AdaptiveLimit`); fed with every finished call. */
+  limiter?: ConcurrencyLimiter;
   /** Calls allowed to wait for a slot (>= 0; 0 rejects as soon as all slots are busy). */
   maxQueue: number;
   clock: Clock;
@@ -44,10 +70,16 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
-/** Releases a slot. Idempotent: calling it again does nothing. */
-export type Release = () => void;
+/**
+ * Releases a slot. Idempotent: calling it again does nothing. The outcome
+ * feeds the limiter: "ok" (default) and "dropped" (ran out of time) are
+ * latency samples; "ignored" (e.g. an error that came back at once) is not.
+ */
+export type Release = (outcome?: ReleaseOutcome) => void;
 
-export type BulkheadRejectReason = "full" | "deadline" | "canceled";
+export type ReleaseOutcome = "ok" | "dropped" | "ignored";
+
+export type BulkheadRejectReason = "full" | "expected_wait" | "deadline" | "canceled";
 
 export type BulkheadEvent =
   | { type: "acquired"; bulkhead: string; /** 0 when a slot was free at once. */ waitedMs: number }
@@ -57,8 +89,11 @@ export type BulkheadEvent =
 
 export interface BulkheadStats {
   name: string;
+  /** The limit now (fixed, or the limiter's current one). */
   maxConcurrent: number;
   maxQueue: number;
+  /** Service time used for expected waits: max(mean hold time, oldest running call's age); 0 without history. */
+  serviceMs: number;
   inUse: number;
   queued: number;
   /** Cumulative slots granted. */
@@ -80,25 +115,31 @@ interface Waiter {
 
 export class Bulkhead {
   readonly name: string;
-  private readonly maxConcurrent: number;
+  private readonly limiter: ConcurrencyLimiter | undefined;
+  private readonly fixedLimit: number;
   private readonly maxQueue: number;
   private readonly clock: Clock;
   private readonly scheduler: Scheduler;
   private readonly listeners = new Listeners<BulkheadEvent>();
   private readonly queue: Waiter[] = [];
   private inUse = 0;
+  /** When each running call got its slot. */
+  private readonly running = new Set<{ readonly at: number }>();
+  /** Hold times of finished calls, whatever their outcome: how fast slots turn over. */
+  private readonly holdTime = new LatencyEstimate({ alpha: 1 / 4 });
   private acquiredCount = 0;
-  private readonly rejectedByReason: Record<BulkheadRejectReason, number> = { full: 0, deadline: 0, canceled: 0 };
+  private readonly rejectedByReason: Record<BulkheadRejectReason, number> = { full: 0, expected_wait: 0, deadline: 0, canceled: 0 };
 
   constructor(opts: BulkheadOptions) {
-    if (!Number.isInteger(opts.maxConcurrent) || opts.maxConcurrent < 1) {
+    if (opts.limiter === undefined && (!Number.isInteger(opts.maxConcurrent) || (opts.maxConcurrent ?? 0) < 1)) {
       throw new RangeError(`${opts.name}: maxConcurrent must be an integer >= 1, got ${opts.maxConcurrent}`);
     }
     if (!Number.isInteger(opts.maxQueue) || opts.maxQueue < 0) {
       throw new RangeError(`${opts.name}: maxQueue must be an integer >= 0, got ${opts.maxQueue}`);
     }
     this.name = opts.name;
-    this.maxConcurrent = opts.maxConcurrent;
+    this.limiter = opts.limiter;
+    this.fixedLimit = opts.maxConcurrent ?? 1;
     this.maxQueue = opts.maxQueue;
     this.clock = opts.clock;
     this.scheduler = opts.scheduler ?? systemScheduler;
@@ -110,9 +151,16 @@ export class Bulkhead {
     return this.listeners.add(listener);
   }
 
+  /** The limit now: fixed, or the limiter's (never below 1). */
+  limit(): number {
+    return this.limiter ? Math.max(1, Math.floor(this.limiter.limit())) : this.fixedLimit;
+  }
+
   /**
-   * Waits for a slot. Rejects at once with RESOURCE_EXHAUSTED when all slots
-   * are busy and the queue is full, with DEADLINE_EXCEEDED when `deadlineAt`
+   * Waits for a slot. Rejects at once with UNAVAILABLE when all slots
+   * are busy and the queue is full, or when the expected wait for a slot is
+   * longer than the time left before `deadlineAt` (both with a pushback
+   * hint), with DEADLINE_EXCEEDED when `deadlineAt`
    * has passed (before or while queued), with CANCELED when `signal` aborts
    * (DEADLINE_EXCEEDED if its reason is "deadline", as a call scope's is).
    * Every rejection carries a local-rejection mark, so breakers do not count
@@ -125,16 +173,29 @@ export class Bulkhead {
     if (deadlineAt !== undefined && deadlineAt <= now) {
       return Promise.reject(this.rejection("deadline", Code.DeadlineExceeded, "deadline passed before a slot was free", 0));
     }
-    if (this.inUse < this.maxConcurrent && this.queue.length === 0) {
+    const limit = this.limit();
+    if (this.inUse < limit && this.queue.length === 0) {
       return Promise.resolve(this.grant(0));
     }
+    // UNAVAILABLE, not RESOURCE_EXHAUSTED: the dependency is saturated, we
+    // are not. The edge's intake controller reads RESOURCE_EXHAUSTED as
+    // "this system is overloaded" and must not cut all traffic because one
+    // dependency is slow.
+    const expectedWaitMs = this.expectedWaitMs(this.queue.length + 1, limit, now);
     if (this.queue.length >= this.maxQueue) {
       return Promise.reject(
-        // UNAVAILABLE, not RESOURCE_EXHAUSTED: the dependency is saturated,
-        // we are not. The edge's intake controller reads RESOURCE_EXHAUSTED
-        // as "this system is overloaded" and must not cut all traffic because
-        // one dependency is slow.
-        this.rejection("full", Code.Unavailable, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0),
+        this.rejection("full", Code.Unavailable, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0, expectedWaitMs),
+      );
+    }
+    if (deadlineAt !== undefined && now + expectedWaitMs > deadlineAt) {
+      return Promise.reject(
+        this.rejection(
+          "expected_wait",
+          Code.Unavailable,
+          `expected wait for a slot ${Math.ceil(expectedWaitMs)} ms exceeds the ${Math.max(0, Math.floor(deadlineAt - now))} ms left (${this.inUse} in use, ${this.queue.length} queued)`,
+          0,
+          expectedWaitMs,
+        ),
       );
     }
     return new Promise<Release>((resolve, reject) => {
@@ -160,48 +221,73 @@ export class Bulkhead {
     });
   }
 
-  /** Runs `fn` in a slot, releasing it when `fn` settles, whatever the outcome. */
+  /** Runs `fn` in a slot, releasing it when `fn` settles, whatever the outcome (a failure is not a latency sample). */
   async run<T>(fn: () => Promise<T>, opts?: AcquireOptions): Promise<T> {
     const release = await this.acquire(opts);
+    let outcome: ReleaseOutcome = "ignored";
     try {
-      return await fn();
+      const result = await fn();
+      outcome = "ok";
+      return result;
     } finally {
-      release();
+      release(outcome);
     }
+  }
+
+  /**
+   * How long a call at `position` in the queue (1 = next) can expect to
+   * wait: service time x position / limit (slots free at limit / service
+   * time per ms on average). 0 without any history.
+   */
+  expectedWaitMs(position: number, limit = this.limit(), now = this.clock.now()): number {
+    return (this.serviceMs(now) * position) / limit;
   }
 
   stats(): BulkheadStats {
     const r = this.rejectedByReason;
     return {
       name: this.name,
-      maxConcurrent: this.maxConcurrent,
+      maxConcurrent: this.limit(),
       maxQueue: this.maxQueue,
+      serviceMs: this.serviceMs(this.clock.now()),
       inUse: this.inUse,
       queued: this.queue.length,
       acquired: this.acquiredCount,
-      rejected: r.full + r.deadline + r.canceled,
+      rejected: r.full + r.expected_wait + r.deadline + r.canceled,
       rejectedByReason: { ...r },
     };
+  }
+
+  private serviceMs(now: number): number {
+    let oldest = now;
+    for (const r of this.running) oldest = Math.min(oldest, r.at);
+    return Math.max(this.holdTime.meanMs(), now - oldest);
   }
 
   private grant(waitedMs: number): Release {
     this.inUse++;
     this.acquiredCount++;
-    const acquiredAt = this.clock.now();
+    const slot = { at: this.clock.now() };
+    this.running.add(slot);
     let released = false;
     this.listeners.emit({ type: "acquired", bulkhead: this.name, waitedMs });
-    return () => {
+    return (outcome: ReleaseOutcome = "ok") => {
       if (released) return;
       released = true;
+      const heldMs = this.clock.now() - slot.at;
+      const inFlight = this.inUse;
       this.inUse--;
-      this.listeners.emit({ type: "released", bulkhead: this.name, heldMs: this.clock.now() - acquiredAt });
+      this.running.delete(slot);
+      this.holdTime.observe(heldMs);
+      if (outcome !== "ignored") this.limiter?.onSample({ durationMs: heldMs, inFlight, dropped: outcome === "dropped" });
+      this.listeners.emit({ type: "released", bulkhead: this.name, heldMs });
       this.drain();
     };
   }
 
   /** Hands free slots to queued entries in FIFO order, dropping those that can no longer start. */
   private drain(): void {
-    while (this.inUse < this.maxConcurrent) {
+    while (this.inUse < this.limit()) {
       const waiter = this.queue.shift();
       if (waiter === undefined) return;
       waiter.cleanup();
@@ -238,11 +324,24 @@ export class Bulkhead {
       : this.rejection("canceled", Code.Canceled, `caller went away ${when}`, waitedMs);
   }
 
-  private rejection(reason: BulkheadRejectReason, code: Code, message: string, waitedMs: number): ConnectError {
+  private rejection(reason: BulkheadRejectReason, code: Code, message: string, waitedMs: number, retryAfterMs?: number): ConnectError {
     this.rejectedByReason[reason]++;
     this.listeners.emit({ type: "rejected", bulkhead: this.name, reason, waitedMs });
-    const kind: LocalRejectionKind =
-      reason === "full" ? "bulkhead_full" : reason === "deadline" ? "bulkhead_deadline" : "bulkhead_canceled";
-    return markLocalRejection(new ConnectError(`${this.name}: ${message}`, code), { kind, dependency: this.name });
+    const kind: LocalRejectionKind = rejectionKinds[reason];
+    if (retryAfterMs === undefined) return markLocalRejection(new ConnectError(`${this.name}: ${message}`, code), { kind, dependency: this.name });
+    // At least 1 ms: "0" would read as "come back at once".
+    const hintMs = Math.max(1, Math.ceil(retryAfterMs));
+    return markLocalRejection(new ConnectError(`${this.name}: ${message}`, code, pushbackHeaders(hintMs)), {
+      kind,
+      dependency: this.name,
+      retryAfterMs: hintMs,
+    });
   }
 }
+
+const rejectionKinds: Record<BulkheadRejectReason, LocalRejectionKind> = {
+  full: "bulkhead_full",
+  expected_wait: "bulkhead_expected_wait",
+  deadline: "bulkhead_deadline",
+  canceled: "bulkhead_canceled",
+};

@@ -29,8 +29,10 @@ export { LatencyEstimate, type LatencyEstimateOptions } from "./latency-estimate
 export {
   Bulkhead,
   type BulkheadOptions,
+  type ConcurrencyLimiter,
   type AcquireOptions,
   type Release,
+  type ReleaseOutcome,
   type BulkheadEvent,
   type BulkheadRejectReason,
   type BulkheadStats,

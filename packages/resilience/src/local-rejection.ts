@@ -13,6 +13,8 @@
 export type LocalRejectionKind =
   /** All slots busy and the wait queue full. */
   | "bulkhead_full"
+  /** The wait to expect for a slot is longer than the time left before the deadline. */
+  | "bulkhead_expected_wait"
   /** The deadline passed before a slot became free. */
   | "bulkhead_deadline"
   /** The caller went away while waiting for a slot. */
