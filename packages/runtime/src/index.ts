@@ -15,7 +15,7 @@ export { serve, type ServeOptions, type RunningServer } from "./serve.js";
 export { runMain, exitConfigError, type ReadyMessage } from "./run-main.js";
 export { createDependencyClient, type DependencyClientOptions } from "./dependency-client.js";
 export { forwardService, type ForwardedCallOptions } from "./forward-service.js";
-export { readDependencyConfig, type DependencyConfig } from "./dependency-config.js";
+export { readDependencyConfig, defaultIsolation, type DependencyConfig, type IsolationDefaults } from "./dependency-config.js";
 export type { IsolationConfig, BreakerConfig } from "./isolation-interceptor.js";
 export { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";
 export { codeLabel } from "./code-label.js";

@@ -1,12 +1,26 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
-import { isolationInterceptor } from "./isolation-interceptor.js";
+import { FakeScheduler, runInScope, type CallScope } from "@platform/resilience";
+import { classOf, isolationInterceptor, type IsolationConfig } from "./isolation-interceptor.js";
+import { register } from "./metrics.js";
 
-const config = { maxConcurrent: 4, maxQueue: 4, breaker: { volumeThreshold: 5, errorThresholdPercentage: 50, windowMs: 10_000, resetTimeoutMs: 60_000 } };
+const config: IsolationConfig = { maxConcurrent: 4, maxQueue: 4, breaker: { volumeThreshold: 5, errorThresholdPercentage: 50, windowMs: 10_000, resetTimeoutMs: 60_000 } };
 
-function call(method: string) {
-  return { method: { name: method } } as unknown as UnaryRequest;
+function call(method: string, idempotency?: IdempotencyLevel) {
+  return { method: { name: method, ...(idempotency !== undefined ? { idempotency } : {}) } } as unknown as UnaryRequest;
+}
+
+const read = (method: string) => call(method, IdempotencyLevel.NO_SIDE_EFFECTS);
+
+function scopeUntil(clock: FakeScheduler, deadlineAt: number): CallScope {
+  return { deadlineAt, clock, signal: new AbortController().signal, requestId: "r", procedure: "/x.v1.X/Y" };
+}
+
+async function gauge(name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const m = await register.getSingleMetric(name)?.get();
+  return m?.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value;
 }
 
 test("breakers are per method: a failing method is cut off, a working one on the same dependency is not", async () => {
@@ -19,13 +33,15 @@ test("breakers are per method: a failing method is cut off, a working one on the
   const intercepted = isolationInterceptor("orders-test", config, 0)(next as never);
   for (let i = 0; i < 10; i++) await intercepted(call("CreateOrder")).catch(() => {});
   const before = reached.filter((m) => m === "CreateOrder").length;
-  await assert.rejects(intercepted(call("CreateOrder")), (e: ConnectError) => e.code === Code.Unavailable && /CreateOrder: circuit open/.test(e.rawMessage));
+  const err = await intercepted(call("CreateOrder")).catch((e: unknown) => ConnectError.from(e));
+  assert.ok(err instanceof ConnectError && err.code === Code.Unavailable && /CreateOrder: circuit open/.test(err.rawMessage));
+  assert.ok(Number(err.metadata.get("grpc-retry-pushback-ms")) > 0, "an open breaker says when its next trial is");
   assert.equal(reached.filter((m) => m === "CreateOrder").length, before, "an open breaker does not call");
   await intercepted(call("GetOrder"));
   assert.equal(reached.at(-1), "GetOrder", "the other method still reaches the dependency");
 });
 
-test("a full bulkhead refuses at once, naming the dependency, without counting against the breaker", async () => {
+test("a full bulkhead refuses at once, naming the dependency and class, with a pushback hint, without counting against the breaker", async () => {
   let release!: () => void;
   const hold = new Promise<void>((r) => (release = r));
   const next = async (): Promise<UnaryResponse> => {
@@ -33,11 +49,89 @@ test("a full bulkhead refuses at once, naming the dependency, without counting a
     return {} as UnaryResponse;
   };
   const intercepted = isolationInterceptor("pricing-test", { ...config, maxConcurrent: 1, maxQueue: 0 }, 0)(next as never);
-  const first = intercepted(call("GetPrices"));
+  const first = intercepted(read("GetPrices"));
   for (let i = 0; i < 10; i++) {
-    await assert.rejects(intercepted(call("GetPrices")), (e: ConnectError) => e.code === Code.Unavailable && /pricing-test: bulkhead full/.test(e.rawMessage));
+    await assert.rejects(
+      intercepted(read("GetPrices")),
+      (e: ConnectError) => e.code === Code.Unavailable && /^pricing-test \(read calls\): bulkhead full/.test(e.rawMessage) && e.metadata.has("grpc-retry-pushback-ms"),
+    );
   }
   release();
   await first;
-  await intercepted(call("GetPrices")); // the breaker did not open on our own refusals
+  await intercepted(read("GetPrices")); // the breaker did not open on our own refusals
+});
+
+test("method classes: reads and writes of one dependency have separate slots, so slow writes cannot starve reads", async () => {
+  const held: (() => void)[] = [];
+  const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
+    if (req.method.name === "CreateOrder") await new Promise<void>((r) => held.push(r));
+    return {} as UnaryResponse;
+  };
+  const intercepted = isolationInterceptor("orders-classes", { ...config, maxConcurrent: 2, maxQueue: 0 }, 0)(next as never);
+  const writes = [intercepted(call("CreateOrder", IdempotencyLevel.IDEMPOTENT)), intercepted(call("CreateOrder", IdempotencyLevel.IDEMPOTENT))];
+  await assert.rejects(intercepted(call("CreateOrder", IdempotencyLevel.IDEMPOTENT)), /orders-classes \(write calls\): bulkhead full/);
+  for (let i = 0; i < 10; i++) await intercepted(read("GetOrder")); // never waits behind the writes
+  assert.equal(await gauge("bulkhead_in_use", { dependency: "orders-classes", class: "write" }), 2);
+  assert.equal(await gauge("bulkhead_in_use", { dependency: "orders-classes", class: "read" }), 0);
+  for (const r of held) r();
+  await Promise.all(writes);
+});
+
+test("a method's class comes from the map first, then from its idempotency option", () => {
+  assert.equal(classOf({ name: "GetOrder", idempotency: IdempotencyLevel.NO_SIDE_EFFECTS }, undefined), "read");
+  assert.equal(classOf({ name: "CreateOrder", idempotency: IdempotencyLevel.IDEMPOTENT }, undefined), "write");
+  assert.equal(classOf({ name: "Anything" }, undefined), "write");
+  assert.equal(classOf({ name: "Export", idempotency: IdempotencyLevel.NO_SIDE_EFFECTS }, { Export: "bulk" }), "bulk");
+});
+
+test("a call that cannot get a slot before its deadline is refused before queueing, with the expected wait as pushback", async () => {
+  const clock = new FakeScheduler(1_000);
+  const held: (() => void)[] = [];
+  const next = async (): Promise<UnaryResponse> => {
+    await new Promise<void>((r) => held.push(r));
+    return {} as UnaryResponse;
+  };
+  const intercepted = isolationInterceptor("pricing-wait", { ...config, limit: "fixed", maxConcurrent: 2, maxQueue: 10 }, 0, { clock, scheduler: clock })(next as never);
+  const running = [intercepted(read("GetPrices")), intercepted(read("GetPrices"))];
+  clock.advance(400); // both have been running 400 ms: service time >= 400 ms
+  // Position 1 of 2 slots: 200 ms expected; 300 ms left fits, 100 ms does not.
+  const queued = runInScope(scopeUntil(clock, clock.now() + 300), () => intercepted(read("GetPrices")));
+  const err = await runInScope(scopeUntil(clock, clock.now() + 100), () => intercepted(read("GetPrices"))).catch((e: unknown) => ConnectError.from(e));
+  assert.ok(err instanceof ConnectError);
+  assert.equal(err.code, Code.Unavailable);
+  assert.match(err.rawMessage, /^pricing-wait \(read calls\): expected wait for a slot 400 ms exceeds the 100 ms left/);
+  assert.equal(err.metadata.get("grpc-retry-pushback-ms"), "400");
+  for (const r of held) r();
+  await Promise.all(running);
+  for (const r of held) r();
+  await queued;
+});
+
+test("adaptive (the default): calls that run out of time shrink their class's limit toward the floor, and it shows as bulkhead_limit", async () => {
+  const clock = new FakeScheduler(1_000);
+  const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
+    if (req.method.name === "GetPrices") {
+      clock.advance(3_000);
+      throw new ConnectError("pricing: no answer before the deadline", Code.DeadlineExceeded);
+    }
+    clock.advance(5);
+    return {} as UnaryResponse;
+  };
+  const cfg = { ...config, maxConcurrent: 16, minConcurrent: 2, breaker: { ...config.breaker, volumeThreshold: 100_000 } };
+  const intercepted = isolationInterceptor("pricing-adaptive", cfg, 0, { clock, scheduler: clock })(next as never);
+  for (let i = 0; i < 200; i++) await intercepted(read("ListProducts")); // 5 ms each: the baseline
+  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "read" }), 16, "starts at the ceiling");
+  const trace: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    await intercepted(read("GetPrices")).catch(() => {});
+    trace.push((await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "read" }))!);
+  }
+  assert.ok(trace.every((x, i) => i === 0 || x <= trace[i - 1]!), `only shrinks: ${trace.join(",")}`);
+  assert.equal(trace.at(-1), 2, `down to the floor: ${trace.join(",")}`);
+  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "read", window: "recent" }), 3);
+  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "read", window: "baseline" }), 0.005);
+  // Fixed limits stay available, and never move.
+  const fixed = isolationInterceptor("pricing-fixed", { ...cfg, limit: "fixed" }, 0, { clock, scheduler: clock })(next as never);
+  for (let i = 0; i < 30; i++) await fixed(read("GetPrices")).catch(() => {});
+  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-fixed", class: "read" }), 16);
 });

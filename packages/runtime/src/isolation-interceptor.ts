@@ -1,12 +1,38 @@
-import type { Interceptor } from "@connectrpc/connect";
-import { Bulkhead, CircuitBreaker, currentScope, systemClock } from "@platform/resilience";
+import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import {
+  AdaptiveLimit,
+  Bulkhead,
+  CircuitBreaker,
+  currentScope,
+  localRejection,
+  pushbackHeaders,
+  systemClock,
+  type Clock,
+  type ReleaseOutcome,
+  type Scheduler,
+} from "@platform/resilience";
 import { isolationMetrics } from "./metrics.js";
 
 export interface IsolationConfig {
-  /** Calls to this dependency in flight at once. */
+  /**
+   * "adaptive" (the default): each method class's limit follows the latency
+   * it observes within [minConcurrent, maxConcurrent] (AdaptiveLimit);
+   * "fixed": maxConcurrent, always.
+   */
+  limit?: "adaptive" | "fixed";
+  /** Calls of one method class in flight at once: the adaptive limit's ceiling, or the fixed limit. */
   maxConcurrent: number;
-  /** Calls waiting for a slot; beyond it they fail at once. */
+  /** The adaptive limit's floor (default: maxConcurrent / 8, at least 1). */
+  minConcurrent?: number;
+  /** Calls of one method class waiting for a slot; beyond it, or when the wait cannot fit the deadline, they fail at once. */
   maxQueue: number;
+  /**
+   * Method name -> class, for methods whose idempotency option does not say
+   * what they cost. Unlisted methods: "read" when the proto marks them
+   * NO_SIDE_EFFECTS, "write" otherwise.
+   */
+  methodClasses?: Record<string, string>;
   breaker: BreakerConfig;
 }
 
@@ -17,32 +43,74 @@ export interface BreakerConfig {
   resetTimeoutMs: number;
 }
 
+/** Test seams; production uses real time. */
+export interface IsolationClock {
+  clock: Clock;
+  scheduler?: Scheduler;
+}
+
 /**
- * Circuit breakers (one per method) and a bulkhead of this dependency's own (invariant 6):
- * a slow dependency exhausts only its own slots, and a failing one is cut
- * off quickly instead of being hammered. One HTTP/2 connection would queue
- * silently beyond the server's stream limit; this limiter is what bounds it.
+ * Circuit breakers (one per method) and bulkheads of this dependency's own,
+ * one per method class (invariant 6): a slow dependency exhausts only its
+ * own slots, a slow method of it only its class's slots (a slow CreateOrder
+ * cannot starve GetOrder behind the same dependency), and a failing one is
+ * cut off quickly instead of being hammered. One HTTP/2 connection would
+ * queue silently beyond the server's stream limit; these limiters are what
+ * bound it. Every service calls its dependencies through this, so the
+ * separation holds at every hop.
+ *
+ * Each class's slots come from an AdaptiveLimit (by default): when the
+ * dependency slows down, the limit shrinks toward what it still serves and
+ * the excess is refused at once, with UNAVAILABLE and a pushback hint,
+ * instead of waiting for a deadline and filling the hops above.
  *
  * An open breaker refuses before a slot is taken. A bulkhead refusal is our
  * own state, not the dependency's health, so it happens outside the
  * breaker: opossum would count an ignored error as a success and dilute the
- * failure rate until the breaker could never open.
+ * failure rate until the breaker could never open. Every refusal of ours
+ * carries a pushback hint (grpc-retry-pushback-ms, retry-after).
  */
-export function isolationInterceptor(dependency: string, config: IsolationConfig, reserveMs: number): Interceptor {
+export function isolationInterceptor(dependency: string, config: IsolationConfig, reserveMs: number, time: IsolationClock = { clock: systemClock }): Interceptor {
   const metrics = isolationMetrics();
-  const bulkhead = new Bulkhead({
-    name: dependency,
-    maxConcurrent: config.maxConcurrent,
-    maxQueue: config.maxQueue,
-    clock: systemClock,
-    onEvent(e) {
-      if (e.type === "rejected") metrics.bulkheadRejected.inc({ dependency, reason: e.reason });
-      if (e.type === "acquired") metrics.bulkheadWait.observe({ dependency }, e.waitedMs / 1000);
-    },
-  });
+  const adaptive = (config.limit ?? "adaptive") === "adaptive";
+  const minConcurrent = Math.min(config.maxConcurrent, config.minConcurrent ?? Math.max(1, Math.floor(config.maxConcurrent / 8)));
+
+  const classes = new Map<string, Bulkhead>();
+  const bulkheadFor = (methodClass: string): Bulkhead => {
+    let b = classes.get(methodClass);
+    if (b) return b;
+    // Starts at the ceiling: a healthy dependency keeps the slots it is
+    // given, and the limit leaves them only when latency says so.
+    const limiter = adaptive ? new AdaptiveLimit({ minLimit: minConcurrent, maxLimit: config.maxConcurrent, initialLimit: config.maxConcurrent, clock: time.clock }) : undefined;
+    const labels = { dependency, class: methodClass };
+    b = new Bulkhead({
+      name: `${dependency} (${methodClass} calls)`,
+      ...(limiter ? { limiter } : { maxConcurrent: config.maxConcurrent }),
+      maxQueue: config.maxQueue,
+      clock: time.clock,
+      ...(time.scheduler ? { scheduler: time.scheduler } : {}),
+      onEvent(e) {
+        if (e.type === "rejected") metrics.bulkheadRejected.inc({ ...labels, reason: e.reason });
+        if (e.type === "acquired") metrics.bulkheadWait.observe(labels, e.waitedMs / 1000);
+      },
+    });
+    const bulkhead = b;
+    metrics.watchIsolation({
+      dependency,
+      methodClass,
+      snapshot() {
+        const s = bulkhead.stats();
+        const l = limiter?.snapshot();
+        return { inUse: s.inUse, queued: s.queued, limit: s.maxConcurrent, latencyMs: { recent: l ? l.recentMs : s.serviceMs, baseline: l?.baselineMs ?? 0 } };
+      },
+    });
+    classes.set(methodClass, b);
+    return b;
+  };
+
   // One breaker per method of the dependency: a method that fails (orders'
   // CreateOrder while pricing is down) must not cut off one that works
-  // (GetOrder, which never needs pricing). The bulkhead stays per dependency.
+  // (GetOrder, which never needs pricing).
   const breakers = new Map<string, CircuitBreaker>();
   const breakerFor = (method: string): CircuitBreaker => {
     let b = breakers.get(method);
@@ -53,7 +121,7 @@ export function isolationInterceptor(dependency: string, config: IsolationConfig
       errorThresholdPercentage: config.breaker.errorThresholdPercentage,
       rollingCountTimeout: config.breaker.windowMs,
       resetTimeout: config.breaker.resetTimeoutMs,
-      clock: systemClock,
+      clock: time.clock,
       onEvent(e) {
         if (e.type === "transition") {
           metrics.breakerTransitions.inc({ dependency, method, from: e.from, to: e.to });
@@ -66,21 +134,60 @@ export function isolationInterceptor(dependency: string, config: IsolationConfig
     breakers.set(method, b);
     return b;
   };
-  metrics.watchBulkhead(bulkhead);
 
   return (next) => async (req) => {
     const breaker = breakerFor(req.method.name);
-    if (breaker.state() === "open") return breaker.execute(() => next(req)); // refuses at once
+    if (breaker.state() === "open") return withPushback(() => breaker.execute(() => next(req))); // refuses at once
     const scope = currentScope();
-    const release = await bulkhead.acquire({
-      ...(scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {}),
-    });
+    const bulkhead = bulkheadFor(classOf(req.method, config.methodClasses));
+    const release = await withPushback(() =>
+      bulkhead.acquire({
+        ...(scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {}),
+      }),
+    );
+    let outcome: ReleaseOutcome = "ignored";
     try {
-      return await breaker.execute(() => next(req));
+      const res = await withPushback(() => breaker.execute(() => next(req)));
+      outcome = "ok";
+      return res;
+    } catch (e) {
+      outcome = ranOutOfTime(e, scope?.signal) ? "dropped" : "ignored";
+      throw e;
     } finally {
-      release();
+      release(outcome);
     }
   };
+}
+
+/**
+ * The method's class: from the map, else from its idempotency option (reads
+ * are usually cheap and must not wait behind writes).
+ */
+export function classOf(method: { name: string; idempotency?: IdempotencyLevel }, methodClasses: Record<string, string> | undefined): string {
+  return methodClasses?.[method.name] ?? (method.idempotency === IdempotencyLevel.NO_SIDE_EFFECTS ? "read" : "write");
+}
+
+/**
+ * A latency sample for the limit: the call ran out of time (its elapsed
+ * time is a lower bound of the latency). Other errors came back with an
+ * answer and say nothing about how long the work takes.
+ */
+function ranOutOfTime(e: unknown, signal: AbortSignal | undefined): boolean {
+  if (signal?.aborted && signal.reason === "deadline") return true;
+  return ConnectError.from(e).code === Code.DeadlineExceeded;
+}
+
+/** Our own refusals (breaker, bulkhead) tell the caller when to come back, if we know. */
+async function withPushback<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    const local = localRejection(e);
+    if (local?.retryAfterMs !== undefined && e instanceof ConnectError && !e.metadata.has("grpc-retry-pushback-ms")) {
+      for (const [k, v] of Object.entries(pushbackHeaders(Math.max(1, local.retryAfterMs)))) e.metadata.set(k, v);
+    }
+    throw e;
+  }
 }
 
 const stateValue = { closed: 0, half_open: 1, open: 2 } as const;
