@@ -1,0 +1,182 @@
+/**
+ * Plain orders: the same work per call as services/orders (idempotency
+ * lookup, prices from pricing outside any transaction, then order, lines and
+ * idempotency record in one transaction), with the statements of
+ * services/orders/src/order-store.ts. Serves gRPC on h2c (PORT); calls
+ * pricing at PRICING_URL.
+ */
+import { randomUUID, createHash } from "node:crypto";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { checkoutV1, ordersV1, pricingV1 } from "@platform/proto";
+import type pg from "pg";
+import { closer, grpcClient, portEnv, requiredEnv, runPlainService, serveH2c } from "./plain-runtime.js";
+import { plainPool, transaction } from "./plain-transaction.js";
+
+const retentionHours = 24;
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function requestHash(req: ordersV1.CreateOrderRequest): string {
+  return createHash("sha256")
+    .update(JSON.stringify([req.customerId, req.items.map((i) => [i.sku, i.quantity])]))
+    .digest("hex");
+}
+
+function priceOrder(req: ordersV1.CreateOrderRequest, products: checkoutV1.Product[]): checkoutV1.Order {
+  const bySku = new Map(products.map((p) => [p.sku, p]));
+  const currencyCode = products[0]?.unitPrice?.currencyCode ?? "";
+  let total = 0n;
+  const items = req.items.map((item) => {
+    const unitPrice = bySku.get(item.sku)?.unitPrice;
+    if (!unitPrice) throw new ConnectError(`no price for sku ${item.sku}`, Code.Internal);
+    const lineTotal = unitPrice.amountMinor * BigInt(item.quantity);
+    total += lineTotal;
+    return { sku: item.sku, name: bySku.get(item.sku)!.name, quantity: item.quantity, unitPrice, lineTotal: { currencyCode, amountMinor: lineTotal } };
+  });
+  return create(checkoutV1.OrderSchema, {
+    id: randomUUID(),
+    status: checkoutV1.OrderStatus.PLACED,
+    customerId: req.customerId,
+    items,
+    total: { currencyCode, amountMinor: total },
+  });
+}
+
+async function findByKey(pool: pg.Pool, key: string): Promise<{ hash: string; order: checkoutV1.Order } | undefined> {
+  const r = await transaction(
+    pool,
+    (c) =>
+      c.query<{ request_hash: string; response: Buffer }>(
+        "SELECT request_hash, response FROM orders.idempotency_records WHERE key = $1 AND expires_at >= now()",
+        [key],
+      ),
+    { readOnly: true },
+  );
+  const row = r.rows[0];
+  return row && { hash: row.request_hash, order: fromBinary(checkoutV1.OrderSchema, row.response) };
+}
+
+async function insert(pool: pg.Pool, order: checkoutV1.Order, key: string, hash: string): Promise<checkoutV1.Order> {
+  return transaction(pool, async (c) => {
+    if (key !== "") await c.query("DELETE FROM orders.idempotency_records WHERE key = $1 AND expires_at < now()", [key]);
+    const created = await c.query<{ created_at: Date }>(
+      `INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor)
+       VALUES ($1, $2, 'PLACED', $3, $4) RETURNING created_at`,
+      [order.id, order.customerId, order.total!.currencyCode, order.total!.amountMinor.toString()],
+    );
+    await c.query(
+      `INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
+       SELECT $1, n, sku, name, qty, cur, unit, line
+         FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::bigint[])
+              WITH ORDINALITY AS t(sku, name, qty, cur, unit, line, n)`,
+      [
+        order.id,
+        order.items.map((i) => i.sku),
+        order.items.map((i) => i.name),
+        order.items.map((i) => i.quantity),
+        order.items.map((i) => i.unitPrice!.currencyCode),
+        order.items.map((i) => i.unitPrice!.amountMinor.toString()),
+        order.items.map((i) => i.lineTotal!.amountMinor.toString()),
+      ],
+    );
+    const stored = create(checkoutV1.OrderSchema, { ...order, createdAt: created.rows[0]!.created_at.toISOString() });
+    if (key !== "") {
+      await c.query(
+        `INSERT INTO orders.idempotency_records (key, request_hash, order_id, response, expires_at)
+         VALUES ($1, $2, $3, $4, now() + make_interval(hours => $5))`,
+        [key, hash, order.id, Buffer.from(toBinary(checkoutV1.OrderSchema, stored)), retentionHours],
+      );
+    }
+    return stored;
+  });
+}
+
+interface OrderRow {
+  id: string;
+  customer_id: string;
+  currency_code: string;
+  total_minor: string;
+  created_at: Date;
+}
+
+interface ItemRow {
+  sku: string;
+  name: string;
+  quantity: number;
+  currency_code: string;
+  unit_price_minor: string;
+  line_total_minor: string;
+}
+
+async function getOrder(pool: pg.Pool, id: string): Promise<checkoutV1.Order | undefined> {
+  return transaction(
+    pool,
+    async (c) => {
+      const row = (
+        await c.query<OrderRow>("SELECT id, customer_id, status, currency_code, total_minor, created_at FROM orders.orders WHERE id = $1", [id])
+      ).rows[0];
+      if (!row) return undefined;
+      const items = await c.query<ItemRow>(
+        `SELECT sku, name, quantity, currency_code, unit_price_minor, line_total_minor
+           FROM orders.order_items WHERE order_id = $1 ORDER BY line_no`,
+        [id],
+      );
+      return create(checkoutV1.OrderSchema, {
+        id: row.id,
+        customerId: row.customer_id,
+        status: checkoutV1.OrderStatus.PLACED,
+        total: { currencyCode: row.currency_code, amountMinor: BigInt(row.total_minor) },
+        createdAt: row.created_at.toISOString(),
+        items: items.rows.map((i) => ({
+          sku: i.sku,
+          name: i.name,
+          quantity: i.quantity,
+          unitPrice: { currencyCode: i.currency_code, amountMinor: BigInt(i.unit_price_minor) },
+          lineTotal: { currencyCode: i.currency_code, amountMinor: BigInt(i.line_total_minor) },
+        })),
+      });
+    },
+    { readOnly: true },
+  );
+}
+
+runPlainService("plain-orders", async () => {
+  const pool = plainPool(requiredEnv("DATABASE_URL"), "plain-orders");
+  const pricing = grpcClient(pricingV1.PricingService, requiredEnv("PRICING_URL"));
+  const routes = (router: ConnectRouter) =>
+    router.service(ordersV1.OrdersService, {
+      async createOrder(req) {
+        if (req.customerId === "" || req.items.length === 0) throw new ConnectError("customer_id and items are required", Code.InvalidArgument);
+        const hash = requestHash(req);
+        const key = req.idempotencyKey;
+        const replay = (record: { hash: string; order: checkoutV1.Order }) => {
+          if (record.hash !== hash) throw new ConnectError(`idempotency key ${JSON.stringify(key)} was used for a different request`, Code.AlreadyExists);
+          return create(ordersV1.CreateOrderResponseSchema, { order: record.order, replayed: true });
+        };
+        if (key !== "") {
+          const existing = await findByKey(pool, key);
+          if (existing) return replay(existing);
+        }
+        const prices = await pricing.getPrices({ skus: req.items.map((i) => i.sku) });
+        const order = priceOrder(req, prices.products);
+        try {
+          return create(ordersV1.CreateOrderResponseSchema, { order: await insert(pool, order, key, hash), replayed: false });
+        } catch (e) {
+          // A concurrent request with the same key committed first: answer with its order.
+          if ((e as { constraint?: unknown }).constraint === "idempotency_records_pkey") {
+            const winner = await findByKey(pool, key);
+            if (winner) return replay(winner);
+          }
+          throw e;
+        }
+      },
+      async getOrder(req) {
+        if (!uuidPattern.test(req.orderId)) throw new ConnectError("order_id must be a UUID", Code.InvalidArgument);
+        const order = await getOrder(pool, req.orderId.toLowerCase());
+        if (!order) throw new ConnectError(`order ${req.orderId} not found`, Code.NotFound);
+        return create(ordersV1.GetOrderResponseSchema, { order });
+      },
+    });
+  const server = await serveH2c(routes, portEnv("PORT"), requiredEnv("HOST"));
+  return closer([server], () => pool.end());
+});

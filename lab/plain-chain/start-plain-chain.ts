@@ -1,0 +1,75 @@
+/**
+ * Starts the plain Connect chain (this folder) as four processes, supervised
+ * like the platform's (ServiceProcess from @platform/launcher), on free
+ * loopback ports, against the platform's database: pricing and orders
+ * connect as the platform's roles for those schemas (created by
+ * startPlatform), so the same tables, the same privileges.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { findFreePort } from "@platform/embedded-postgres";
+import { ServiceProcess } from "@platform/launcher";
+
+export const plainServiceNames = ["pricing", "orders", "checkout", "gateway"] as const;
+export type PlainServiceName = (typeof plainServiceNames)[number];
+
+export interface PlainChain {
+  /** HTTP/1.1 (Connect, gRPC-Web). */
+  gatewayHttp1Url: string;
+  /** h2c (gRPC, Connect, gRPC-Web). */
+  gatewayH2cUrl: string;
+  /** Each service's h2c address (the gateway's: its h2c port). */
+  urls: Record<PlainServiceName, string>;
+  pid(name: PlainServiceName): number | undefined;
+  stop(): Promise<void>;
+}
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+
+/** The platform's role for a schema: the superuser URL with that user and no password (embedded PostgreSQL trusts loopback). */
+function roleUrl(superuserUrl: string, role: string): string {
+  const u = new URL(superuserUrl);
+  u.username = role;
+  u.password = "";
+  return u.toString();
+}
+
+export async function startPlainChain(opts: { databaseUrl: string; logDir: string; host?: string; readyTimeoutMs?: number }): Promise<PlainChain> {
+  const host = opts.host ?? "127.0.0.1";
+  mkdirSync(opts.logDir, { recursive: true });
+  const port = {} as Record<PlainServiceName, number>;
+  for (const name of plainServiceNames) port[name] = await findFreePort(host);
+  const gatewayH2cPort = await findFreePort(host);
+  const url = (p: number) => `http://${host}:${p}`;
+  const common = { HOST: host, PRICING_URL: url(port.pricing), ORDERS_URL: url(port.orders), CHECKOUT_URL: url(port.checkout) };
+  const env: Record<PlainServiceName, Record<string, string>> = {
+    pricing: { ...common, PORT: String(port.pricing), DATABASE_URL: roleUrl(opts.databaseUrl, "pricing") },
+    orders: { ...common, PORT: String(port.orders), DATABASE_URL: roleUrl(opts.databaseUrl, "orders") },
+    checkout: { ...common, PORT: String(port.checkout) },
+    gateway: { ...common, PORT: String(port.gateway), H2C_PORT: String(gatewayH2cPort) },
+  };
+  const processes = Object.fromEntries(
+    plainServiceNames.map((name) => [
+      name,
+      new ServiceProcess({ name: `plain-${name}`, entry: join(here, `${name}.ts`), env: env[name], logFile: join(opts.logDir, `plain-${name}.log`) }),
+    ]),
+  ) as Record<PlainServiceName, ServiceProcess>;
+  const stop = async () => {
+    for (const name of [...plainServiceNames].reverse()) await processes[name].stop(5000);
+  };
+  try {
+    for (const name of plainServiceNames) processes[name].start();
+    await Promise.all(plainServiceNames.map((name) => processes[name].whenReady(opts.readyTimeoutMs ?? 60_000)));
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return {
+    gatewayHttp1Url: url(port.gateway),
+    gatewayH2cUrl: url(gatewayH2cPort),
+    urls: { pricing: url(port.pricing), orders: url(port.orders), checkout: url(port.checkout), gateway: url(gatewayH2cPort) },
+    pid: (name) => processes[name].pid,
+    stop,
+  };
+}
