@@ -31,7 +31,15 @@ export interface LabPlatform {
  * we are root). The two profiles get exactly the same platform but for
  * RESILIENCE_PROFILE.
  */
-export async function startLabPlatform(profile: Profile, opts: { keepData?: boolean; onProgress?: (line: string) => void } = {}): Promise<LabPlatform> {
+export async function startLabPlatform(
+  profile: Profile,
+  opts: {
+    keepData?: boolean;
+    onProgress?: (line: string) => void;
+    /** LOG_LEVEL of the services: "warn" by default (the storm lab reads metrics, not logs); "shipped" leaves the services' default. */
+    logLevel?: string;
+  } = {},
+): Promise<LabPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
   chmodSync(dataDir, 0o755);
   const exits: string[] = [];
@@ -40,7 +48,7 @@ export async function startLabPlatform(profile: Profile, opts: { keepData?: bool
     platform = await startPlatform({
       dataDir,
       freePorts: true,
-      env: { RESILIENCE_PROFILE: profile, LOG_LEVEL: "warn" },
+      env: { RESILIENCE_PROFILE: profile, ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }) },
       onProgress: (line) => {
         if (/ exited /.test(line)) exits.push(line);
         opts.onProgress?.(line);

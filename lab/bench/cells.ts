@@ -1,0 +1,71 @@
+/**
+ * What the bench measures: every cell runs on both chains (platform and
+ * plain) in every round, back to back.
+ */
+import type { Operation, Protocol } from "./leg.js";
+import { protocols } from "./leg.js";
+
+export type System = "platform" | "plain";
+export const systems: readonly System[] = ["platform", "plain"];
+
+export type Service = "gateway" | "checkout" | "orders" | "pricing";
+/** Innermost first: the order in which hops add up. */
+export const hopOrder: readonly Service[] = ["pricing", "orders", "checkout", "gateway"];
+
+export type Method = "PlaceOrder" | "ListProducts" | "GetOrder";
+export const methods: readonly Method[] = ["PlaceOrder", "ListProducts", "GetOrder"];
+
+export interface Cell {
+  id: string;
+  /** Through the gateway (the public API), or one hop of PlaceOrder's path called directly. */
+  kind: "gateway" | "hop";
+  /** The service called. */
+  service: Service;
+  operation: Operation;
+  protocol: Protocol;
+  concurrency: number;
+  /** For gateway cells. */
+  method?: Method;
+}
+
+const gatewayOperation: Record<Method, Operation> = {
+  PlaceOrder: "checkout.PlaceOrder",
+  ListProducts: "checkout.ListProducts",
+  GetOrder: "checkout.GetOrder",
+};
+
+/** PlaceOrder's path, each hop called directly with what its caller would send. */
+const hopOperation: Record<Service, Operation> = {
+  pricing: "pricing.GetPrices",
+  orders: "orders.CreateOrder",
+  checkout: "checkout.PlaceOrder",
+  gateway: "checkout.PlaceOrder",
+};
+
+export function gatewayCellId(method: Method, protocol: Protocol, concurrency: number): string {
+  return `gateway ${method} ${protocol} x${concurrency}`;
+}
+
+export function hopCellId(service: Service): string {
+  // The gateway hop at one client over gRPC is the gateway cell of the same name: not measured twice.
+  return service === "gateway" ? gatewayCellId("PlaceOrder", "grpc-h2c", 1) : `hop ${service} ${hopOperation[service]} grpc-h2c x1`;
+}
+
+export function benchCells(highConcurrency: number, withHops: boolean): Cell[] {
+  const cells: Cell[] = [];
+  // The two protocols of a method and concurrency run next to each other: their ratio is checked.
+  for (const method of methods) {
+    for (const concurrency of [1, highConcurrency]) {
+      for (const protocol of protocols) {
+        cells.push({ id: gatewayCellId(method, protocol, concurrency), kind: "gateway", service: "gateway", operation: gatewayOperation[method], protocol, concurrency, method });
+      }
+    }
+  }
+  if (withHops) {
+    for (const service of hopOrder) {
+      if (service === "gateway") continue;
+      cells.push({ id: hopCellId(service), kind: "hop", service, operation: hopOperation[service], protocol: "grpc-h2c", concurrency: 1 });
+    }
+  }
+  return cells;
+}

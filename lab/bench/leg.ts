@@ -1,0 +1,60 @@
+/**
+ * One measured leg of the bench: a fixed number of closed-loop users
+ * calling one method of one target for a while. The runner and the load
+ * worker (a separate process) exchange these over IPC: JSON-able data only.
+ */
+
+/** gRPC over HTTP/2 without TLS, or Connect with JSON over HTTP/1.1 (what curl and browsers speak). */
+export type Protocol = "grpc-h2c" | "connect-json-http1";
+export const protocols: readonly Protocol[] = ["grpc-h2c", "connect-json-http1"];
+
+/**
+ * What one request is. The checkout.v1 methods are what the gateway (and
+ * checkout) serve; CreateOrder and GetPrices call orders and pricing
+ * directly; "db" runs one PlaceOrder's SQL statements with no Node hop at all.
+ */
+export type Operation =
+  | "checkout.ListProducts"
+  | "checkout.PlaceOrder"
+  | "checkout.GetOrder"
+  | "orders.CreateOrder"
+  | "pricing.GetPrices"
+  | "db.PlaceOrderStatements";
+
+export type Target =
+  | {
+      kind: "rpc";
+      baseUrl: string;
+      protocol: Protocol;
+      /** Send an Idempotency-Key header with PlaceOrder (what the gateway adds when calling checkout). */
+      idempotencyHeader: boolean;
+    }
+  | { kind: "db"; databaseUrl: string };
+
+export interface LegSpec {
+  target: Target;
+  operation: Operation;
+  /** Closed-loop users: HTTP/2 streams on one connection, or HTTP/1.1 connections (one request each at a time). */
+  concurrency: number;
+  durationMs: number;
+  /** Hard bound on requests in the leg, whatever the duration. */
+  maxRequests: number;
+  /** Each call's deadline (sent as grpc-timeout / connect-timeout-ms). */
+  timeoutMs: number;
+  /** Makes customer ids and keys unique across legs. */
+  label: string;
+}
+
+export interface LegResult {
+  /** Successful requests. */
+  succeeded: number;
+  /** Failures by Connect code name. */
+  failed: Record<string, number>;
+  /** Wall time from the first request to the last answer, ms. */
+  elapsedMs: number;
+  /** Latency of each successful request, ms. */
+  latenciesMs: number[];
+}
+
+export type ToWorker = { type: "prepare"; leg: LegSpec } | { type: "go" };
+export type FromWorker = { type: "prepared" } | { type: "result"; result: LegResult } | { type: "error"; message: string };

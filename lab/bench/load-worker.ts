@@ -1,0 +1,148 @@
+/**
+ * The bench's load generator, forked by load-worker-client.ts so that it
+ * never shares an event loop (or its CPU accounting) with a measured
+ * service. It lives for the whole run and runs one leg at a time:
+ * "prepare" opens the leg's connections and warms them (one call per user,
+ * GetOrder also places the orders it will read), then "go" runs the closed
+ * loop and reports. Every leg is bounded in time and in count, every call
+ * carries a deadline; loopback only; exits when its parent goes away.
+ */
+import { randomUUID } from "node:crypto";
+import { ConnectError } from "@connectrpc/connect";
+import { checkoutV1, ordersV1, pricingV1 } from "@platform/proto";
+import { codeName } from "../load/code-name.js";
+import { demoSkus } from "../load/request-mix.js";
+import { clientFactory } from "./bench-clients.js";
+import { ceilingPool, placeOrderStatements } from "./db-ceiling.js";
+import type { FromWorker, LegResult, LegSpec, ToWorker } from "./leg.js";
+
+type Call = (n: number) => Promise<unknown>;
+
+interface Prepared {
+  call: Call;
+  close(): Promise<void> | void;
+}
+
+/** i mod m, never negative: warm-up and set-up calls use negative n. */
+const mod = (i: number, m: number) => ((i % m) + m) % m;
+
+/** Request n's order lines: always two SKUs, the same sequence for both chains. */
+function items(n: number): Array<{ sku: string; quantity: number }> {
+  const sku = (i: number) => demoSkus[mod(i, demoSkus.length)]!;
+  return [
+    { sku: sku(n), quantity: 1 + mod(n, 3) },
+    { sku: sku(n + 2), quantity: 1 },
+  ];
+}
+
+/** Orders GetOrder reads, placed through the same target before the clock starts. */
+const ordersToRead = 16;
+
+async function prepare(leg: LegSpec): Promise<Prepared> {
+  const customer = (n: number) => `bench-${leg.label}-${n}`;
+  if (leg.target.kind === "db") {
+    const pool = ceilingPool(leg.target.databaseUrl, leg.concurrency);
+    return { call: (n) => placeOrderStatements(pool, customer(n), items(n)), close: () => pool.end() };
+  }
+  const { baseUrl, protocol, idempotencyHeader } = leg.target;
+  const clients = clientFactory(baseUrl, protocol, leg.concurrency);
+  const opts = { timeoutMs: leg.timeoutMs };
+  const withKey = () => (idempotencyHeader ? { ...opts, headers: { "idempotency-key": randomUUID() } } : opts);
+  const checkout = clients.client(checkoutV1.CheckoutService);
+  let call: Call;
+  switch (leg.operation) {
+    case "checkout.ListProducts":
+      call = () => checkout.listProducts({}, opts);
+      break;
+    case "checkout.PlaceOrder":
+      call = (n) => checkout.placeOrder({ customerId: customer(n), items: items(n) }, withKey());
+      break;
+    case "checkout.GetOrder": {
+      const placed = await Promise.all(
+        Array.from({ length: ordersToRead }, (_, i) => checkout.placeOrder({ customerId: customer(-1 - i), items: items(i) }, withKey())),
+      );
+      const ids = placed.map((r) => r.order?.id ?? "");
+      call = (n) => checkout.getOrder({ orderId: ids[mod(n, ids.length)]! }, opts);
+      break;
+    }
+    case "orders.CreateOrder": {
+      const orders = clients.client(ordersV1.OrdersService);
+      call = (n) => orders.createOrder({ idempotencyKey: randomUUID(), customerId: customer(n), items: items(n) }, opts);
+      break;
+    }
+    case "pricing.GetPrices": {
+      const pricing = clients.client(pricingV1.PricingService);
+      call = (n) => pricing.getPrices({ skus: items(n).map((i) => i.sku) }, opts);
+      break;
+    }
+    default:
+      throw new Error(`operation ${leg.operation} needs a database target`);
+  }
+  return { call, close: () => clients.close() };
+}
+
+/** One call per user, concurrently: opens every connection and stream before the clock starts. */
+async function warm(p: Prepared, concurrency: number): Promise<void> {
+  await Promise.all(Array.from({ length: concurrency }, (_, i) => p.call(-1000 - i)));
+}
+
+async function run(leg: LegSpec, p: Prepared): Promise<LegResult> {
+  const latenciesMs: number[] = [];
+  const failed: Record<string, number> = {};
+  let started = 0;
+  const t0 = performance.now();
+  const end = t0 + leg.durationMs;
+  let lastAnswer = t0;
+  const user = async () => {
+    while (performance.now() < end && started < leg.maxRequests) {
+      const n = started++;
+      const s = performance.now();
+      try {
+        await p.call(n);
+        latenciesMs.push(Math.round((performance.now() - s) * 100) / 100);
+      } catch (e) {
+        const code = leg.target.kind === "db" ? "db_error" : codeName(ConnectError.from(e).code);
+        failed[code] = (failed[code] ?? 0) + 1;
+      }
+      lastAnswer = performance.now();
+    }
+  };
+  await Promise.all(Array.from({ length: leg.concurrency }, user));
+  return { succeeded: latenciesMs.length, failed, elapsedMs: lastAnswer - t0, latenciesMs };
+}
+
+function send(msg: FromWorker): void {
+  process.send?.(msg);
+}
+
+// Never load anything nobody watches.
+process.on("disconnect", () => process.exit(0));
+
+let current: { leg: LegSpec; prepared: Promise<Prepared> } | undefined;
+process.on("message", (msg: ToWorker) => {
+  const fail = (e: unknown) => {
+    current = undefined;
+    send({ type: "error", message: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+  };
+  if (msg.type === "prepare") {
+    const leg = msg.leg;
+    const prepared = prepare(leg).then(async (p) => {
+      await warm(p, leg.concurrency);
+      return p;
+    });
+    current = { leg, prepared };
+    prepared.then(() => send({ type: "prepared" }), fail);
+  } else if (msg.type === "go" && current) {
+    const { leg, prepared } = current;
+    current = undefined;
+    prepared
+      .then(async (p) => {
+        try {
+          return await run(leg, p);
+        } finally {
+          await p.close();
+        }
+      })
+      .then((result) => send({ type: "result", result }), fail);
+  }
+});

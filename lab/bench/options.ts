@@ -1,0 +1,31 @@
+import type { BenchOptions } from "./run-bench.js";
+
+/** Defaults: about 4 minutes on 2 cores, start-up included. */
+export const defaults = { seconds: 2, rounds: 3, warmupSeconds: 0.5, concurrency: 32 } as const;
+
+/** --quick: well under a minute, start-up included (test/bench.test.ts). */
+export const quick = { seconds: 0.5, rounds: 1, warmupSeconds: 0, concurrency: 32 } as const;
+
+function positive(v: string | undefined, name: string, dflt: number, integer: boolean): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw new Error(`--${name} must be a positive ${integer ? "integer" : "number"}`);
+  return n;
+}
+
+export function benchOptions(
+  values: { seconds?: string; rounds?: string; "warmup-seconds"?: string; concurrency?: string; quick?: boolean },
+  log: (line: string) => void,
+): BenchOptions {
+  const base = values.quick ? quick : defaults;
+  return {
+    seconds: positive(values.seconds, "seconds", base.seconds, false),
+    rounds: positive(values.rounds, "rounds", base.rounds, true),
+    // Each leg's own warm-up (one call per user) always runs; this is the extra pass over every cell.
+    warmupSeconds: values["warmup-seconds"] === "0" ? 0 : positive(values["warmup-seconds"], "warmup-seconds", base.warmupSeconds, false),
+    concurrency: positive(values.concurrency, "concurrency", base.concurrency, true),
+    hops: !values.quick,
+    ceiling: !values.quick,
+    log,
+  };
+}

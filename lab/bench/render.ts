@@ -1,0 +1,116 @@
+/** The bench's tables: plain text for the terminal, markdown for docs/bench/results.md. */
+import { renderTable } from "../report/table.js";
+import { hopOrder, type Service } from "./cells.js";
+import type { BenchSummary, CellSummary } from "./summarize.js";
+
+const f = (x: number, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : "-");
+const protocolName = { "grpc-h2c": "gRPC h2c", "connect-json-http1": "Connect JSON HTTP/1.1" } as const;
+const clients = (c: CellSummary) => (c.concurrency === 1 ? "1" : `${c.concurrency} ${c.protocol === "grpc-h2c" ? "streams" : "conns"}`);
+
+function throughputRows(s: BenchSummary): string[][] {
+  const rows = [["method", "protocol", "clients", "platform req/s", "plain req/s", "ratio", "platform p50/p99 ms", "plain p50/p99 ms", "p50 ratio", "failed"]];
+  for (const c of s.cells.filter((x) => x.method)) {
+    rows.push([
+      c.method!,
+      protocolName[c.protocol],
+      clients(c),
+      f(c.platform.perSec, 0),
+      f(c.plain.perSec, 0),
+      f(c.throughputRatio, 2),
+      `${f(c.platform.p50Ms)}/${f(c.platform.p99Ms)}`,
+      `${f(c.plain.p50Ms)}/${f(c.plain.p99Ms)}`,
+      f(c.p50Ratio, 2),
+      `${c.platform.failed}/${c.plain.failed}`,
+    ]);
+  }
+  return rows;
+}
+
+function hopRows(s: BenchSummary): string[][] {
+  const rows = [["hop (called directly, 1 client, gRPC)", "call", "platform p50 ms", "plain p50 ms", "gap ms", "added by this hop ms"]];
+  for (const h of s.hops) rows.push([h.service, h.operation, f(h.platformP50Ms, 2), f(h.plainP50Ms, 2), f(h.gapMs, 2), f(h.addedMs, 2)]);
+  return rows;
+}
+
+function cpuRows(s: BenchSummary): string[][] {
+  const cols: Array<Service | "postgres"> = [...[...hopOrder].reverse(), "postgres"];
+  const rows = [["CPU ms per request (gRPC, high concurrency)", "chain", ...cols]];
+  for (const c of s.cells.filter((x) => x.method && x.protocol === "grpc-h2c" && x.concurrency > 1)) {
+    for (const system of ["platform", "plain"] as const) rows.push([c.method!, system, ...cols.map((k) => f(c[system].cpuMsPerRequest[k] ?? Number.NaN, 2))]);
+  }
+  return rows;
+}
+
+function memoryRows(s: BenchSummary): string[][] {
+  const cols = [...hopOrder].reverse();
+  const rows = [["resident memory MiB (now / peak)", ...cols]];
+  for (const system of ["platform", "plain"] as const) {
+    rows.push([system, ...cols.map((k) => (s.memory[system][k] ? `${f(s.memory[system][k]!.rssKiB / 1024, 0)} / ${f(s.memory[system][k]!.peakKiB / 1024, 0)}` : "-"))]);
+  }
+  return rows;
+}
+
+function ceilingRows(s: BenchSummary): string[][] {
+  const rows = [["database alone (one PlaceOrder's statements)", "clients", "per s", "platform PlaceOrder share", "plain PlaceOrder share"]];
+  for (const c of s.ceiling) rows.push(["pg pool, no Node hop", String(c.concurrency), f(c.perSec, 0), f(c.platformShare, 3), f(c.plainShare, 3)]);
+  return rows;
+}
+
+function protocolRows(s: BenchSummary): string[][] {
+  const rows = [["gRPC h2c p50 / Connect JSON HTTP/1.1 p50, 1 client, gateway", "platform", "plain"]];
+  for (const p of s.protocols) rows.push([p.method, f(p.platform, 2), f(p.plain, 2)]);
+  return rows;
+}
+
+/** How much of the machine others used while we measured: ratios from a busy machine deserve less trust. */
+export function noiseLine(s: BenchSummary): string {
+  return `other processes used ${f(s.foreignCores, 2)} cores on average while legs ran${s.foreignCores > 0.25 ? " (a busy machine: read the ratios with care)" : ""}`;
+}
+
+/** Every table, for the terminal. */
+export function textReport(s: BenchSummary): string {
+  const sections = [throughputRows(s), protocolRows(s), s.hops.length > 0 ? hopRows(s) : undefined, cpuRows(s), memoryRows(s), s.ceiling.length > 0 ? ceilingRows(s) : undefined];
+  return sections
+    .filter((x): x is string[][] => x !== undefined)
+    .map(renderTable)
+    .concat(noiseLine(s))
+    .join("\n\n");
+}
+
+function markdownTable(rows: string[][]): string {
+  const [head, ...body] = rows;
+  if (!head) return "";
+  return [`| ${head.join(" | ")} |`, `|${head.map(() => "---").join("|")}|`, ...body.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+}
+
+export interface RunInfo {
+  command: string;
+  commit: string;
+  date: string;
+  durationSec: number;
+  machine: string;
+}
+
+/** docs/bench/results.md: the headline tables and how they were made. */
+export function markdownReport(s: BenchSummary, info: RunInfo): string {
+  const parts = [
+    "# Bench results",
+    "",
+    "Platform vs the plain Connect chain (lab/plain-chain), same proto, call graph and SQL, same PostgreSQL, interleaved rounds.",
+    "Ratios are platform/plain; only ratios are checked (test/bench.test.ts).",
+    "",
+    "```sh",
+    info.command,
+    "```",
+    "",
+    `Commit ${info.commit}, ${info.date}, ${info.durationSec} s, ${info.machine}; ${noiseLine(s)}.`,
+    "",
+    markdownTable(throughputRows(s)),
+    "",
+    markdownTable(protocolRows(s)),
+  ];
+  if (s.hops.length > 0) parts.push("", markdownTable(hopRows(s)));
+  parts.push("", markdownTable(cpuRows(s)), "", markdownTable(memoryRows(s)));
+  if (s.ceiling.length > 0) parts.push("", markdownTable(ceilingRows(s)));
+  return parts.join("\n") + "\n";
+}

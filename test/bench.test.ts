@@ -1,0 +1,73 @@
+/**
+ * `npm run bench -- --quick` inside `npm test`: the platform and the plain
+ * Connect chain (lab/plain-chain) in one run, one short round through the
+ * gateway (well under a minute on 2 cores, start-up included). Every
+ * assertion is a ratio between legs of the same run, never an absolute
+ * time or rate, with bounds loose enough for 2 noisy cores: they catch a
+ * regression of the 45 ms kind (Nagle's algorithm meeting delayed ACKs),
+ * not a few percent.
+ *
+ * Tables and JSON of this run: reports/bench/test-quick/.
+ */
+import { before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { methods } from "../lab/bench/cells.js";
+import { benchOptions } from "../lab/bench/options.js";
+import { noiseLine, textReport } from "../lab/bench/render.js";
+import { runBench } from "../lab/bench/run-bench.js";
+import { summarize, type BenchSummary, type CellSummary } from "../lab/bench/summarize.js";
+import { writeBenchFiles } from "../lab/bench/write-bench.js";
+
+/** Throughput at high concurrency, platform/plain, at least this for every method and protocol (target: 0.95). */
+const minThroughputRatio = 0.5;
+/** One client through the gateway: gRPC over h2c p50 at most this many times Connect JSON over HTTP/1.1 p50 (target: within 0.5 ms). */
+const maxH2cOverHttp1 = 3;
+
+let summary: BenchSummary;
+
+function cellsWhere(pred: (c: CellSummary) => boolean): CellSummary[] {
+  const found = summary.cells.filter(pred);
+  assert.ok(found.length > 0, "the bench produced no such cells");
+  return found;
+}
+
+describe("bench (quick)", () => {
+  before(async () => {
+    const run = await runBench(benchOptions({ quick: true }, (line) => console.log(`[bench] ${line}`)));
+    summary = summarize(run);
+    const text = textReport(summary);
+    console.log(`[bench]\n${text}`);
+    writeBenchFiles({
+      dir: join(process.cwd(), "reports", "bench", "test-quick"),
+      run,
+      summary,
+      text,
+      info: { command: "npm test -- test/bench.test.ts", commit: "", date: run.startedAt, durationSec: run.durationSec, machine: `${cpus().length} cores, Node ${process.version}` },
+    });
+  });
+
+  test("every leg was answered: enough requests to compare, almost none failed", () => {
+    for (const c of summary.cells) {
+      for (const [system, s] of [["platform", c.platform], ["plain", c.plain]] as const) {
+        assert.ok(s.requests >= 3, `${c.id} ${system}: only ${s.requests} requests succeeded`);
+        assert.ok(s.failed <= Math.max(1, 0.01 * (s.requests + s.failed)), `${c.id} ${system}: ${s.failed} of ${s.requests + s.failed} requests failed`);
+      }
+    }
+  });
+
+  test(`throughput at high concurrency: platform/plain >= ${minThroughputRatio} for every method and protocol`, () => {
+    const low = cellsWhere((c) => c.method !== undefined && c.concurrency > 1).filter((c) => !(c.throughputRatio >= minThroughputRatio));
+    const found = low.map((c) => `${c.id}: ${c.throughputRatio.toFixed(2)} (platform ${c.platform.perSec.toFixed(0)}/s, plain ${c.plain.perSec.toFixed(0)}/s)`);
+    assert.deepEqual(found, [], `${found.join("; ")} [${noiseLine(summary)}]`);
+  });
+
+  test(`one client through the gateway: gRPC over h2c within ${maxH2cOverHttp1}x of Connect JSON over HTTP/1.1, on both chains`, () => {
+    assert.equal(summary.protocols.length, methods.length);
+    const slow = summary.protocols.flatMap((p) =>
+      (["platform", "plain"] as const).filter((system) => !(p[system] <= maxH2cOverHttp1)).map((system) => `${system} ${p.method}: h2c p50 = ${p[system].toFixed(1)}x HTTP/1.1 p50`),
+    );
+    assert.deepEqual(slow, [], `${slow.join("; ")} [${noiseLine(summary)}]`);
+  });
+});
