@@ -64,7 +64,12 @@ export interface AdaptiveLimitOptions {
   minWindowSamples?: number;
   /** Windows the baseline averages over. Default 600 (Gradient2's). */
   baselineWindows?: number;
-  /** Latency inflation tolerated before the limit shrinks. Default 1.5 (Gradient2's). */
+  /**
+   * Latency inflation tolerated before the limit shrinks. Default 2
+   * (Gradient2's is 1.5): measured at the caller, latency includes the
+   * caller's own event-loop delay under CPU load, which fewer slots to the
+   * dependency would not cure.
+   */
   tolerance?: number;
   /** Share of a growth step taken per window, (0, 1]. Default 0.2 (Gradient2's). */
   smoothing?: number;
@@ -123,7 +128,7 @@ export class AdaptiveLimit {
     this.windowMs = opts.windowMs ?? 500;
     this.minWindowSamples = opts.minWindowSamples ?? 5;
     this.baselineWindows = opts.baselineWindows ?? 600;
-    this.tolerance = opts.tolerance ?? 1.5;
+    this.tolerance = opts.tolerance ?? 2;
     this.smoothing = opts.smoothing ?? 0.2;
     this.decreaseSmoothing = opts.decreaseSmoothing ?? 0.5;
     if (!(this.windowMs > 0)) throw new RangeError(`windowMs must be > 0, got ${this.windowMs}`);

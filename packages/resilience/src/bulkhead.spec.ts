@@ -259,16 +259,16 @@ describe("Bulkhead", () => {
       }
     }
 
-    it("refuses before queueing when service time x position / limit exceeds the time left, with that wait as pushback", async () => {
+    it("refuses before queueing when the expected wait (service time x position / limit) plus a service time exceeds the time left, with that wait as pushback", async () => {
       const { bulkhead, clock, events } = setup({ maxConcurrent: 2, maxQueue: 10 });
       await history(bulkhead, clock, 100);
       await bulkhead.acquire();
       await bulkhead.acquire();
-      // Position 1: 100 x 1 / 2 = 50 ms; fits in 60.
-      const first = watch(bulkhead.acquire({ deadlineAt: clock.now() + 60 }));
-      // Position 2: 100 ms; does not fit in 60.
-      const err = await bulkhead.acquire({ deadlineAt: clock.now() + 60 }).catch((e: unknown) => e);
-      assertConnectError(err, Code.Unavailable, /^pricing-db: expected wait for a slot 100 ms exceeds the 60 ms left \(2 in use, 1 queued\)$/);
+      // Position 1: 100 x 1 / 2 = 50 ms to wait + 100 to run; fits in 160.
+      const first = watch(bulkhead.acquire({ deadlineAt: clock.now() + 160 }));
+      // Position 2: 100 ms to wait + 100 to run; does not fit in 160.
+      const err = await bulkhead.acquire({ deadlineAt: clock.now() + 160 }).catch((e: unknown) => e);
+      assertConnectError(err, Code.Unavailable, /^pricing-db: expected wait for a slot 100 ms \+ 100 ms to run exceeds the 160 ms left \(2 in use, 1 queued\)$/);
       assert.deepEqual(localRejection(err), { kind: "bulkhead_expected_wait", dependency: "pricing-db", retryAfterMs: 100 });
       assert.equal((err as ConnectError).metadata.get("grpc-retry-pushback-ms"), "100");
       assert.equal((err as ConnectError).metadata.get("retry-after"), "1");
@@ -290,9 +290,9 @@ describe("Bulkhead", () => {
       void bulkhead.acquire().catch(() => {}); // waits at position 1
       clock.advance(1_000);
       assert.equal(bulkhead.stats().serviceMs, 1_000);
-      const err = await bulkhead.acquire({ deadlineAt: clock.now() + 500 }).catch((e: unknown) => e);
-      // Position 2 of limit 1, service time >= 1000 ms: 2000 ms.
-      assertConnectError(err, Code.Unavailable, /expected wait for a slot 2000 ms exceeds the 500 ms left \(1 in use, 1 queued\)/);
+      const err = await bulkhead.acquire({ deadlineAt: clock.now() + 2_500 }).catch((e: unknown) => e);
+      // Position 2 of limit 1, service time >= 1000 ms: 2000 ms to wait + 1000 to run.
+      assertConnectError(err, Code.Unavailable, /expected wait for a slot 2000 ms \+ 1000 ms to run exceeds the 2500 ms left \(1 in use, 1 queued\)/);
     });
 
     it("gives a full bulkhead's refusal the wait the next position would have", async () => {

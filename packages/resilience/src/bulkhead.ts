@@ -26,9 +26,9 @@ import { type Scheduler, systemScheduler } from "./scheduler.js";
  * and outcome and asks again at every decision: when the limit shrinks,
  * calls already running keep their slots and new ones wait or are refused.
  *
- * A call is refused before it queues when the wait it can expect exceeds
- * its deadline (reason "expected_wait"): expected wait = service time x
- * queue position / limit, where service time is the larger of the mean hold
+ * A call is refused before it queues when the wait it can expect, plus one
+ * service time to run, exceeds its deadline (reason "expected_wait"):
+ * expected wait = service time x queue position / limit, where service time is the larger of the mean hold
  * time of recent calls and the age of the oldest call still running (a
  * dependency that has stopped answering has no recent hold times, but its
  * running calls get older). Such a refusal, and a full bulkhead's, carries a
@@ -158,9 +158,9 @@ export class Bulkhead {
 
   /**
    * Waits for a slot. Rejects at once with UNAVAILABLE when all slots
-   * are busy and the queue is full, or when the expected wait for a slot is
-   * longer than the time left before `deadlineAt` (both with a pushback
-   * hint), with DEADLINE_EXCEEDED when `deadlineAt`
+   * are busy and the queue is full, or when the expected wait for a slot
+   * plus the service time is longer than the time left before `deadlineAt`
+   * (both with a pushback hint), with DEADLINE_EXCEEDED when `deadlineAt`
    * has passed (before or while queued), with CANCELED when `signal` aborts
    * (DEADLINE_EXCEEDED if its reason is "deadline", as a call scope's is).
    * Every rejection carries a local-rejection mark, so breakers do not count
@@ -187,12 +187,17 @@ export class Bulkhead {
         this.rejection("full", Code.Unavailable, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0, expectedWaitMs),
       );
     }
-    if (deadlineAt !== undefined && now + expectedWaitMs > deadlineAt) {
+    // Queueing is worth it only if the call can get a slot and then run
+    // before its deadline: otherwise it would hold a queue place (and the
+    // slots of every hop above us) only to time out. Refused now, it fails
+    // fast and its caller's breaker sees a failure in milliseconds.
+    const serviceMs = this.serviceMs(now);
+    if (deadlineAt !== undefined && now + expectedWaitMs + serviceMs > deadlineAt) {
       return Promise.reject(
         this.rejection(
           "expected_wait",
           Code.Unavailable,
-          `expected wait for a slot ${Math.ceil(expectedWaitMs)} ms exceeds the ${Math.max(0, Math.floor(deadlineAt - now))} ms left (${this.inUse} in use, ${this.queue.length} queued)`,
+          `expected wait for a slot ${Math.ceil(expectedWaitMs)} ms + ${Math.ceil(serviceMs)} ms to run exceeds the ${Math.max(0, Math.floor(deadlineAt - now))} ms left (${this.inUse} in use, ${this.queue.length} queued)`,
           0,
           expectedWaitMs,
         ),

@@ -94,12 +94,12 @@ test("a call that cannot get a slot before its deadline is refused before queuei
   const intercepted = isolationInterceptor("pricing-wait", { ...config, limit: "fixed", maxConcurrent: 2, maxQueue: 10 }, 0, { clock, scheduler: clock })(next as never);
   const running = [intercepted(read("GetPrices")), intercepted(read("GetPrices"))];
   clock.advance(400); // both have been running 400 ms: service time >= 400 ms
-  // Position 1 of 2 slots: 200 ms expected; 300 ms left fits, 100 ms does not.
-  const queued = runInScope(scopeUntil(clock, clock.now() + 300), () => intercepted(read("GetPrices")));
-  const err = await runInScope(scopeUntil(clock, clock.now() + 100), () => intercepted(read("GetPrices"))).catch((e: unknown) => ConnectError.from(e));
+  // Position 1 of 2 slots: 200 ms to wait + 400 to run; 700 ms left fits, 500 ms does not.
+  const queued = runInScope(scopeUntil(clock, clock.now() + 700), () => intercepted(read("GetPrices")));
+  const err = await runInScope(scopeUntil(clock, clock.now() + 500), () => intercepted(read("GetPrices"))).catch((e: unknown) => ConnectError.from(e));
   assert.ok(err instanceof ConnectError);
   assert.equal(err.code, Code.Unavailable);
-  assert.match(err.rawMessage, /^pricing-wait \(read calls\): expected wait for a slot 400 ms exceeds the 100 ms left/);
+  assert.match(err.rawMessage, /^pricing-wait \(read calls\): expected wait for a slot 400 ms \+ 400 ms to run exceeds the 500 ms left/);
   assert.equal(err.metadata.get("grpc-retry-pushback-ms"), "400");
   for (const r of held) r();
   await Promise.all(running);
