@@ -2,10 +2,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type CallScope, abortReason, createScope, currentFaults, currentScope, faultApplies, remainingMs, shouldFail } from "@platform/resilience";
 import pg from "pg";
 import { acquireConnection } from "./acquire-connection.js";
+import { type ConnectionLoss, type DatabaseLogger, lossCauses, lossOf, markUse, reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
 import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
 import { type PoolStatsSource, databaseMetrics } from "./metrics.js";
 import { scopeEndedError } from "./scope-ended-error.js";
-import { toConnectError } from "./to-connect-error.js";
+import { connectionLostError, toConnectError } from "./to-connect-error.js";
 import { ScopedTx, type Tx } from "./tx.js";
 import { createNaiveDatabase } from "./naive-database.js";
 
@@ -25,6 +26,10 @@ export interface DatabaseOptions {
   applicationName?: string;
   /** An idle pooled connection died (e.g. PostgreSQL restarted). The pool has already dropped it. */
   onIdleConnectionError?: (err: Error) => void;
+  /** Receives one warn line per lost connection (pino's logger fits). */
+  logger?: DatabaseLogger;
+  /** Called once per established connection that ended without us ending it (after the metric and the log line). */
+  onConnectionLost?: (loss: ConnectionLoss) => void;
   /** The storm lab's naive baseline instead (see naive-database.ts). Never in production. */
   naive?: { queryTimeoutMs: number };
 }
@@ -60,6 +65,9 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** Connections found dead at checkout before we give up on this transaction. */
+const MAX_DEAD_CHECKOUTS = 3;
+
 export function createDatabase(opts: DatabaseOptions): Database {
   if (opts.naive) return createNaiveDatabase({ ...opts, queryTimeoutMs: opts.naive.queryTimeoutMs });
   const name = opts.name;
@@ -67,16 +75,26 @@ export function createDatabase(opts: DatabaseOptions): Database {
   const statementReserveMs = opts.statementReserveMs ?? 5;
   const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
   const metrics = databaseMetrics();
+  for (const cause of lossCauses) metrics.connectionsLost.inc({ db: name, cause }, 0);
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
     max: opts.maxConnections,
     application_name: opts.applicationName ?? name,
     keepAlive: true,
+    // Every client listens for 'error' from construction to after its end
+    // (see connection-watch.ts): no window in which a dying connection is
+    // an unhandled 'error' event, which would kill the process.
+    Client: watchedClientClass((_client, loss) => {
+      reportConnectionLoss(name, loss, opts.logger);
+      opts.onConnectionLost?.(loss);
+    }),
   });
-  // Without a listener, an idle connection dying (server restart, network
-  // blip) is an unhandled 'error' event and kills the process. pg-pool has
-  // already removed the client; the next checkout opens a fresh one.
+  // pg-pool re-emits an idle client's error here after removing the client;
+  // without a listener that would be an unhandled 'error' on the pool. The
+  // next checkout opens a fresh connection.
   pool.on("error", (err) => opts.onIdleConnectionError?.(err));
+  pool.on("acquire", (client) => markUse(client, "in_use"));
+  pool.on("release", (_err, client) => markUse(client, "idle"));
   const slots = new ConnectionSlots(opts.maxConnections);
   let closing: Promise<void> | undefined;
 
@@ -104,16 +122,26 @@ export function createDatabase(opts: DatabaseOptions): Database {
 
     const waitStarted = performance.now();
     let client: pg.PoolClient;
-    try {
-      client = await acquireConnection(pool, slots, scope.signal, remaining - minBudgetMs);
-    } catch (err) {
-      if (!(err instanceof SlotWaitError)) throw toConnectError(err, name, scope);
-      if (err.reason === "aborted" && abortReason(scope) !== "deadline") {
-        throw scopeEndedError(name, scope, "a connection was available");
+    for (let attempt = 1; ; attempt++) {
+      try {
+        client = await acquireConnection(pool, slots, scope.signal, remainingMs(scope) - minBudgetMs);
+      } catch (err) {
+        if (!(err instanceof SlotWaitError)) throw toConnectError(err, name, scope);
+        if (err.reason === "aborted" && abortReason(scope) !== "deadline") {
+          throw scopeEndedError(name, scope, "a connection was available");
+        }
+        throw reject("pool_wait", "timed out waiting for a connection");
+      } finally {
+        metrics.poolWait.observe({ db: name }, (performance.now() - waitStarted) / 1000);
       }
-      throw reject("pool_wait", "timed out waiting for a connection");
-    } finally {
-      metrics.poolWait.observe({ db: name }, (performance.now() - waitStarted) / 1000);
+      // Lost before we sent anything on it (terminated right after it was
+      // opened, in the same read as its ReadyForQuery): destroy it and take
+      // another. Nothing was sent, so this is not a retry of the caller's work.
+      const loss = lossOf(client);
+      if (loss === undefined) break;
+      client.release(loss.error);
+      slots.release();
+      if (attempt >= MAX_DEAD_CHECKOUTS || remainingMs(scope) < minBudgetMs) throw connectionLostError(name, loss);
     }
 
     // The wait may have used up the budget, or the caller may have left meanwhile.

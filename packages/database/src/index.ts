@@ -4,3 +4,4 @@ export type { Tx } from "./tx.js";
 export { toConnectError } from "./to-connect-error.js";
 export { migrate } from "./migrate.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
+export { type ConnectionLoss, type DatabaseLogger, type LossCause, lossCauseOf, reportConnectionLoss } from "./connection-watch.js";

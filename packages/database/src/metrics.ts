@@ -15,6 +15,7 @@ export interface DatabaseMetrics {
   rejected: Counter<"db" | "reason">;
   poolWait: Histogram<"db">;
   statementSeconds: Histogram<"db">;
+  connectionsLost: Counter<"db" | "cause">;
   /** Databases whose pools the gauge reports; add on create, delete on close. */
   sources: Set<PoolStatsSource>;
 }
@@ -44,6 +45,7 @@ export function databaseMetrics(): DatabaseMetrics {
     rejected: once("db_transactions_rejected_total", () => new Counter(REJECTED)),
     poolWait: once("db_pool_wait_seconds", () => new Histogram(POOL_WAIT)),
     statementSeconds: once("db_statement_seconds", () => new Histogram(STATEMENT_SECONDS)),
+    connectionsLost: once("db_connections_lost_total", () => new Counter(CONNECTIONS_LOST)),
     sources,
   };
   return metrics;
@@ -75,6 +77,11 @@ const STATEMENT_SECONDS = {
   help: "Duration of statements run through Tx.query.",
   labelNames: ["db"] as const,
   buckets: BUCKETS,
+};
+const CONNECTIONS_LOST = {
+  name: "db_connections_lost_total",
+  help: "Established connections that ended without us ending them, by cause (terminated_by_server, server_crash, timeout, network, other); each is destroyed and replaced.",
+  labelNames: ["db", "cause"] as const,
 };
 const POOL_GAUGE = {
   name: "db_pool_connections",

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { currentFaults, faultApplies, shouldFail } from "@platform/resilience";
 import pg from "pg";
 import type { Database, DatabaseOptions, PoolStats } from "./create-database.js";
+import { reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
 import { databaseMetrics, type PoolStatsSource } from "./metrics.js";
 import { connectionFailureReason } from "./to-connect-error.js";
 import type { Tx } from "./tx.js";
@@ -22,6 +23,12 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
     max: opts.maxConnections,
     application_name: opts.applicationName ?? opts.name,
     query_timeout: opts.queryTimeoutMs,
+    // Naive in its resilience, not in its process safety: the lab compares
+    // timeouts and retries, not which side crashes on a dropped connection.
+    Client: watchedClientClass((_client, loss) => {
+      reportConnectionLoss(opts.name, loss, opts.logger);
+      opts.onConnectionLost?.(loss);
+    }),
   });
   pool.on("error", (err) => opts.onIdleConnectionError?.(err));
   const stats = (): PoolStats => ({

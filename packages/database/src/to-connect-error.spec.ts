@@ -46,7 +46,7 @@ describe("toConnectError", () => {
       [pgError("EPIPE"), "connection closed"],
       [new Error("Connection terminated unexpectedly"), "connection terminated"],
       [pgError("08006"), "connection failure (08006)"],
-      [pgError("57P01", "terminating connection due to administrator command"), "server shutting down (57P01)"],
+      [pgError("57P01", "terminating connection due to administrator command"), "terminated by the server (57P01)"],
       [pgError("57P02"), "server crashed (57P02)"],
       [pgError("57P03"), "server not accepting connections yet (57P03)"],
       [pgError("53300", "sorry, too many clients already"), "too many connections (53300)"],

@@ -15,7 +15,7 @@ const SOCKET_ERRORS: Record<string, string> = {
 
 /** SQLSTATEs that mean "this server cannot serve you now", not "your request is wrong". */
 const UNAVAILABLE_SQLSTATES: Record<string, string> = {
-  "57P01": "server shutting down",
+  "57P01": "terminated by the server",
   "57P02": "server crashed",
   "57P03": "server not accepting connections yet",
   "53300": "too many connections",
@@ -89,4 +89,17 @@ export function toConnectError(err: unknown, dbName: string, scope?: CallScope):
     return new ConnectError(`${dbName}: database unavailable: ${reason}`, Code.Unavailable, undefined, undefined, err);
   }
   return err;
+}
+
+/**
+ * The error for work on a connection that was lost under it (the server
+ * terminated it, the network dropped it): Unavailable, naming the
+ * dependency and what ended the connection, e.g.
+ * "orders-db: connection lost: terminating connection due to administrator command (57P01)".
+ * A COMMIT that fails this way may or may not have committed: callers
+ * retry with their idempotency key.
+ */
+export function connectionLostError(dbName: string, loss: { message: string; code: string | undefined; error: Error }): ConnectError {
+  const code = loss.code !== undefined ? ` (${loss.code})` : "";
+  return new ConnectError(`${dbName}: connection lost: ${loss.message}${code}`, Code.Unavailable, undefined, undefined, loss.error);
 }

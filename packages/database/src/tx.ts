@@ -6,7 +6,8 @@ import type { DatabaseMetrics, StatementOutcome } from "./metrics.js";
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
 import { scopeTelemetry } from "@platform/resilience";
 import { scopeEndedError } from "./scope-ended-error.js";
-import { cancelledError, connectionFailureReason, toConnectError } from "./to-connect-error.js";
+import { cancelledError, connectionFailureReason, connectionLostError, toConnectError } from "./to-connect-error.js";
+import { lossOf, markAbandoned } from "./connection-watch.js";
 
 /** The handle a transaction body uses; every statement runs inside the caller's deadline. */
 export interface Tx {
@@ -65,7 +66,8 @@ export class ScopedTx implements Tx {
     private readonly settings: TxSettings,
   ) {
     scope.signal.addEventListener("abort", this.onAbort, { once: true });
-    client.on("error", this.onClientError);
+    // No 'error' listener here: the pool's clients listen for their whole
+    // life (connection-watch.ts), and a lost connection is known by lossOf().
   }
 
   /** BEGIN and the deadline-derived statement_timeout, in one round trip. */
@@ -126,7 +128,7 @@ export class ScopedTx implements Tx {
 
   /** Best-effort ROLLBACK; a connection that cannot roll back is destroyed at release. */
   async rollback(): Promise<void> {
-    if (this.broken) return;
+    if (this.broken || lossOf(this.client)) return;
     // A cancel still in flight could otherwise hit the ROLLBACK itself.
     await this.cancelSent;
     try {
@@ -141,8 +143,8 @@ export class ScopedTx implements Tx {
     this.finished = true;
     clearTimeout(this.graceTimer);
     this.scope.signal.removeEventListener("abort", this.onAbort);
-    this.client.removeListener("error", this.onClientError);
-    this.client.release(this.broken || undefined);
+    const loss = lossOf(this.client);
+    this.client.release(loss?.error ?? (this.broken || undefined));
   }
 
   private statementTimeoutMs(): number {
@@ -167,6 +169,11 @@ export class ScopedTx implements Tx {
 
   private mapError(err: unknown): unknown {
     if (this.abandoned) return cancelledError(this.settings.dbName, this.scope, err);
+    const loss = lossOf(this.client);
+    if (loss) {
+      this.broken = true;
+      return connectionLostError(this.settings.dbName, loss);
+    }
     if (connectionFailureReason(err) !== undefined) this.broken = true;
     return toConnectError(err, this.settings.dbName, this.scope);
   }
@@ -203,14 +210,10 @@ export class ScopedTx implements Tx {
   private abandon(): void {
     this.broken = true;
     this.abandoned = true;
+    markAbandoned(this.client);
     const stream = (this.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
     stream?.destroy();
   }
-
-  /** node-pg emits 'error' on a checked-out client whose connection dies; unhandled, it would crash the process. */
-  private readonly onClientError = (): void => {
-    this.broken = true;
-  };
 }
 
 /**
