@@ -295,6 +295,26 @@ describe("Bulkhead", () => {
       assertConnectError(err, Code.Unavailable, /expected wait for a slot 2000 ms \+ 1000 ms to run exceeds the 2500 ms left \(1 in use, 1 queued\)/);
     });
 
+    it("once the running calls are overdue (a stall), expects the wait to last until their deadlines pass, and refuses what that cannot fit", async () => {
+      const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 1 });
+      await history(bulkhead, clock, 10);
+      await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 });
+      clock.advance(500);
+      await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 });
+      clock.advance(100); // the oldest has run 600 ms, 60 x the usual 10: overdue
+      // Slots free for sure only at the running calls' deadlines: 2400 and 2900 ms from now.
+      assert.equal(bulkhead.expectedWaitMs(1), 2_400);
+      assert.equal(bulkhead.expectedWaitMs(2), 2_900);
+      const err = await bulkhead.acquire({ deadlineAt: clock.now() + 2_900 }).catch((e: unknown) => e);
+      assertConnectError(err, Code.Unavailable, /expected wait for a slot 2400 ms \+ 600 ms to run exceeds the 2900 ms left/);
+      assert.equal(localRejection(err)?.retryAfterMs, 2_400, "come back when a slot is sure to be free");
+      assert.equal(bulkhead.stats().queued, 0, "a stall queues nothing that would only time out");
+      void bulkhead.acquire().catch(() => {}); // no deadline: queues
+      const full = await bulkhead.acquire().catch((e: unknown) => e);
+      assertConnectError(full, Code.Unavailable, /bulkhead full/);
+      assert.equal(localRejection(full)?.retryAfterMs, 2_900);
+    });
+
     it("gives a full bulkhead's refusal the wait the next position would have", async () => {
       const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 1 });
       await history(bulkhead, clock, 40);

@@ -31,7 +31,9 @@ import { type Scheduler, systemScheduler } from "./scheduler.js";
  * expected wait = service time x queue position / limit, where service time is the larger of the mean hold
  * time of recent calls and the age of the oldest call still running (a
  * dependency that has stopped answering has no recent hold times, but its
- * running calls get older). Such a refusal, and a full bulkhead's, carries a
+ * running calls get older); and once the running calls are overdue (a
+ * stall), the wait lasts at least until their deadlines pass, which is the
+ * only sure bound left (see `expectedWaitMs`). Such a refusal, and a full bulkhead's, carries a
  * pushback hint (`grpc-retry-pushback-ms`, `retry-after`, and `retryAfterMs`
  * on the local-rejection mark): that same expected wait.
  */
@@ -124,7 +126,7 @@ export class Bulkhead {
   private readonly queue: Waiter[] = [];
   private inUse = 0;
   /** When each running call got its slot. */
-  private readonly running = new Set<{ readonly at: number }>();
+  private readonly running = new Set<{ readonly at: number; readonly deadlineAt: number | undefined }>();
   /** Hold times of finished calls, whatever their outcome: how fast slots turn over. */
   private readonly holdTime = new LatencyEstimate({ alpha: 1 / 4 });
   private acquiredCount = 0;
@@ -175,7 +177,7 @@ export class Bulkhead {
     }
     const limit = this.limit();
     if (this.inUse < limit && this.queue.length === 0) {
-      return Promise.resolve(this.grant(0));
+      return Promise.resolve(this.grant(0, deadlineAt));
     }
     // UNAVAILABLE, not RESOURCE_EXHAUSTED: the dependency is saturated, we
     // are not. The edge's intake controller reads RESOURCE_EXHAUSTED as
@@ -243,9 +245,30 @@ export class Bulkhead {
    * How long a call at `position` in the queue (1 = next) can expect to
    * wait: service time x position / limit (slots free at limit / service
    * time per ms on average). 0 without any history.
+   *
+   * When the running calls are overdue (the oldest has run more than
+   * `overdueFactor` x the mean hold time: the dependency has stalled), hold
+   * times no longer predict anything, and the only sure bound is the
+   * running calls' own deadlines: the call waits at least until the
+   * position-th of them has passed.
    */
   expectedWaitMs(position: number, limit = this.limit(), now = this.clock.now()): number {
-    return (this.serviceMs(now) * position) / limit;
+    const average = (this.serviceMs(now) * position) / limit;
+    if (!this.overdue(now)) return average;
+    const ends = [...this.running].flatMap((r) => (r.deadlineAt === undefined ? [] : [r.deadlineAt])).sort((a, b) => a - b);
+    const end = ends[Math.min(position, ends.length) - 1];
+    return end === undefined ? average : Math.max(average, end - now);
+  }
+
+  private overdue(now: number): boolean {
+    const hold = this.holdTime.meanMs();
+    return hold > 0 && this.oldestAgeMs(now) > overdueFactor * hold;
+  }
+
+  private oldestAgeMs(now: number): number {
+    let oldest = now;
+    for (const r of this.running) oldest = Math.min(oldest, r.at);
+    return now - oldest;
   }
 
   stats(): BulkheadStats {
@@ -264,15 +287,13 @@ export class Bulkhead {
   }
 
   private serviceMs(now: number): number {
-    let oldest = now;
-    for (const r of this.running) oldest = Math.min(oldest, r.at);
-    return Math.max(this.holdTime.meanMs(), now - oldest);
+    return Math.max(this.holdTime.meanMs(), this.oldestAgeMs(now));
   }
 
-  private grant(waitedMs: number): Release {
+  private grant(waitedMs: number, deadlineAt: number | undefined): Release {
     this.inUse++;
     this.acquiredCount++;
-    const slot = { at: this.clock.now() };
+    const slot = { at: this.clock.now(), deadlineAt };
     this.running.add(slot);
     let released = false;
     this.listeners.emit({ type: "acquired", bulkhead: this.name, waitedMs });
@@ -304,7 +325,7 @@ export class Bulkhead {
       } else if (waiter.deadlineAt !== undefined && waiter.deadlineAt <= this.clock.now()) {
         waiter.reject(this.rejection("deadline", Code.DeadlineExceeded, "deadline passed while queued", waitedMs));
       } else {
-        waiter.resolve(this.grant(waitedMs));
+        waiter.resolve(this.grant(waitedMs, waiter.deadlineAt));
       }
     }
   }
@@ -343,6 +364,9 @@ export class Bulkhead {
     });
   }
 }
+
+/** Running calls older than this many mean hold times mean the dependency has stalled. */
+const overdueFactor = 4;
 
 const rejectionKinds: Record<BulkheadRejectReason, LocalRejectionKind> = {
   full: "bulkhead_full",
