@@ -5,3 +5,4 @@ export { toConnectError } from "./to-connect-error.js";
 export { migrate } from "./migrate.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
 export { type ConnectionLoss, type DatabaseLogger, type LossCause, lossCauseOf, reportConnectionLoss } from "./connection-watch.js";
+export { retryDuringStartup, waitForDatabase, isTransientStartupError, defaultStartupBackoff, type StartupRetryOptions } from "./startup.js";

@@ -4,6 +4,8 @@ export interface OrdersConfig {
   server: ServerConfig;
   databaseUrl: string;
   dbPoolMax: number;
+  /** How long start-up waits for the database (first connection, migrations) before giving up. */
+  dbStartupTimeoutMs: number;
   pricing: DependencyConfig;
   /** How long an idempotency key is remembered. */
   idempotencyRetentionHours: number;
@@ -14,6 +16,7 @@ export function loadConfig(env: Record<string, string | undefined>): OrdersConfi
     server: readServerConfig(r, "orders", { port: 8082, adminPort: 9082, naiveCallTimeoutMs: 5000 }),
     databaseUrl: r.postgresUrl("DATABASE_URL"),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
+    dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
     pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083"),
     idempotencyRetentionHours: r.int("IDEMPOTENCY_RETENTION_HOURS", 24, { min: 1, max: 24 * 90 }),
   }));

@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { createDatabase, migrate } from "@platform/database";
+import { createDatabase, migrate, waitForDatabase } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
@@ -17,10 +17,21 @@ runMain("orders", async () => {
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolMax,
     applicationName: "orders",
+    logger,
     ...databaseProfileOptions(config.server),
   });
-  const { applied } = await migrate(db, { schema: "orders", directory: migrations });
-  if (applied.length > 0) logger.info({ applied }, "migrations applied");
+  // Listening (health NOT_SERVING) while this waits for the database, with
+  // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.
+  const startup = new AbortController();
+  const ready = waitForDatabase(db, () => migrate(db, { schema: "orders", directory: migrations }), {
+    budgetMs: config.dbStartupTimeoutMs,
+    signal: startup.signal,
+    onRetry: ({ attempt, delayMs, error }) =>
+      logger.warn({ attempt, retryInMs: Math.round(delayMs), error: error instanceof Error ? error.message : String(error) }, "waiting for the database"),
+  }).then(({ applied }) => {
+    if (applied.length > 0) logger.info({ applied }, "migrations applied");
+  });
+  ready.catch(() => {}); // handled by serve() and runMain: exit 1 when the budget runs out
   const pricing = createDependencyClient(pricingV1.PricingService, {
     dependency: config.pricing,
     server: config.server,
@@ -42,7 +53,9 @@ runMain("orders", async () => {
     logger,
     services,
     routes: routes(impl),
+    startup: { ready, waitingFor: "the database" },
     onShutdown: async () => {
+      startup.abort(new Error("shutting down"));
       clearInterval(purge);
       await db.close();
     },

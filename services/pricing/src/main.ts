@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { createDatabase, migrate } from "@platform/database";
+import { createDatabase, migrate, waitForDatabase } from "@platform/database";
 import { createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { PricingService } from "./pricing-service.js";
@@ -15,15 +15,30 @@ runMain("pricing", async () => {
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolMax,
     applicationName: "pricing",
+    logger,
     ...databaseProfileOptions(config.server),
   });
-  const { applied } = await migrate(db, { schema: "pricing", directory: migrations });
-  if (applied.length > 0) logger.info({ applied }, "migrations applied");
+  // Listening (health NOT_SERVING) while this waits for the database, with
+  // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.
+  const startup = new AbortController();
+  const ready = waitForDatabase(db, () => migrate(db, { schema: "pricing", directory: migrations }), {
+    budgetMs: config.dbStartupTimeoutMs,
+    signal: startup.signal,
+    onRetry: ({ attempt, delayMs, error }) =>
+      logger.warn({ attempt, retryInMs: Math.round(delayMs), error: error instanceof Error ? error.message : String(error) }, "waiting for the database"),
+  }).then(({ applied }) => {
+    if (applied.length > 0) logger.info({ applied }, "migrations applied");
+  });
+  ready.catch(() => {}); // handled by serve() and runMain: exit 1 when the budget runs out
   return serve({
     config: config.server,
     logger,
     services,
     routes: routes(new PricingService(db)),
-    onShutdown: () => db.close(),
+    startup: { ready, waitingFor: "the database" },
+    onShutdown: () => {
+      startup.abort(new Error("shutting down"));
+      return db.close();
+    },
   });
 });

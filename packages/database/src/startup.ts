@@ -1,0 +1,112 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  type BackoffPolicy,
+  type Clock,
+  type Scheduler,
+  backoffDelayMs,
+  createScope,
+  runInScope,
+  systemClock,
+  systemScheduler,
+} from "@platform/resilience";
+import type { Database } from "./create-database.js";
+import { connectionFailureReason } from "./to-connect-error.js";
+
+export interface StartupRetryOptions {
+  /** Named in the error when the budget runs out, e.g. "orders-db". */
+  name: string;
+  /** How long to keep trying (DB_STARTUP_TIMEOUT_MS in the services). */
+  budgetMs: number;
+  /** Full-jitter backoff between attempts; default 100 ms doubling up to 2 s. */
+  backoff?: BackoffPolicy;
+  random?: () => number;
+  clock?: Clock;
+  scheduler?: Scheduler;
+  /** Called before each wait, e.g. to log "database not ready, retrying in ...". */
+  onRetry?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
+  /** Stops waiting (shutdown during start-up): the pending wait rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export const defaultStartupBackoff: BackoffPolicy = { initialMs: 100, multiplier: 2, maxMs: 2000 };
+
+/**
+ * Failures that mean "the database is not there yet" (refused, starting up,
+ * shutting down, connection lost, no answer in time), which a starting
+ * service waits out. Everything else (a migration's SQL error, bad
+ * credentials) fails start-up at once.
+ */
+export function isTransientStartupError(err: unknown): boolean {
+  if (err instanceof ConnectError) return err.code === Code.Unavailable || err.code === Code.DeadlineExceeded;
+  return connectionFailureReason(err) !== undefined;
+}
+
+/**
+ * Runs `attempt` until it succeeds, retrying transient failures with
+ * full-jitter backoff for at most `budgetMs` in all. `attempt` receives the
+ * budget left, to bound its own waits. When the budget is spent, rejects
+ * with Unavailable naming the dependency and the last failure.
+ */
+export async function retryDuringStartup<T>(attempt: (budgetLeftMs: number) => Promise<T>, opts: StartupRetryOptions): Promise<T> {
+  const clock = opts.clock ?? systemClock;
+  const scheduler = opts.scheduler ?? systemScheduler;
+  const policy = opts.backoff ?? defaultStartupBackoff;
+  const random = opts.random ?? Math.random;
+  const until = clock.now() + opts.budgetMs;
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(Math.max(0, until - clock.now()));
+    } catch (error) {
+      if (!isTransientStartupError(error)) throw error;
+      const left = until - clock.now();
+      if (left <= 0) {
+        const last = error instanceof Error ? error.message : String(error);
+        throw new ConnectError(`${opts.name}: not reachable within the start-up budget of ${opts.budgetMs} ms (${n} attempts); last: ${last}`, Code.Unavailable, undefined, undefined, error);
+      }
+      const delayMs = Math.min(left, backoffDelayMs(n, policy, random));
+      opts.onRetry?.({ attempt: n, delayMs, error });
+      await wait(scheduler, delayMs, opts.signal);
+    }
+  }
+}
+
+function wait(scheduler: Scheduler, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      cancel();
+      reject(signal!.reason);
+    };
+    const cancel = scheduler.setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** One attempt's wait for a connection is at most this (and never beyond the budget). */
+const PING_TIMEOUT_MS = 5_000;
+
+/**
+ * Start-up that waits for the database instead of dying: a first
+ * round trip (`SELECT 1`), then `work` (migrations), retried together with
+ * backoff while the database is unreachable, starting, shutting down or
+ * drops the connection, within `budgetMs`. Each migration file is applied
+ * atomically under an advisory lock, so running `migrate()` again after a
+ * lost connection is safe.
+ */
+export function waitForDatabase<T>(db: Database, work: () => Promise<T>, opts: Omit<StartupRetryOptions, "name">): Promise<T> {
+  return retryDuringStartup(
+    async (left) => {
+      const scope = createScope({ timeoutMs: Math.max(1, Math.min(PING_TIMEOUT_MS, left)), requestId: "", procedure: `${db.name}/startup` });
+      try {
+        await runInScope(scope, () => db.transaction((tx) => tx.query("SELECT 1")));
+      } finally {
+        scope.dispose();
+      }
+      return work();
+    },
+    { ...opts, name: db.name },
+  );
+}
