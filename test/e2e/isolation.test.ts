@@ -1,26 +1,22 @@
 /**
- * Isolation (invariant 6): a slow pricing database exhausts only pricing's
- * slots, and a failing pricing is cut off by its breaker, while the paths
- * that do not need it keep working. Real processes and PostgreSQL.
+ * Isolation (invariant 6) with the settings we ship: no bulkhead, limit or
+ * breaker variable is set here. A slow pricing database takes only the
+ * slots of the calls that need pricing; GetOrder, which never does, keeps
+ * working at every hop; the calls that cannot be served are refused in a
+ * fraction of their deadline, with a pushback hint; and a failing pricing is
+ * cut off by its breaker. Real processes and PostgreSQL; the slowdown is a
+ * real lock on pricing's table, not an injected fault.
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
+import pg from "pg";
 import { eventually, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
 
 let p: TestPlatform;
 before(async () => {
-  p = await startTestPlatform({
-    env: { LOG_LEVEL: "warn" },
-    serviceEnv: {
-      // The breaker under test is orders' breaker for pricing; the outer
-      // ones stay out of the way so the counts below are orders' alone.
-      gateway: { BREAKER_VOLUME_THRESHOLD: "100000" },
-      checkout: { BREAKER_VOLUME_THRESHOLD: "100000" },
-      orders: { BREAKER_VOLUME_THRESHOLD: "10", BREAKER_RESET_MS: "1000", PRICING_MAX_CONCURRENT: "2", PRICING_MAX_QUEUE: "2" },
-    },
-  });
+  p = await startTestPlatform({ env: { LOG_LEVEL: "warn" } });
 });
 after(async () => {
   await p?.close();
@@ -29,61 +25,186 @@ beforeEach(async () => {
   for (const s of ["gateway", "checkout", "orders", "pricing"] as const) await setServiceFaults(p, s, {});
 });
 
-describe("a slow pricing database", () => {
-  test("GetOrder keeps succeeding while PlaceOrder fails fast; pricing's bulkhead rejects instead of queueing", async () => {
-    const client = p.client("grpc");
-    const { order } = await client.placeOrder({ customerId: `iso-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
-    await setServiceFaults(p, "pricing", { db: { latencyMs: 5000 } });
-    const rejectedBefore = metricValue(await p.metrics("orders"), "bulkhead_rejected_total", { dependency: "pricing", reason: "full" });
+const item = { sku: "MUG-CERAMIC", quantity: 1 };
 
-    const placeOrders = Array.from({ length: 24 }, async () => {
-      const started = performance.now();
-      try {
-        await client.placeOrder({ customerId: `iso-slow-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 3000 });
-        return { ok: true, ms: performance.now() - started, code: "ok" };
-      } catch (e) {
-        return { ok: false, ms: performance.now() - started, code: Code[ConnectError.from(e).code] };
-      }
-    });
-    const getOrders = Array.from({ length: 24 }, async (_, i) => {
-      await new Promise((r) => setTimeout(r, i * 30));
-      return client.getOrder({ orderId: order!.id }, { timeoutMs: 5000 }).then(
-        () => true,
-        () => false,
+/** Every (dependency, class) bulkhead of a service: its limit now and the calls holding a slot. */
+function bulkheads(text: string): { key: string; limit: number; inUse: number }[] {
+  const out: { key: string; limit: number; inUse: number }[] = [];
+  for (const m of text.matchAll(/^bulkhead_limit\{([^}]*)\}\s+(\S+)$/gm)) {
+    const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
+    const dependency = labels["dependency"]!;
+    const cls = labels["class"]!;
+    out.push({ key: `${dependency}/${cls}`, limit: Number(m[2]), inUse: metricValue(text, "bulkhead_in_use", { dependency, class: cls }) });
+  }
+  return out;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+describe("a slow pricing database (its table locked), with the shipped defaults", () => {
+  test("GetOrder succeeds every time; PlaceOrder is refused in a fraction of its deadline with a pushback hint once pricing's limit is reached; no bulkhead above orders fills; the breaker opens; pricing's limit shrinks", async () => {
+    const client = p.client("grpc");
+    // A running system has history: normal traffic first (the limits' baselines).
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const { order } = await client.placeOrder({ customerId: `iso-warm-${randomUUID()}`, items: [item] });
+      ids.push(order!.id);
+      await client.getOrder({ orderId: order!.id });
+    }
+    const pricingLimit = () => p.metrics("orders").then((t) => metricValue(t, "bulkhead_limit", { dependency: "pricing" }));
+    const limitBefore = await pricingLimit();
+
+    const locker = new pg.Client({ connectionString: p.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query("LOCK TABLE pricing.products IN ACCESS EXCLUSIVE MODE");
+      const deadlineMs = 3000;
+      let stop = false;
+
+      // The fast method, never needing pricing: a GetOrder every 50 ms throughout.
+      const gets: Promise<{ ok: boolean; code: string }>[] = [];
+      const getLoop = (async () => {
+        for (let i = 0; !stop; i++) {
+          gets.push(
+            client.getOrder({ orderId: ids[i % ids.length]! }, { timeoutMs: deadlineMs }).then(
+              () => ({ ok: true, code: "ok" }),
+              (e: unknown) => ({ ok: false, code: `${Code[ConnectError.from(e).code]}: ${ConnectError.from(e).rawMessage}` }),
+            ),
+          );
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+
+      // The slow method: 60 PlaceOrders, 40 ms apart.
+      const places = Array.from({ length: 60 }, async (_, i) => {
+        await new Promise((r) => setTimeout(r, i * 40));
+        const started = performance.now();
+        try {
+          await client.placeOrder({ customerId: `iso-slow-${randomUUID()}`, items: [item] }, { timeoutMs: deadlineMs });
+          return { ms: performance.now() - started, code: "ok", pushback: false };
+        } catch (e) {
+          const err = ConnectError.from(e);
+          return { ms: performance.now() - started, code: Code[err.code]!, pushback: err.metadata.has("grpc-retry-pushback-ms") || err.metadata.has("retry-after") };
+        }
+      });
+
+      // Live metrics DURING the slowdown: every bulkhead above orders stays below its limit.
+      const overfull: string[] = [];
+      const peaks: Record<string, string> = {};
+      let breakerOpened = false;
+      let samples = 0;
+      const sampler = (async () => {
+        while (!stop) {
+          for (const service of ["gateway", "checkout"] as const) {
+            const text = await p.metrics(service);
+            for (const b of bulkheads(text)) {
+              const key = `${service}->${b.key}`;
+              if (b.inUse >= b.limit) overfull.push(`${key} ${b.inUse}/${b.limit}`);
+              const [peak] = (peaks[key] ?? "0/0").split("/").map(Number);
+              if (b.inUse >= peak!) peaks[key] = `${b.inUse}/${b.limit}`;
+            }
+            if (
+              metricValue(text, "circuit_breaker_state", { dependency: "orders", method: "CreateOrder" }) === 2 ||
+              metricValue(text, "circuit_breaker_state", { dependency: "checkout", method: "PlaceOrder" }) === 2
+            ) {
+              breakerOpened = true;
+            }
+          }
+          samples++;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+
+      const placed = await Promise.all(places);
+      // Keep pricing locked a little longer: the timeouts feed the limits.
+      await new Promise((r) => setTimeout(r, 1500));
+      const limitDuring = await pricingLimit();
+      const readBreakers = ["gateway", "checkout"].map(async (s) => {
+        const text = await p.metrics(s as "gateway" | "checkout");
+        return metricValue(text, "circuit_breaker_state", { method: "GetOrder" });
+      });
+      const getOrderBreakers = await Promise.all(readBreakers);
+      stop = true;
+      await Promise.all([getLoop, sampler]);
+      const got = await Promise.all(gets);
+
+      const refused = placed.filter((x) => x.code === "Unavailable");
+      const timedOut = placed.filter((x) => x.code === "DeadlineExceeded");
+      console.log(
+        `[isolation] GetOrder ${got.filter((g) => g.ok).length}/${got.length} ok; PlaceOrder: ${refused.length} refused (median ${median(refused.map((x) => x.ms)).toFixed(0)} ms ` +
+          `= ${(median(refused.map((x) => x.ms)) / deadlineMs).toFixed(3)} x deadline), ${timedOut.length} ran into the lock until their deadline, ` +
+          `${placed.filter((x) => x.code === "ok").length} ok; pricing's limit in orders ${limitBefore} -> ${limitDuring}; ` +
+          `peak in-use/limit above orders (${samples} samples): ${JSON.stringify(peaks)}`,
       );
-    });
-    const [places, gets] = await Promise.all([Promise.all(placeOrders), Promise.all(getOrders)]);
-    const getSuccess = gets.filter(Boolean).length / gets.length;
-    const failedPlaces = places.filter((x) => !x.ok);
-    const sorted = failedPlaces.map((x) => x.ms).sort((a, b) => a - b);
-    console.log(
-      `[isolation] GetOrder success ${(getSuccess * 100).toFixed(0)}%; PlaceOrder failed ${failedPlaces.length}/${places.length}, ` +
-        `failure latency p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(0)} ms, codes ${JSON.stringify(countBy(failedPlaces.map((x) => x.code)))}`,
+
+      assert.deepEqual(
+        got.filter((g) => !g.ok).map((g) => g.code),
+        [],
+        "every GetOrder succeeded during the slowdown",
+      );
+      assert.ok(got.length >= 40, `GetOrders kept being served (${got.length})`);
+      assert.equal(placed.filter((x) => x.code === "ok").length, 0, "no PlaceOrder succeeded: pricing's table is locked");
+      assert.deepEqual(
+        [...new Set(placed.map((x) => x.code))].filter((c) => c !== "Unavailable" && c !== "DeadlineExceeded"),
+        [],
+        "PlaceOrder either waited in one of pricing's slots or was refused as unavailable",
+      );
+      // Only what pricing's slots and queue in orders hold waits for the
+      // lock (12 + 4 with the defaults); everything beyond is refused.
+      assert.ok(timedOut.length <= 16, `${timedOut.length} PlaceOrders waited for the lock`);
+      assert.ok(refused.length >= placed.length - 16, `${refused.length} refused`);
+      assert.ok(median(refused.map((x) => x.ms)) < deadlineMs / 4, "refused in well under the deadline");
+      assert.deepEqual(
+        refused.filter((x) => !x.pushback).length,
+        0,
+        "every refusal tells the caller when to come back",
+      );
+      assert.ok(samples >= 10, `the metrics were read throughout the slowdown (${samples} times)`);
+      assert.deepEqual(overfull, [], "no bulkhead of the gateway or checkout filled");
+      assert.ok(breakerOpened, "a breaker on the PlaceOrder path opened");
+      assert.deepEqual(getOrderBreakers, [0, 0], "GetOrder's breakers stayed closed");
+      assert.ok(limitDuring < limitBefore, `pricing's adaptive limit in orders shrank (${limitBefore} -> ${limitDuring})`);
+    } finally {
+      await locker.query("ROLLBACK").catch(() => {});
+      await locker.end();
+    }
+    // Once the lock is gone, orders are placed again (after the breakers' trial).
+    await eventually(
+      async () => {
+        try {
+          await client.placeOrder({ customerId: `iso-after-${randomUUID()}`, items: [item] });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      "orders succeed again after the lock is released",
+      100,
+      250,
     );
-    assert.equal(getSuccess, 1, "every GetOrder succeeded");
-    assert.equal(failedPlaces.length, places.length, "every PlaceOrder failed (pricing is too slow for its deadline)");
-    const rejected = metricValue(await p.metrics("orders"), "bulkhead_rejected_total", { dependency: "pricing", reason: "full" }) - rejectedBefore;
-    assert.ok(rejected > 0, "pricing's bulkhead rejected the excess instead of queueing it");
-    assert.ok(metricValue(await p.metrics("orders"), "bulkhead_in_use", { dependency: "pricing" }) <= 2);
   });
 });
 
 describe("pricing failing every call", () => {
   test("orders' breaker opens after the minimum volume, stops calling pricing, and closes after recovery", async () => {
-    await eventually(async () => metricValue(await p.metrics("orders"), "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" }) === 0, "breaker closed at start", 100, 100);
-    // The previous test may have left checkout's breaker for CreateOrder open: wait for a trial to close it.
+    await eventually(async () => metricValue(await p.metrics("orders"), "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" }) === 0, "breaker closed at start", 200, 100);
+    // The previous test may have left breakers on the PlaceOrder path open: wait for a trial to close them.
     let existing: { id: string } | undefined;
     await eventually(
       async () => {
         try {
-          existing = (await p.client("grpc").placeOrder({ customerId: `brk-before-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] })).order;
+          existing = (await p.client("grpc").placeOrder({ customerId: `brk-before-${randomUUID()}`, items: [item] })).order;
           return true;
         } catch {
           return false;
         }
       },
       "an order can be placed before the outage",
-      60,
+      100,
       250,
     );
     await setServiceFaults(p, "pricing", { db: { errorRate: 1 } });
@@ -94,7 +215,7 @@ describe("pricing failing every call", () => {
     let circuitOpenMessages = 0;
     for (let i = 0; i < n; i++) {
       try {
-        await client.placeOrder({ customerId: `brk-${i}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
+        await client.placeOrder({ customerId: `brk-${i}`, items: [item] });
       } catch (e) {
         const err = ConnectError.from(e);
         assert.equal(Code[err.code], "Unavailable");
@@ -116,22 +237,16 @@ describe("pricing failing every call", () => {
     await eventually(
       async () => {
         try {
-          await client.placeOrder({ customerId: `brk-recover-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
+          await client.placeOrder({ customerId: `brk-recover-${randomUUID()}`, items: [item] });
           return true;
         } catch {
           return false;
         }
       },
       "orders succeed again after recovery",
-      50,
-      200,
+      100,
+      250,
     );
     assert.equal(metricValue(await p.metrics("orders"), "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" }), 0, "closed again");
   });
 });
-
-function countBy(xs: string[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
-  return out;
-}
