@@ -32,18 +32,29 @@ export function cpuMs(pid: number | undefined): number {
 
 /**
  * CPU time of a PostgreSQL server: the postmaster and every child (the
- * backends serving both chains, the checkpointer, the WAL writer...). A
- * backend that ends between two samples takes its time with it; the pools
- * keep theirs open, so over a leg this is what the statements cost.
+ * backends serving both chains, the checkpointer, the WAL writer...).
+ * Backends come and go (pg pools close idle connections after 10 s), so
+ * each child's last reading is remembered: a backend that ended keeps
+ * counting what it had used, and the total never goes backwards. What a
+ * backend used between its last sample and its end is lost (little: it was
+ * idle before it closed).
  */
-export function processTreeCpuMs(rootPid: number): number {
-  let total = cpuMs(rootPid);
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const s = readStat(Number(entry));
-    if (s && s.ppid === rootPid) total += s.cpuMs;
+export class ProcessTreeCpu {
+  private readonly lastSeen = new Map<number, number>();
+  constructor(private readonly rootPid: number) {}
+
+  totalMs(): number {
+    this.lastSeen.set(this.rootPid, cpuMs(this.rootPid) || (this.lastSeen.get(this.rootPid) ?? 0));
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      const pid = Number(entry);
+      const s = readStat(pid);
+      if (s && s.ppid === this.rootPid) this.lastSeen.set(pid, Math.max(s.cpuMs, this.lastSeen.get(pid) ?? 0));
+    }
+    let total = 0;
+    for (const v of this.lastSeen.values()) total += v;
+    return total;
   }
-  return total;
 }
 
 /** The parent of a process (e.g. the postmaster of a backend), or undefined. */

@@ -8,7 +8,7 @@
 import { benchCells, hopOrder, type Cell, type Service, type System } from "./cells.js";
 import type { LegResult, LegSpec } from "./leg.js";
 import { LoadWorker } from "./load-worker-client.js";
-import { cpuMs, machineBusyMs, memory, processTreeCpuMs, type Memory } from "./proc-stats.js";
+import { ProcessTreeCpu, cpuMs, machineBusyMs, memory, type Memory } from "./proc-stats.js";
 import { startSystems, type Systems } from "./systems.js";
 
 export interface BenchOptions {
@@ -55,15 +55,15 @@ export const ceilingCellId = (concurrency: number) => `db PlaceOrder statements 
 const callTimeoutMs = 5000;
 const maxRequestsPerLeg = 200_000;
 
-function cpuNow(sys: Systems, system: System | "db"): CpuSample {
-  const sample: CpuSample = { postgres: processTreeCpuMs(sys.postgresPid) };
+function cpuNow(sys: Systems, postgres: ProcessTreeCpu, system: System | "db"): CpuSample {
+  const sample: CpuSample = { postgres: postgres.totalMs() };
   if (system !== "db") for (const s of hopOrder) sample[s] = cpuMs(sys.pid(system, s));
   return sample;
 }
 
 /** Everything the bench runs: both chains, the database, the load worker, this process. */
-function ownCpuMs(sys: Systems, worker: LoadWorker): number {
-  let total = processTreeCpuMs(sys.postgresPid) + cpuMs(worker.pid) + cpuMs(process.pid);
+function ownCpuMs(sys: Systems, postgres: ProcessTreeCpu, worker: LoadWorker): number {
+  let total = postgres.totalMs() + cpuMs(worker.pid) + cpuMs(process.pid);
   for (const system of ["platform", "plain"] as const) for (const s of hopOrder) total += cpuMs(sys.pid(system, s));
   return total;
 }
@@ -80,16 +80,17 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   const log = opts.log;
   const sys = await startSystems(log);
   const worker = LoadWorker.start();
+  const postgres = new ProcessTreeCpu(sys.postgresPid);
   const legs: LegRecord[] = [];
   try {
     const leg = async (round: number, system: System | "db", cellId: string, spec: Omit<LegSpec, "durationMs" | "maxRequests" | "timeoutMs" | "label">, seconds: number) => {
       const full: LegSpec = { ...spec, durationMs: seconds * 1000, maxRequests: maxRequestsPerLeg, timeoutMs: callTimeoutMs, label: `${system}-${round}-${legs.length}` };
       await worker.prepare(full);
-      const before = cpuNow(sys, system);
-      const foreignBefore = machineBusyMs() - ownCpuMs(sys, worker);
+      const before = cpuNow(sys, postgres, system);
+      const foreignBefore = machineBusyMs() - ownCpuMs(sys, postgres, worker);
       const result = await worker.go(full);
-      const foreignCpuMs = Math.max(0, machineBusyMs() - ownCpuMs(sys, worker) - foreignBefore);
-      const record: LegRecord = { ...result, round, system, cellId, concurrency: spec.concurrency, cpuMs: cpuDelta(before, cpuNow(sys, system)), foreignCpuMs };
+      const foreignCpuMs = Math.max(0, machineBusyMs() - ownCpuMs(sys, postgres, worker) - foreignBefore);
+      const record: LegRecord = { ...result, round, system, cellId, concurrency: spec.concurrency, cpuMs: cpuDelta(before, cpuNow(sys, postgres, system)), foreignCpuMs };
       return record;
     };
     const cellLeg = (round: number, system: System, cell: Cell, seconds: number) =>
