@@ -841,6 +841,31 @@ test("production: three replicas, HPA from 3, PDB keeps two, gateway behind a Lo
   assert.ok(!objects.some((o) => o.kind === "Service" && (o as unknown as IService).spec?.type === "NodePort"));
 });
 
+/** A dependency's isolation settings (dependency-config.ts): bulkhead, adaptive limit, method classes, breakers. */
+function isIsolationSetting(name: string): boolean {
+  return !name.startsWith("ADMISSION_") && (/_(LIMIT|MAX_CONCURRENT|MIN_CONCURRENT|MAX_QUEUE|METHOD_CLASSES)$/.test(name) || name.startsWith("BREAKER_"));
+}
+
+test("compose and Kubernetes ship the same isolation settings (the per-hop defaults in the code, docs/isolation.md)", () => {
+  const fromCompose: Record<string, Record<string, string>> = {};
+  const compose = parseAllDocuments(readFileSync(join(root, "docker-compose.yml"), "utf8"))[0]?.toJS() as { services: Record<string, { environment?: Record<string, unknown> }> };
+  for (const [name, svc] of Object.entries(compose.services)) {
+    if (svc.environment?.["SERVICE"] === undefined) continue; // PostgreSQL, Prometheus, Grafana
+    fromCompose[name] = Object.fromEntries(Object.entries(svc.environment ?? {}).filter(([k]) => isIsolationSetting(k)).map(([k, v]) => [k, String(v)]));
+  }
+  for (const overlay of overlays) {
+    const objects = render(overlay);
+    const configMaps = new Map((objects.filter((o) => o.kind === "ConfigMap") as unknown as (IConfigMap & K8sObject)[]).map((cm) => [cm.metadata.name, cm]));
+    const fromK8s: Record<string, Record<string, string>> = {};
+    for (const d of deployments(objects)) {
+      const problems: string[] = [];
+      const env = containerEnv(container(objects, d.metadata.name), configMaps, d.metadata.name, problems);
+      fromK8s[d.metadata.name] = Object.fromEntries([...env].filter(([k]) => isIsolationSetting(k)).map(([k, v]) => [k, "value" in v ? v.value : JSON.stringify(v)]));
+    }
+    assert.deepEqual(fromK8s, fromCompose, `${overlay}: isolation settings differ from docker-compose.yml`);
+  }
+});
+
 /** Finds an object in a rendered copy, for mutation. */
 function find<T>(objects: K8sObject[], kind: string, name: string): T & K8sObject {
   const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
