@@ -23,7 +23,7 @@ export interface StartupRetryOptions {
   clock?: Clock;
   scheduler?: Scheduler;
   /** Called before each wait, e.g. to log "database not ready, retrying in ...". */
-  onRetry?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
+  onRetry?: (info: { attempt: number; delayMs: number; error: unknown; message: string }) => void;
   /** Stops waiting (shutdown during start-up): the pending wait rejects with the signal's reason. */
   signal?: AbortSignal;
 }
@@ -64,7 +64,8 @@ export async function retryDuringStartup<T>(attempt: (budgetLeftMs: number) => P
         throw new ConnectError(`${opts.name}: not reachable within the start-up budget of ${opts.budgetMs} ms (${n} attempts); last: ${last}`, Code.Unavailable, undefined, undefined, error);
       }
       const delayMs = Math.min(left, backoffDelayMs(n, policy, random));
-      opts.onRetry?.({ attempt: n, delayMs, error });
+      const message = error instanceof ConnectError ? error.rawMessage : error instanceof Error ? error.message : String(error);
+      opts.onRetry?.({ attempt: n, delayMs, error, message });
       await wait(scheduler, delayMs, opts.signal);
     }
   }

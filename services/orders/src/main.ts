@@ -26,8 +26,7 @@ runMain("orders", async () => {
   const ready = waitForDatabase(db, () => migrate(db, { schema: "orders", directory: migrations }), {
     budgetMs: config.dbStartupTimeoutMs,
     signal: startup.signal,
-    onRetry: ({ attempt, delayMs, error }) =>
-      logger.warn({ attempt, retryInMs: Math.round(delayMs), error: error instanceof Error ? error.message : String(error) }, "waiting for the database"),
+    onRetry: ({ attempt, delayMs, message }) => logger.warn({ attempt, retryInMs: Math.round(delayMs), error: message }, "waiting for the database"),
   }).then(({ applied }) => {
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
   });
