@@ -259,7 +259,7 @@ describe("Bulkhead", () => {
       }
     }
 
-    it("refuses before queueing when the expected wait (service time x position / limit) plus a service time exceeds the time left, with that wait as pushback", async () => {
+    it("refuses before queueing when the expected wait (service time x position / limit) plus a service time exceeds the time left, with that time as pushback", async () => {
       const { bulkhead, clock, events } = setup({ maxConcurrent: 2, maxQueue: 10 });
       await history(bulkhead, clock, 100);
       await bulkhead.acquire();
@@ -269,8 +269,9 @@ describe("Bulkhead", () => {
       // Position 2: 100 ms to wait + 100 to run; does not fit in 160.
       const err = await bulkhead.acquire({ deadlineAt: clock.now() + 160 }).catch((e: unknown) => e);
       assertConnectError(err, Code.Unavailable, /^pricing-db: expected wait for a slot 100 ms \+ 100 ms to run exceeds the 160 ms left \(2 in use, 1 queued\)$/);
-      assert.deepEqual(localRejection(err), { kind: "bulkhead_expected_wait", dependency: "pricing-db", retryAfterMs: 100 });
-      assert.equal((err as ConnectError).metadata.get("grpc-retry-pushback-ms"), "100");
+      // The hint: when a call arriving now could be done (wait + run).
+      assert.deepEqual(localRejection(err), { kind: "bulkhead_expected_wait", dependency: "pricing-db", retryAfterMs: 200 });
+      assert.equal((err as ConnectError).metadata.get("grpc-retry-pushback-ms"), "200");
       assert.equal((err as ConnectError).metadata.get("retry-after"), "1");
       assert.equal(first.state, "pending");
       assert.equal(bulkhead.stats().queued, 1, "the refused call never queued");
@@ -307,15 +308,15 @@ describe("Bulkhead", () => {
       assert.equal(bulkhead.expectedWaitMs(2), 2_900);
       const err = await bulkhead.acquire({ deadlineAt: clock.now() + 2_900 }).catch((e: unknown) => e);
       assertConnectError(err, Code.Unavailable, /expected wait for a slot 2400 ms \+ 600 ms to run exceeds the 2900 ms left/);
-      assert.equal(localRejection(err)?.retryAfterMs, 2_400, "come back when a slot is sure to be free");
+      assert.equal(localRejection(err)?.retryAfterMs, 3_000, "come back when a slot is sure to be free, and the call run");
       assert.equal(bulkhead.stats().queued, 0, "a stall queues nothing that would only time out");
       void bulkhead.acquire().catch(() => {}); // no deadline: queues
       const full = await bulkhead.acquire().catch((e: unknown) => e);
       assertConnectError(full, Code.Unavailable, /bulkhead full/);
-      assert.equal(localRejection(full)?.retryAfterMs, 2_900);
+      assert.equal(localRejection(full)?.retryAfterMs, 2_900 + 600);
     });
 
-    it("gives a full bulkhead's refusal the wait the next position would have", async () => {
+    it("gives a full bulkhead's refusal the wait the next position would have, plus a service time", async () => {
       const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 1 });
       await history(bulkhead, clock, 40);
       await bulkhead.acquire();
@@ -323,7 +324,7 @@ describe("Bulkhead", () => {
       void bulkhead.acquire();
       const err = await bulkhead.acquire().catch((e: unknown) => e);
       assertConnectError(err, Code.Unavailable, /bulkhead full/);
-      assert.equal(localRejection(err)?.retryAfterMs, 40); // 40 x 2 / 2
+      assert.equal(localRejection(err)?.retryAfterMs, 80); // 40 x 2 / 2 + 40
     });
   });
 

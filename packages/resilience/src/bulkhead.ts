@@ -33,9 +33,12 @@ import { type Scheduler, systemScheduler } from "./scheduler.js";
  * dependency that has stopped answering has no recent hold times, but its
  * running calls get older); and once the running calls are overdue (a
  * stall), the wait lasts at least until their deadlines pass, which is the
- * only sure bound left (see `expectedWaitMs`). Such a refusal, and a full bulkhead's, carries a
- * pushback hint (`grpc-retry-pushback-ms`, `retry-after`, and `retryAfterMs`
- * on the local-rejection mark): that same expected wait.
+ * only sure bound left (see `expectedWaitMs`). Such a refusal, and a full
+ * bulkhead's, carries a pushback hint (`grpc-retry-pushback-ms`,
+ * `retry-after`, and `retryAfterMs` on the local-rejection mark): the
+ * expected wait plus one service time, i.e. when a call arriving now could
+ * be done. The edge's retry honours it, so it does not retry a call into a
+ * wait its deadline cannot cover.
  */
 
 /** What the bulkhead needs of an adaptive limit (`AdaptiveLimit` is one). */
@@ -183,17 +186,20 @@ export class Bulkhead {
     // are not. The edge's intake controller reads RESOURCE_EXHAUSTED as
     // "this system is overloaded" and must not cut all traffic because one
     // dependency is slow.
+    // The pushback hint: when a call arriving now could be done (a slot,
+    // then its run). A retry of this call sooner would meet the same wait;
+    // one that cannot fit its deadline after that long is not made at all.
     const expectedWaitMs = this.expectedWaitMs(this.queue.length + 1, limit, now);
+    const serviceMs = this.serviceMs(now);
     if (this.queue.length >= this.maxQueue) {
       return Promise.reject(
-        this.rejection("full", Code.Unavailable, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0, expectedWaitMs),
+        this.rejection("full", Code.Unavailable, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0, expectedWaitMs + serviceMs),
       );
     }
     // Queueing is worth it only if the call can get a slot and then run
     // before its deadline: otherwise it would hold a queue place (and the
     // slots of every hop above us) only to time out. Refused now, it fails
     // fast and its caller's breaker sees a failure in milliseconds.
-    const serviceMs = this.serviceMs(now);
     if (deadlineAt !== undefined && now + expectedWaitMs + serviceMs > deadlineAt) {
       return Promise.reject(
         this.rejection(
@@ -201,7 +207,7 @@ export class Bulkhead {
           Code.Unavailable,
           `expected wait for a slot ${Math.ceil(expectedWaitMs)} ms + ${Math.ceil(serviceMs)} ms to run exceeds the ${Math.max(0, Math.floor(deadlineAt - now))} ms left (${this.inUse} in use, ${this.queue.length} queued)`,
           0,
-          expectedWaitMs,
+          expectedWaitMs + serviceMs,
         ),
       );
     }

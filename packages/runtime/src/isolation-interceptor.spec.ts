@@ -84,7 +84,7 @@ test("a method's class comes from the map first, then from its idempotency optio
   assert.equal(classOf({ name: "Export", idempotency: IdempotencyLevel.NO_SIDE_EFFECTS }, { Export: "bulk" }), "bulk");
 });
 
-test("a call that cannot get a slot before its deadline is refused before queueing, with the expected wait as pushback", async () => {
+test("a call that cannot get a slot before its deadline is refused before queueing, with the expected wait plus run as pushback", async () => {
   const clock = new FakeScheduler(1_000);
   const held: (() => void)[] = [];
   const next = async (): Promise<UnaryResponse> => {
@@ -100,7 +100,7 @@ test("a call that cannot get a slot before its deadline is refused before queuei
   assert.ok(err instanceof ConnectError);
   assert.equal(err.code, Code.Unavailable);
   assert.match(err.rawMessage, /^pricing-wait \(read calls\): expected wait for a slot 400 ms \+ 400 ms to run exceeds the 500 ms left/);
-  assert.equal(err.metadata.get("grpc-retry-pushback-ms"), "400");
+  assert.equal(err.metadata.get("grpc-retry-pushback-ms"), "800");
   for (const r of held) r();
   await Promise.all(running);
   for (const r of held) r();
