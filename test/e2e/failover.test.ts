@@ -18,6 +18,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
@@ -299,6 +300,7 @@ describe("start-up while the database is down", () => {
 });
 
 test("no service logged an uncaught exception", () => {
+  summary.push(`[failover] service logs in ${dirname(p.services.orders.logFile)} (kept with KEEP_TEST_DATA=1)`);
   for (const name of services) {
     const text = readFileSync(p.services[name].logFile, "utf8");
     assert.equal(text.split("\n").filter((l) => l.includes("uncaught exception")).length, 0, `${name}: ${p.services[name].logFile}`);
