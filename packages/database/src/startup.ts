@@ -59,12 +59,11 @@ export async function retryDuringStartup<T>(attempt: (budgetLeftMs: number) => P
     } catch (error) {
       if (!isTransientStartupError(error)) throw error;
       const left = until - clock.now();
+      const message = error instanceof ConnectError ? error.rawMessage : error instanceof Error ? error.message : String(error);
       if (left <= 0) {
-        const last = error instanceof Error ? error.message : String(error);
-        throw new ConnectError(`${opts.name}: not reachable within the start-up budget of ${opts.budgetMs} ms (${n} attempts); last: ${last}`, Code.Unavailable, undefined, undefined, error);
+        throw new ConnectError(`${opts.name}: not reachable within the start-up budget of ${opts.budgetMs} ms (${n} attempts); last: ${message}`, Code.Unavailable, undefined, undefined, error);
       }
       const delayMs = Math.min(left, backoffDelayMs(n, policy, random));
-      const message = error instanceof ConnectError ? error.rawMessage : error instanceof Error ? error.message : String(error);
       opts.onRetry?.({ attempt: n, delayMs, error, message });
       await wait(scheduler, delayMs, opts.signal);
     }
@@ -86,8 +85,9 @@ function wait(scheduler: Scheduler, ms: number, signal: AbortSignal | undefined)
   });
 }
 
-/** One attempt's wait for a connection is at most this (and never beyond the budget). */
+/** One attempt's wait for a connection is at most this, and at least the floor (so the last attempt's error says why, not "no time left"). */
 const PING_TIMEOUT_MS = 5_000;
+const PING_FLOOR_MS = 250;
 
 /**
  * Start-up that waits for the database instead of dying: a first
@@ -100,7 +100,7 @@ const PING_TIMEOUT_MS = 5_000;
 export function waitForDatabase<T>(db: Database, work: () => Promise<T>, opts: Omit<StartupRetryOptions, "name">): Promise<T> {
   return retryDuringStartup(
     async (left) => {
-      const scope = createScope({ timeoutMs: Math.max(1, Math.min(PING_TIMEOUT_MS, left)), requestId: "", procedure: `${db.name}/startup` });
+      const scope = createScope({ timeoutMs: Math.min(PING_TIMEOUT_MS, Math.max(PING_FLOOR_MS, left)), requestId: "", procedure: `${db.name}/startup` });
       try {
         await runInScope(scope, () => db.transaction((tx) => tx.query("SELECT 1")));
       } finally {
