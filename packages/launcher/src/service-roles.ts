@@ -9,6 +9,9 @@ import pg from "pg";
  */
 export async function ensureServiceRoles(superuserUrl: string, services: readonly string[]): Promise<Record<string, string>> {
   const client = new pg.Client({ connectionString: superuserUrl });
+  // The connection dying (terminated, server stopping) must fail this call, not
+  // crash the supervisor with an unhandled 'error' event: the query rejects anyway.
+  client.on("error", () => {});
   await client.connect();
   try {
     const db = (await client.query<{ db: string }>("SELECT current_database() AS db")).rows[0]!.db;
