@@ -2,8 +2,7 @@
  * What the bench measures: every cell runs on both chains (platform and
  * plain) in every round, back to back.
  */
-import type { Operation, Protocol } from "./leg.js";
-import { protocols } from "./leg.js";
+import { protocols, type Operation, type Protocol } from "./leg.js";
 
 export type System = "platform" | "plain";
 export const systems: readonly System[] = ["platform", "plain"];
@@ -51,21 +50,35 @@ export function hopCellId(service: Service): string {
   return service === "gateway" ? gatewayCellId("PlaceOrder", "grpc-h2c", 1) : `hop ${service} ${hopOperation[service]} grpc-h2c x1`;
 }
 
-export function benchCells(highConcurrency: number, withHops: boolean): Cell[] {
-  const cells: Cell[] = [];
-  // The two protocols of a method and concurrency run next to each other: their ratio is checked.
+/**
+ * What one leg measures: one cell, or two cells whose requests alternate
+ * (one client, request by request), so that both see exactly the same
+ * machine: the one-client gRPC h2c and Connect JSON HTTP/1.1 cells of a
+ * method, whose latency ratio is checked on noisy machines.
+ */
+export type Measurement = readonly [Cell] | readonly [Cell, Cell];
+
+export function benchMeasurements(highConcurrency: number, withHops: boolean): Measurement[] {
+  const gatewayCell = (method: Method, protocol: Protocol, concurrency: number): Cell => ({
+    id: gatewayCellId(method, protocol, concurrency),
+    kind: "gateway",
+    service: "gateway",
+    operation: gatewayOperation[method],
+    protocol,
+    concurrency,
+    method,
+  });
+  const measurements: Measurement[] = [];
   for (const method of methods) {
-    for (const concurrency of [1, highConcurrency]) {
-      for (const protocol of protocols) {
-        cells.push({ id: gatewayCellId(method, protocol, concurrency), kind: "gateway", service: "gateway", operation: gatewayOperation[method], protocol, concurrency, method });
-      }
-    }
+    const [first, second] = protocols.map((protocol) => gatewayCell(method, protocol, 1));
+    measurements.push([first!, second!]);
+    for (const protocol of protocols) measurements.push([gatewayCell(method, protocol, highConcurrency)]);
   }
   if (withHops) {
     for (const service of hopOrder) {
       if (service === "gateway") continue;
-      cells.push({ id: hopCellId(service), kind: "hop", service, operation: hopOperation[service], protocol: "grpc-h2c", concurrency: 1 });
+      measurements.push([{ id: hopCellId(service), kind: "hop", service, operation: hopOperation[service], protocol: "grpc-h2c", concurrency: 1 }]);
     }
   }
-  return cells;
+  return measurements;
 }

@@ -33,27 +33,39 @@ export type Target =
 
 export interface LegSpec {
   target: Target;
+  /** A second target called with the same operation, alternating request by request with `target`. */
+  alternate?: Target;
   operation: Operation;
   /** Closed-loop users: HTTP/2 streams on one connection, or HTTP/1.1 connections (one request each at a time). */
   concurrency: number;
   durationMs: number;
   /** Hard bound on requests in the leg, whatever the duration. */
   maxRequests: number;
+  /** Keep going past `durationMs` until this many requests were sent (a slow machine, one client), but never past `maxDurationMs`. */
+  minRequests: number;
+  maxDurationMs: number;
   /** Each call's deadline (sent as grpc-timeout / connect-timeout-ms). */
   timeoutMs: number;
   /** Makes customer ids and keys unique across legs. */
   label: string;
 }
 
-export interface LegResult {
+export interface TargetResult {
   /** Successful requests. */
   succeeded: number;
   /** Failures by Connect code name. */
   failed: Record<string, number>;
-  /** Wall time from the first request to the last answer, ms. */
-  elapsedMs: number;
   /** Latency of each successful request, ms. */
   latenciesMs: number[];
+  /** Time spent in this target's calls, failed ones included, ms (with one user: its share of the leg). */
+  busyMs: number;
+}
+
+export interface LegResult extends TargetResult {
+  /** Wall time from the first request to the last answer, ms. */
+  elapsedMs: number;
+  /** The alternate target's requests, when the leg had one (the fields above are then `target`'s alone). */
+  alternate?: TargetResult;
 }
 
 export type ToWorker = { type: "prepare"; leg: LegSpec } | { type: "go" };

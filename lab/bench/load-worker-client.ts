@@ -63,7 +63,7 @@ export class LoadWorker {
   /** Runs the prepared leg. */
   async go(leg: LegSpec): Promise<LegResult> {
     // A leg ends at its duration plus the slowest call still running.
-    const m = await this.ask({ type: "go" }, leg.durationMs + leg.timeoutMs + 10_000);
+    const m = await this.ask({ type: "go" }, Math.max(leg.durationMs, leg.maxDurationMs) + leg.timeoutMs + 10_000);
     if (m.type !== "result") throw new Error(`load worker: expected a result, got ${m.type}`);
     return m.result;
   }

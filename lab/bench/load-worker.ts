@@ -14,7 +14,7 @@ import { codeName } from "../load/code-name.js";
 import { demoSkus } from "../load/request-mix.js";
 import { clientFactory } from "./bench-clients.js";
 import { ceilingPool, placeOrderStatements } from "./db-ceiling.js";
-import type { FromWorker, LegResult, LegSpec, ToWorker } from "./leg.js";
+import type { FromWorker, LegResult, LegSpec, Target, TargetResult, ToWorker } from "./leg.js";
 
 type Call = (n: number) => Promise<unknown>;
 
@@ -38,13 +38,13 @@ function items(n: number): Array<{ sku: string; quantity: number }> {
 /** Orders GetOrder reads, placed through the same target before the clock starts. */
 const ordersToRead = 16;
 
-async function prepare(leg: LegSpec): Promise<Prepared> {
-  const customer = (n: number) => `bench-${leg.label}-${n}`;
-  if (leg.target.kind === "db") {
-    const pool = ceilingPool(leg.target.databaseUrl, leg.concurrency);
+async function prepare(leg: LegSpec, target: Target, labelSuffix: string): Promise<Prepared> {
+  const customer = (n: number) => `bench-${leg.label}${labelSuffix}-${n}`;
+  if (target.kind === "db") {
+    const pool = ceilingPool(target.databaseUrl, leg.concurrency);
     return { call: (n) => placeOrderStatements(pool, customer(n), items(n)), close: () => pool.end() };
   }
-  const { baseUrl, protocol, idempotencyHeader } = leg.target;
+  const { baseUrl, protocol, idempotencyHeader } = target;
   const clients = clientFactory(baseUrl, protocol, leg.concurrency);
   const opts = { timeoutMs: leg.timeoutMs };
   const withKey = () => (idempotencyHeader ? { ...opts, headers: { "idempotency-key": randomUUID() } } : opts);
@@ -94,29 +94,41 @@ async function warm(p: Prepared, concurrency: number): Promise<void> {
   await Promise.allSettled(Array.from({ length: concurrency }, (_, i) => p.call(-1000 - i)));
 }
 
-async function run(leg: LegSpec, p: Prepared): Promise<LegResult> {
-  const latenciesMs: number[] = [];
-  const failed: Record<string, number> = {};
+/** A leg's targets: `target`, then the alternate if any. Request n goes to targets[n mod count]. */
+type Targets = readonly [Prepared] | readonly [Prepared, Prepared];
+
+async function run(leg: LegSpec, targets: Targets): Promise<LegResult> {
+  const results: TargetResult[] = targets.map(() => ({ succeeded: 0, failed: {}, latenciesMs: [], busyMs: 0 }));
   let started = 0;
   const t0 = performance.now();
   const end = t0 + leg.durationMs;
+  const hardEnd = t0 + Math.max(leg.durationMs, leg.maxDurationMs);
   let lastAnswer = t0;
+  const more = () => {
+    const now = performance.now();
+    return started < leg.maxRequests && now < hardEnd && (now < end || started < leg.minRequests);
+  };
   const user = async () => {
-    while (performance.now() < end && started < leg.maxRequests) {
+    while (more()) {
       const n = started++;
+      const i = n % targets.length;
+      const r = results[i]!;
       const s = performance.now();
       try {
-        await p.call(n);
-        latenciesMs.push(Math.round((performance.now() - s) * 100) / 100);
+        await targets[i]!.call(Math.floor(n / targets.length));
+        r.latenciesMs.push(Math.round((performance.now() - s) * 100) / 100);
+        r.succeeded++;
       } catch (e) {
         const code = leg.target.kind === "db" ? "db_error" : codeName(ConnectError.from(e).code);
-        failed[code] = (failed[code] ?? 0) + 1;
+        r.failed[code] = (r.failed[code] ?? 0) + 1;
       }
       lastAnswer = performance.now();
+      r.busyMs += lastAnswer - s;
     }
   };
   await Promise.all(Array.from({ length: leg.concurrency }, user));
-  return { succeeded: latenciesMs.length, failed, elapsedMs: lastAnswer - t0, latenciesMs };
+  const [primary, alternate] = results;
+  return { ...primary!, elapsedMs: lastAnswer - t0, ...(alternate ? { alternate } : {}) };
 }
 
 function send(msg: FromWorker): void {
@@ -126,29 +138,37 @@ function send(msg: FromWorker): void {
 // Never load anything nobody watches.
 process.on("disconnect", () => process.exit(0));
 
-let current: { leg: LegSpec; prepared: Promise<Prepared> } | undefined;
+async function prepareAll(leg: LegSpec): Promise<Targets> {
+  const primary = await prepare(leg, leg.target, "");
+  try {
+    const targets: Targets = leg.alternate ? [primary, await prepare(leg, leg.alternate, "-alt")] : [primary];
+    for (const t of targets) await warm(t, leg.concurrency);
+    return targets;
+  } catch (e) {
+    await primary.close();
+    throw e;
+  }
+}
+
+let current: { leg: LegSpec; prepared: Promise<Targets> } | undefined;
 process.on("message", (msg: ToWorker) => {
   const fail = (e: unknown) => {
     current = undefined;
     send({ type: "error", message: e instanceof Error ? (e.stack ?? e.message) : String(e) });
   };
   if (msg.type === "prepare") {
-    const leg = msg.leg;
-    const prepared = prepare(leg).then(async (p) => {
-      await warm(p, leg.concurrency);
-      return p;
-    });
-    current = { leg, prepared };
+    const prepared = prepareAll(msg.leg);
+    current = { leg: msg.leg, prepared };
     prepared.then(() => send({ type: "prepared" }), fail);
   } else if (msg.type === "go" && current) {
     const { leg, prepared } = current;
     current = undefined;
     prepared
-      .then(async (p) => {
+      .then(async (targets) => {
         try {
-          return await run(leg, p);
+          return await run(leg, targets);
         } finally {
-          await p.close();
+          for (const t of targets) await t.close();
         }
       })
       .then((result) => send({ type: "result", result }), fail);

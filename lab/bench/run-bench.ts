@@ -5,8 +5,8 @@
  * drift and neighbours' noise fall on both), plus the database alone as
  * the ceiling. Returns raw legs; summarize.ts turns them into ratios.
  */
-import { benchCells, hopOrder, type Cell, type Service, type System } from "./cells.js";
-import type { LegResult, LegSpec } from "./leg.js";
+import { benchMeasurements, hopOrder, type Cell, type Measurement, type Service, type System } from "./cells.js";
+import type { LegResult, LegSpec, TargetResult } from "./leg.js";
 import { LoadWorker } from "./load-worker-client.js";
 import { ProcessTreeCpu, cpuMs, machineBusyMs, memory, type Memory } from "./proc-stats.js";
 import { startSystems, type Systems } from "./systems.js";
@@ -28,7 +28,10 @@ export interface BenchOptions {
 
 export type CpuSample = Partial<Record<Service | "postgres", number>>;
 
-export interface LegRecord extends LegResult {
+/** One cell's part of one leg. */
+export interface LegRecord extends TargetResult {
+  /** Wall time of the leg, or with alternating cells the time spent in this cell's calls, ms. */
+  elapsedMs: number;
   round: number;
   /** "db": the ceiling, no chain. */
   system: System | "db";
@@ -54,6 +57,13 @@ export const ceilingCellId = (concurrency: number) => `db PlaceOrder statements 
 
 const callTimeoutMs = 5000;
 const maxRequestsPerLeg = 200_000;
+/**
+ * One-client legs go on past their duration until they have this many
+ * requests (a percentile of a handful of samples is noise), for at most
+ * `maxStretch` times their duration and never less than 5 s.
+ */
+const minRequestsAtOneClient = 40;
+const maxStretch = 4;
 
 function cpuNow(sys: Systems, postgres: ProcessTreeCpu, system: System | "db"): CpuSample {
   const sample: CpuSample = { postgres: postgres.totalMs() };
@@ -68,62 +78,110 @@ function ownCpuMs(sys: Systems, postgres: ProcessTreeCpu, worker: LoadWorker): n
   return total;
 }
 
-function cpuDelta(before: CpuSample, after: CpuSample): CpuSample {
+function cpuDelta(before: CpuSample, after: CpuSample, share = 1): CpuSample {
   const d: CpuSample = {};
-  for (const k of Object.keys(after) as Array<keyof CpuSample>) d[k] = (after[k] ?? 0) - (before[k] ?? 0);
+  for (const k of Object.keys(after) as Array<keyof CpuSample>) d[k] = ((after[k] ?? 0) - (before[k] ?? 0)) * share;
   return d;
+}
+
+/**
+ * The leg's result per cell: all of it for one cell; for two alternating
+ * cells, each its own requests, with the leg's time and CPU split by the
+ * time spent in each cell's calls.
+ */
+function splitByCell(result: LegResult, cellIds: readonly string[]): Array<{ cellId: string; part: TargetResult; elapsedMs: number; share: number }> {
+  const { alternate, elapsedMs, ...primary } = result;
+  if (!alternate || cellIds.length < 2) return [{ cellId: cellIds[0]!, part: primary, elapsedMs, share: 1 }];
+  const busy = primary.busyMs + alternate.busyMs;
+  return [
+    { cellId: cellIds[0]!, part: primary, elapsedMs: primary.busyMs, share: busy > 0 ? primary.busyMs / busy : 0.5 },
+    { cellId: cellIds[1]!, part: alternate, elapsedMs: alternate.busyMs, share: busy > 0 ? alternate.busyMs / busy : 0.5 },
+  ];
 }
 
 export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   const started = Date.now();
-  const cells = benchCells(opts.concurrency, opts.hops);
+  const measurements = benchMeasurements(opts.concurrency, opts.hops);
+  const cells = measurements.flat();
   const log = opts.log;
   const sys = await startSystems(log);
   const worker = LoadWorker.start();
   const postgres = new ProcessTreeCpu(sys.postgresPid);
   const legs: LegRecord[] = [];
   try {
-    const leg = async (round: number, system: System | "db", cellId: string, spec: Omit<LegSpec, "durationMs" | "maxRequests" | "timeoutMs" | "label">, seconds: number) => {
-      const full: LegSpec = { ...spec, durationMs: seconds * 1000, maxRequests: maxRequestsPerLeg, timeoutMs: callTimeoutMs, label: `${system}-${round}-${legs.length}` };
+    const leg = async (
+      round: number,
+      system: System | "db",
+      cellIds: readonly string[],
+      spec: Omit<LegSpec, "durationMs" | "maxRequests" | "minRequests" | "maxDurationMs" | "timeoutMs" | "label">,
+      seconds: number,
+    ): Promise<LegRecord[]> => {
+      const full: LegSpec = {
+        ...spec,
+        durationMs: seconds * 1000,
+        maxRequests: maxRequestsPerLeg,
+        minRequests: spec.concurrency === 1 ? minRequestsAtOneClient : 0,
+        maxDurationMs: Math.max(5000, seconds * 1000 * maxStretch),
+        timeoutMs: callTimeoutMs,
+        label: `${system}-${round}-${legs.length}`,
+      };
       await worker.prepare(full);
       const before = cpuNow(sys, postgres, system);
       const foreignBefore = machineBusyMs() - ownCpuMs(sys, postgres, worker);
       const result = await worker.go(full);
       const foreignCpuMs = Math.max(0, machineBusyMs() - ownCpuMs(sys, postgres, worker) - foreignBefore);
-      const record: LegRecord = { ...result, round, system, cellId, concurrency: spec.concurrency, cpuMs: cpuDelta(before, cpuNow(sys, postgres, system)), foreignCpuMs };
-      return record;
+      const after = cpuNow(sys, postgres, system);
+      return splitByCell(result, cellIds).map(({ cellId, part, elapsedMs, share }) => ({
+        ...part,
+        elapsedMs,
+        round,
+        system,
+        cellId,
+        concurrency: spec.concurrency,
+        cpuMs: cpuDelta(before, after, share),
+        foreignCpuMs: foreignCpuMs * share,
+      }));
     };
-    const cellLeg = (round: number, system: System, cell: Cell, seconds: number) =>
-      leg(round, system, cell.id, { target: sys.target(system, cell), operation: cell.operation, concurrency: cell.concurrency }, seconds);
+    const measure = (round: number, system: System, m: Measurement, seconds: number) => {
+      const [first, second] = m;
+      const spec = {
+        target: sys.target(system, first),
+        ...(second ? { alternate: sys.target(system, second) } : {}),
+        operation: first.operation,
+        concurrency: first.concurrency,
+      };
+      return leg(round, system, m.map((c) => c.id), spec, seconds);
+    };
 
     if (opts.warmupSeconds > 0) {
       log(`warm-up: every cell once on both chains, ${opts.warmupSeconds} s each`);
-      for (const cell of cells) for (const system of ["platform", "plain"] as const) await cellLeg(0, system, cell, opts.warmupSeconds);
+      for (const m of measurements) for (const system of ["platform", "plain"] as const) await measure(0, system, m, opts.warmupSeconds);
     }
 
+    const rate = (l: LegRecord | undefined) => (l ? (l.succeeded / l.elapsedMs) * 1000 : Number.NaN);
+    const failed = (l: LegRecord | undefined) => Object.values(l?.failed ?? {}).reduce((a, b) => a + b, 0);
     for (let round = 1; round <= opts.rounds; round++) {
       log(`round ${round}/${opts.rounds}`);
-      for (const [i, cell] of cells.entries()) {
+      for (const [i, m] of measurements.entries()) {
         const pair: System[] = (round + i) % 2 === 0 ? ["platform", "plain"] : ["plain", "platform"];
-        const done: Partial<Record<System, LegRecord>> = {};
-        for (const system of pair) {
-          const l = await cellLeg(round, system, cell, opts.seconds);
-          legs.push(l);
-          done[system] = l;
+        const done: LegRecord[] = [];
+        for (const system of pair) done.push(...(await measure(round, system, m, opts.seconds)));
+        legs.push(...done);
+        for (const cell of m) {
+          const p = done.find((l) => l.cellId === cell.id && l.system === "platform");
+          const b = done.find((l) => l.cellId === cell.id && l.system === "plain");
+          const f = failed(p) + failed(b);
+          log(
+            `  ${cell.id.padEnd(42)} platform ${rate(p).toFixed(0).padStart(5)}/s  plain ${rate(b).toFixed(0).padStart(5)}/s` +
+              `  ratio ${(rate(p) / rate(b)).toFixed(2)}${f > 0 ? `  (${f} failed)` : ""}`,
+          );
         }
-        const rate = (l: LegRecord | undefined) => (l ? (l.succeeded / l.elapsedMs) * 1000 : Number.NaN);
-        const failed = (l: LegRecord | undefined) => Object.values(l?.failed ?? {}).reduce((a, b) => a + b, 0);
-        const f = failed(done.platform) + failed(done.plain);
-        log(
-          `  ${cell.id.padEnd(40)} platform ${rate(done.platform).toFixed(0).padStart(5)}/s  plain ${rate(done.plain).toFixed(0).padStart(5)}/s` +
-            `  ratio ${(rate(done.platform) / rate(done.plain)).toFixed(2)}${f > 0 ? `  (${f} failed)` : ""}`,
-        );
       }
       if (opts.ceiling) {
         for (const concurrency of [1, opts.concurrency]) {
-          const l = await leg(round, "db", ceilingCellId(concurrency), { target: { kind: "db", databaseUrl: sys.databaseUrl }, operation: "db.PlaceOrderStatements", concurrency }, opts.seconds);
-          legs.push(l);
-          log(`  ${ceilingCellId(concurrency).padEnd(40)} ${((l.succeeded / l.elapsedMs) * 1000).toFixed(0).padStart(5)}/s`);
+          const ls = await leg(round, "db", [ceilingCellId(concurrency)], { target: { kind: "db", databaseUrl: sys.databaseUrl }, operation: "db.PlaceOrderStatements", concurrency }, opts.seconds);
+          legs.push(...ls);
+          log(`  ${ceilingCellId(concurrency).padEnd(42)} ${rate(ls[0]).toFixed(0).padStart(5)}/s`);
         }
       }
     }
