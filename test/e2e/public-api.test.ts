@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
-import { protocols, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { protocols, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
 import { expectCode } from "../support/expect-code.js";
 
 let p: TestPlatform;
@@ -89,6 +89,42 @@ describe("Idempotency-Key", () => {
       Code.AlreadyExists,
       /already used for a different request/,
     );
+    assert.equal(await orderCount(customerId), 1);
+  });
+
+  test("an expired key no longer protects anything: the same key places a new order", async () => {
+    const client = p.client("connect-json");
+    const customerId = `c-expired-${randomUUID()}`;
+    const key = randomUUID();
+    const req = { customerId, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] };
+    const first = await client.placeOrder(req, { headers: { "Idempotency-Key": key } });
+    await p.sql("UPDATE orders.idempotency_records SET expires_at = now() - interval '1 second' WHERE key = $1", [key]);
+    const second = await client.placeOrder(req, { headers: { "Idempotency-Key": key } });
+    assert.notEqual(second.order?.id, first.order?.id);
+    assert.equal(await orderCount(customerId), 2);
+    const records = await p.sql("SELECT order_id FROM orders.idempotency_records WHERE key = $1", [key]);
+    assert.deepEqual(records, [{ order_id: second.order?.id }], "the record now points at the new order");
+  });
+
+  test("a replay is answered from the store while pricing cannot answer, and a reused key is still rejected", async () => {
+    const client = p.client("connect-json");
+    const customerId = `c-replay-down-${randomUUID()}`;
+    const key = randomUUID();
+    const req = { customerId, items: [{ sku: "GRINDER-BURR", quantity: 1 }] };
+    const first = await client.placeOrder(req, { headers: { "Idempotency-Key": key } });
+    await setServiceFaults(p, "pricing", { db: { unreachable: true } });
+    try {
+      const replay = await client.placeOrder(req, { headers: { "Idempotency-Key": key } });
+      assert.equal(replay.order?.id, first.order?.id);
+      await expectCode(
+        client.placeOrder({ customerId, items: [{ sku: "GRINDER-BURR", quantity: 2 }] }, { headers: { "Idempotency-Key": key } }),
+        Code.AlreadyExists,
+        /already used for a different request/,
+      );
+      await expectCode(client.placeOrder(req, { headers: { "Idempotency-Key": randomUUID() } }), Code.Unavailable, /pricing/);
+    } finally {
+      await setServiceFaults(p, "pricing", {});
+    }
     assert.equal(await orderCount(customerId), 1);
   });
 

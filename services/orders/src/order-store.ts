@@ -1,4 +1,5 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Database, Tx } from "@platform/database";
 import { checkoutV1 } from "@platform/proto";
 
@@ -30,7 +31,8 @@ interface ItemRow {
   line_total_minor: string;
 }
 
-const uniqueViolation = "23505";
+/** Thrown inside the insert's transaction to roll it back when the key is taken. */
+class KeyTaken extends Error {}
 
 /** The orders schema: every write of one order happens in one transaction. */
 export class OrderStore {
@@ -43,53 +45,65 @@ export class OrderStore {
 
   /**
    * Writes the order, its lines and (with a key) the idempotency record with
-   * the response, atomically. If the key is already taken (also by a
-   * concurrent request that committed first) nothing is written and the
-   * winner's record is returned.
+   * the response, atomically, as one statement: one round trip between
+   * BEGIN and COMMIT. If the key is held by a live record (also one that a
+   * concurrent request committed first: the upsert waits for it) nothing is
+   * kept and that record is returned. An expired record no longer protects
+   * its key and is replaced.
    */
   async insert(order: checkoutV1.Order, key: string, requestHash: string, retentionHours: number): Promise<InsertOutcome> {
+    // Set here, not by the database, because the stored response must carry it.
+    const createdAt = new Date();
+    const stored = create(checkoutV1.OrderSchema, { ...order, createdAt: createdAt.toISOString() });
     try {
       return await this.db.transaction(async (tx) => {
-        if (key !== "") {
-          // An expired record no longer protects its key.
-          await tx.query("DELETE FROM orders.idempotency_records WHERE key = $1 AND expires_at < now()", [key]);
-        }
-        const created = await tx.query<{ created_at: Date }>(
-          `INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor)
-           VALUES ($1, $2, 'PLACED', $3, $4) RETURNING created_at`,
-          [order.id, order.customerId, order.total!.currencyCode, order.total!.amountMinor.toString()],
-        );
-        await tx.query(
-          `INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-           SELECT $1, n, sku, name, qty, cur, unit, line
-             FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::bigint[])
-                  WITH ORDINALITY AS t(sku, name, qty, cur, unit, line, n)`,
+        const r = await tx.query<{ stored: boolean }>(
+          `WITH o AS (
+             INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
+             VALUES ($1, $2, 'PLACED', $3, $4, $5)
+           ), i AS (
+             INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
+             SELECT $1, n, sku, name, qty, cur, unit, line
+               FROM unnest($6::text[], $7::text[], $8::int[], $9::text[], $10::bigint[], $11::bigint[])
+                    WITH ORDINALITY AS t(sku, name, qty, cur, unit, line, n)
+           ), k AS (
+             INSERT INTO orders.idempotency_records AS r (key, request_hash, order_id, response, expires_at)
+             SELECT $12::text, $13, $1, $14, now() + make_interval(hours => $15) WHERE $12::text <> ''
+             ON CONFLICT (key) DO UPDATE
+               SET request_hash = excluded.request_hash, order_id = excluded.order_id, response = excluded.response,
+                   created_at = now(), expires_at = excluded.expires_at
+               WHERE r.expires_at < now()
+             RETURNING 1
+           )
+           SELECT $12::text = '' OR EXISTS (SELECT 1 FROM k) AS stored`,
           [
             order.id,
+            order.customerId,
+            order.total!.currencyCode,
+            order.total!.amountMinor.toString(),
+            createdAt,
             order.items.map((i) => i.sku),
             order.items.map((i) => i.name),
             order.items.map((i) => i.quantity),
             order.items.map((i) => i.unitPrice!.currencyCode),
             order.items.map((i) => i.unitPrice!.amountMinor.toString()),
             order.items.map((i) => i.lineTotal!.amountMinor.toString()),
+            key,
+            requestHash,
+            Buffer.from(toBinary(checkoutV1.OrderSchema, stored)),
+            retentionHours,
           ],
         );
-        const stored = create(checkoutV1.OrderSchema, { ...order, createdAt: created.rows[0]!.created_at.toISOString() });
-        if (key !== "") {
-          // A concurrent writer of the same key blocks here until the first
-          // commits, then fails with a unique violation: we roll back.
-          await tx.query(
-            `INSERT INTO orders.idempotency_records (key, request_hash, order_id, response, expires_at)
-             VALUES ($1, $2, $3, $4, now() + make_interval(hours => $5))`,
-            [key, requestHash, order.id, Buffer.from(toBinary(checkoutV1.OrderSchema, stored)), retentionHours],
-          );
-        }
+        // The key is live elsewhere: throwing rolls our order back.
+        if (!r.rows[0]!.stored) throw new KeyTaken();
         return { kind: "created", order: stored } as const;
       });
     } catch (e) {
-      if ((e as { code?: unknown }).code === uniqueViolation && (e as { constraint?: unknown }).constraint === "idempotency_records_pkey") {
+      if (e instanceof KeyTaken) {
         const record = await this.findByKey(key);
         if (record) return { kind: "key_taken", record };
+        // Expired between the two transactions: vanishingly rare; the caller's retry stores it.
+        throw new ConnectError(`idempotency key ${JSON.stringify(key)} expired while in use; retry`, Code.Aborted);
       }
       throw e;
     }

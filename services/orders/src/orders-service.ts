@@ -16,7 +16,15 @@ export interface OrdersDeps {
 /**
  * Creates and reads orders. A create prices its lines through pricing
  * (outside any transaction: no connection is held while another service
- * works), then stores order, lines and idempotency record in one transaction.
+ * works), then stores order, lines and idempotency record in one statement
+ * of one transaction.
+ *
+ * A repeated key is found by that write (it stores nothing and returns the
+ * earlier record), so a first attempt, the common case, costs one
+ * transaction rather than a lookup plus a write. When pricing cannot answer
+ * a request that carries a key, the key is looked up before giving up: a
+ * retry of an order that was already placed is answered from the store even
+ * while pricing is down, as it was when the lookup came first.
  */
 export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService> {
   private readonly idempotency = serviceCounter(
@@ -32,12 +40,15 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
     validateOrderInput(req.customerId, req.items);
     const hash = requestHash(req);
     const key = req.idempotencyKey;
-    if (key !== "") {
-      const existing = await this.deps.store.findByKey(key);
+    let order;
+    try {
+      const prices = await this.deps.pricing.getPrices({ skus: req.items.map((i) => i.sku) });
+      order = priceOrder(req.customerId, req.items, prices.products);
+    } catch (e) {
+      const existing = key === "" ? undefined : await this.deps.store.findByKey(key).catch(() => undefined);
       if (existing) return this.replay(existing, hash, key);
+      throw e;
     }
-    const prices = await this.deps.pricing.getPrices({ skus: req.items.map((i) => i.sku) });
-    const order = priceOrder(req.customerId, req.items, prices.products);
     const outcome = await this.deps.store.insert(order, key, hash, this.deps.idempotencyRetentionHours);
     if (outcome.kind === "key_taken") return this.replay(outcome.record, hash, key);
     if (key !== "") this.idempotency.inc({ outcome: "created" });
