@@ -1,7 +1,8 @@
 /**
- * Plain orders: the same work per call as services/orders (idempotency
- * lookup, prices from pricing outside any transaction, then order, lines and
- * idempotency record in one transaction), with the statements of
+ * Plain orders: the same work per call as services/orders (prices from
+ * pricing outside any transaction, then order, lines and idempotency record
+ * in one statement of one transaction; the key is looked up only when that
+ * statement finds it taken), with the statements of
  * services/orders/src/order-store.ts. Serves gRPC on h2c (PORT); calls
  * pricing at PRICING_URL.
  */
@@ -56,54 +57,68 @@ async function findByKey(pool: pg.Pool, key: string): Promise<{ hash: string; or
   return row && { hash: row.request_hash, order: fromBinary(checkoutV1.OrderSchema, row.response) };
 }
 
-async function insert(pool: pg.Pool, order: checkoutV1.Order, key: string, hash: string): Promise<checkoutV1.Order> {
+/** The order as stored, or undefined when a live record holds the key (nothing kept). */
+async function insert(pool: pg.Pool, order: checkoutV1.Order, key: string, hash: string): Promise<checkoutV1.Order | undefined> {
+  const createdAt = new Date();
+  const stored = create(checkoutV1.OrderSchema, { ...order, createdAt: createdAt.toISOString() });
   return transaction(pool, async (c) => {
-    if (key !== "") await c.query("DELETE FROM orders.idempotency_records WHERE key = $1 AND expires_at < now()", [key]);
-    const created = await c.query<{ created_at: Date }>(
-      `INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor)
-       VALUES ($1, $2, 'PLACED', $3, $4) RETURNING created_at`,
-      [order.id, order.customerId, order.total!.currencyCode, order.total!.amountMinor.toString()],
-    );
-    await c.query(
-      `INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-       SELECT $1, n, sku, name, qty, cur, unit, line
-         FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::bigint[])
-              WITH ORDINALITY AS t(sku, name, qty, cur, unit, line, n)`,
+    const r = await c.query<{ stored: boolean }>(
+      `WITH o AS (
+         INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
+         VALUES ($1, $2, 'PLACED', $3, $4, $5)
+       ), i AS (
+         INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
+         SELECT $1, n, sku, name, qty, cur, unit, line
+           FROM unnest($6::text[], $7::text[], $8::int[], $9::text[], $10::bigint[], $11::bigint[])
+                WITH ORDINALITY AS t(sku, name, qty, cur, unit, line, n)
+       ), k AS (
+         INSERT INTO orders.idempotency_records AS r (key, request_hash, order_id, response, expires_at)
+         SELECT $12::text, $13, $1, $14, now() + make_interval(hours => $15) WHERE $12::text <> ''
+         ON CONFLICT (key) DO UPDATE
+           SET request_hash = excluded.request_hash, order_id = excluded.order_id, response = excluded.response,
+               created_at = now(), expires_at = excluded.expires_at
+           WHERE r.expires_at < now()
+         RETURNING 1
+       )
+       SELECT $12::text = '' OR EXISTS (SELECT 1 FROM k) AS stored`,
       [
         order.id,
+        order.customerId,
+        order.total!.currencyCode,
+        order.total!.amountMinor.toString(),
+        createdAt,
         order.items.map((i) => i.sku),
         order.items.map((i) => i.name),
         order.items.map((i) => i.quantity),
         order.items.map((i) => i.unitPrice!.currencyCode),
         order.items.map((i) => i.unitPrice!.amountMinor.toString()),
         order.items.map((i) => i.lineTotal!.amountMinor.toString()),
+        key,
+        hash,
+        Buffer.from(toBinary(checkoutV1.OrderSchema, stored)),
+        retentionHours,
       ],
     );
-    const stored = create(checkoutV1.OrderSchema, { ...order, createdAt: created.rows[0]!.created_at.toISOString() });
-    if (key !== "") {
-      await c.query(
-        `INSERT INTO orders.idempotency_records (key, request_hash, order_id, response, expires_at)
-         VALUES ($1, $2, $3, $4, now() + make_interval(hours => $5))`,
-        [key, hash, order.id, Buffer.from(toBinary(checkoutV1.OrderSchema, stored)), retentionHours],
-      );
-    }
-    return stored;
+    if (r.rows[0]!.stored) return stored;
+    throw new KeyTaken();
+  }).catch((e: unknown) => {
+    if (e instanceof KeyTaken) return undefined;
+    throw e;
   });
 }
 
-interface OrderRow {
+class KeyTaken extends Error {}
+
+interface OrderLineRow {
   id: string;
   customer_id: string;
   currency_code: string;
   total_minor: string;
   created_at: Date;
-}
-
-interface ItemRow {
   sku: string;
   name: string;
   quantity: number;
-  currency_code: string;
+  line_currency_code: string;
   unit_price_minor: string;
   line_total_minor: string;
 }
@@ -112,27 +127,28 @@ async function getOrder(pool: pg.Pool, id: string): Promise<checkoutV1.Order | u
   return transaction(
     pool,
     async (c) => {
-      const row = (
-        await c.query<OrderRow>("SELECT id, customer_id, status, currency_code, total_minor, created_at FROM orders.orders WHERE id = $1", [id])
-      ).rows[0];
-      if (!row) return undefined;
-      const items = await c.query<ItemRow>(
-        `SELECT sku, name, quantity, currency_code, unit_price_minor, line_total_minor
-           FROM orders.order_items WHERE order_id = $1 ORDER BY line_no`,
+      const r = await c.query<OrderLineRow>(
+        `SELECT o.id, o.customer_id, o.currency_code, o.total_minor, o.created_at,
+                i.sku, i.name, i.quantity, i.currency_code AS line_currency_code, i.unit_price_minor, i.line_total_minor
+           FROM orders.orders o JOIN orders.order_items i ON i.order_id = o.id
+          WHERE o.id = $1
+          ORDER BY i.line_no`,
         [id],
       );
+      const row = r.rows[0];
+      if (!row) return undefined;
       return create(checkoutV1.OrderSchema, {
         id: row.id,
         customerId: row.customer_id,
         status: checkoutV1.OrderStatus.PLACED,
         total: { currencyCode: row.currency_code, amountMinor: BigInt(row.total_minor) },
         createdAt: row.created_at.toISOString(),
-        items: items.rows.map((i) => ({
+        items: r.rows.map((i) => ({
           sku: i.sku,
           name: i.name,
           quantity: i.quantity,
-          unitPrice: { currencyCode: i.currency_code, amountMinor: BigInt(i.unit_price_minor) },
-          lineTotal: { currencyCode: i.currency_code, amountMinor: BigInt(i.line_total_minor) },
+          unitPrice: { currencyCode: i.line_currency_code, amountMinor: BigInt(i.unit_price_minor) },
+          lineTotal: { currencyCode: i.line_currency_code, amountMinor: BigInt(i.line_total_minor) },
         })),
       });
     },
@@ -153,22 +169,21 @@ runPlainService("plain-orders", async () => {
           if (record.hash !== hash) throw new ConnectError(`idempotency key ${JSON.stringify(key)} was used for a different request`, Code.AlreadyExists);
           return create(ordersV1.CreateOrderResponseSchema, { order: record.order, replayed: true });
         };
-        if (key !== "") {
-          const existing = await findByKey(pool, key);
-          if (existing) return replay(existing);
-        }
-        const prices = await pricing.getPrices({ skus: req.items.map((i) => i.sku) });
-        const order = priceOrder(req, prices.products);
+        let order: checkoutV1.Order;
         try {
-          return create(ordersV1.CreateOrderResponseSchema, { order: await insert(pool, order, key, hash), replayed: false });
+          const prices = await pricing.getPrices({ skus: req.items.map((i) => i.sku) });
+          order = priceOrder(req, prices.products);
         } catch (e) {
-          // A concurrent request with the same key committed first: answer with its order.
-          if ((e as { constraint?: unknown }).constraint === "idempotency_records_pkey") {
-            const winner = await findByKey(pool, key);
-            if (winner) return replay(winner);
-          }
+          const existing = key === "" ? undefined : await findByKey(pool, key).catch(() => undefined);
+          if (existing) return replay(existing);
           throw e;
         }
+        const stored = await insert(pool, order, key, hash);
+        if (stored) return create(ordersV1.CreateOrderResponseSchema, { order: stored, replayed: false });
+        // A live record holds the key (also one a concurrent request committed first): answer with its order.
+        const winner = await findByKey(pool, key);
+        if (winner) return replay(winner);
+        throw new ConnectError(`idempotency key ${JSON.stringify(key)} expired while in use; retry`, Code.Aborted);
       },
       async getOrder(req) {
         if (!uuidPattern.test(req.orderId)) throw new ConnectError("order_id must be a UUID", Code.InvalidArgument);

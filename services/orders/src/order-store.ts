@@ -13,20 +13,17 @@ export type InsertOutcome =
   /** Another request stored this key first; nothing of ours was written. */
   | { kind: "key_taken"; record: IdempotencyRecord };
 
-interface OrderRow {
+/** One line of an order, with the order's own columns repeated. */
+interface OrderLineRow {
   id: string;
   customer_id: string;
-  status: string;
   currency_code: string;
   total_minor: string;
   created_at: Date;
-}
-
-interface ItemRow {
   sku: string;
   name: string;
   quantity: number;
-  currency_code: string;
+  line_currency_code: string;
   unit_price_minor: string;
   line_total_minor: string;
 }
@@ -121,32 +118,32 @@ export class OrderStore {
     return r.rowCount ?? 0;
   }
 
+  /** The order with its lines, in one statement (lines in order; every order has at least one). */
   async get(id: string): Promise<checkoutV1.Order | undefined> {
     return this.db.transaction(
       async (tx) => {
-        const o = await tx.query<OrderRow>(
-          "SELECT id, customer_id, status, currency_code, total_minor, created_at FROM orders.orders WHERE id = $1",
+        const r = await tx.query<OrderLineRow>(
+          `SELECT o.id, o.customer_id, o.currency_code, o.total_minor, o.created_at,
+                  i.sku, i.name, i.quantity, i.currency_code AS line_currency_code, i.unit_price_minor, i.line_total_minor
+             FROM orders.orders o JOIN orders.order_items i ON i.order_id = o.id
+            WHERE o.id = $1
+            ORDER BY i.line_no`,
           [id],
         );
-        const row = o.rows[0];
+        const row = r.rows[0];
         if (!row) return undefined;
-        const items = await tx.query<ItemRow>(
-          `SELECT sku, name, quantity, currency_code, unit_price_minor, line_total_minor
-             FROM orders.order_items WHERE order_id = $1 ORDER BY line_no`,
-          [id],
-        );
         return create(checkoutV1.OrderSchema, {
           id: row.id,
           customerId: row.customer_id,
           status: checkoutV1.OrderStatus.PLACED,
           total: { currencyCode: row.currency_code, amountMinor: BigInt(row.total_minor) },
           createdAt: row.created_at.toISOString(),
-          items: items.rows.map((i) => ({
+          items: r.rows.map((i) => ({
             sku: i.sku,
             name: i.name,
             quantity: i.quantity,
-            unitPrice: { currencyCode: i.currency_code, amountMinor: BigInt(i.unit_price_minor) },
-            lineTotal: { currencyCode: i.currency_code, amountMinor: BigInt(i.line_total_minor) },
+            unitPrice: { currencyCode: i.line_currency_code, amountMinor: BigInt(i.unit_price_minor) },
+            lineTotal: { currencyCode: i.line_currency_code, amountMinor: BigInt(i.line_total_minor) },
           })),
         });
       },
