@@ -22,7 +22,12 @@ import { writeBenchFiles } from "../lab/bench/write-bench.js";
 
 /** Throughput at high concurrency, platform/plain, at least this for every method and protocol (target: 0.95). */
 const minThroughputRatio = 0.5;
-/** One client through the gateway: gRPC over h2c p50 at most this many times Connect JSON over HTTP/1.1 p50 (target: within 0.5 ms). */
+/**
+ * One client through the gateway: gRPC over h2c at most this many times
+ * Connect JSON over HTTP/1.1, compared at p25 (see ProtocolRatios: other
+ * processes inflate p50 of both and squeeze the ratio towards 1; a stall
+ * on every request stays in p25). Target: within 0.5 ms.
+ */
 const maxH2cOverHttp1 = 3;
 
 let summary: BenchSummary;
@@ -73,7 +78,9 @@ describe("bench (quick)", () => {
   test(`one client through the gateway: gRPC over h2c within ${maxH2cOverHttp1}x of Connect JSON over HTTP/1.1, on both chains`, () => {
     assert.equal(summary.protocols.length, methods.length);
     const slow = summary.protocols.flatMap((p) =>
-      (["platform", "plain"] as const).filter((system) => !(p[system] <= maxH2cOverHttp1)).map((system) => `${system} ${p.method}: h2c p50 = ${p[system].toFixed(1)}x HTTP/1.1 p50`),
+      (["platform", "plain"] as const)
+        .filter((system) => !(p[system].p25 <= maxH2cOverHttp1))
+        .map((system) => `${system} ${p.method}: h2c p25 = ${p[system].p25.toFixed(1)}x HTTP/1.1 p25 (p50: ${p[system].p50.toFixed(1)}x)`),
     );
     assert.deepEqual(slow, [], `${slow.join("; ")} [${noiseLine(summary)}]`);
   });

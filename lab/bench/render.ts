@@ -57,8 +57,8 @@ function ceilingRows(s: BenchSummary): string[][] {
 }
 
 function protocolRows(s: BenchSummary): string[][] {
-  const rows = [["gRPC h2c p50 / Connect JSON HTTP/1.1 p50, 1 client, gateway", "platform", "plain"]];
-  for (const p of s.protocols) rows.push([p.method, f(p.platform, 2), f(p.plain, 2)]);
+  const rows = [["gRPC h2c / Connect JSON HTTP/1.1 latency, 1 client, gateway", "platform p50", "plain p50", "platform p25", "plain p25"]];
+  for (const p of s.protocols) rows.push([p.method, f(p.platform.p50, 2), f(p.plain.p50, 2), f(p.platform.p25, 2), f(p.plain.p25, 2)]);
   return rows;
 }
 

@@ -52,11 +52,22 @@ export interface CeilingSummary {
   plainShare: number;
 }
 
+/** gRPC h2c latency / Connect JSON HTTP/1.1 latency at one client through the gateway, median over rounds (both from the same leg). */
+export interface ProtocolRatios {
+  p50: number;
+  /**
+   * The fastest quarter: other processes on the machine only ever add
+   * latency, so the low percentiles show what the path itself costs (a
+   * stall on every request, like Nagle's 40 ms, stays in them; contention
+   * mostly does not). test/bench.test.ts checks this one.
+   */
+  p25: number;
+}
+
 export interface ProtocolSummary {
   method: Method;
-  /** p50 over gRPC h2c / p50 over Connect JSON HTTP/1.1, one client, through the gateway: median over rounds of the two legs of a round. */
-  platform: number;
-  plain: number;
+  platform: ProtocolRatios;
+  plain: ProtocolRatios;
 }
 
 export interface BenchSummary {
@@ -135,15 +146,16 @@ export function summarize(run: BenchRun): BenchSummary {
     ceiling.push({ concurrency, perSec, platformShare: (order?.platform.perSec ?? Number.NaN) / perSec, plainShare: (order?.plain.perSec ?? Number.NaN) / perSec });
   }
 
-  const protocolRatio = (method: Method, system: System) => {
+  const protocolRatio = (method: Method, system: System, p: number) => {
     const [h2c, http1] = protocols.map((protocol) => legsOf(gatewayCellId(method, protocol, 1), system));
     const perRound = (h2c ?? []).map((l) => {
       const partner = http1?.find((x) => x.round === l.round);
-      return partner ? percentile(l.latenciesMs, 50) / percentile(partner.latenciesMs, 50) : Number.NaN;
+      return partner ? percentile(l.latenciesMs, p) / percentile(partner.latenciesMs, p) : Number.NaN;
     });
     return median(perRound.filter(Number.isFinite));
   };
-  const protocolRatios: ProtocolSummary[] = methods.map((method) => ({ method, platform: protocolRatio(method, "platform"), plain: protocolRatio(method, "plain") }));
+  const ratios = (method: Method, system: System): ProtocolRatios => ({ p50: protocolRatio(method, system, 50), p25: protocolRatio(method, system, 25) });
+  const protocolRatios: ProtocolSummary[] = methods.map((method) => ({ method, platform: ratios(method, "platform"), plain: ratios(method, "plain") }));
 
   const measured = run.legs.filter((l) => l.round > 0);
   return {
