@@ -2,6 +2,7 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { codeLabel } from "./code-label.js";
+import { encodeGrpcMessage } from "./grpc-message.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -28,13 +29,20 @@ export function writeRpcError(req: Req, res: Res, code: Code, message: string, h
   const contentType = String(req.headers["content-type"] ?? "");
   if (contentType.startsWith("application/grpc")) {
     // Both gRPC and gRPC-Web accept the status in the headers of an
-    // otherwise empty 200 response.
-    res.writeHead(200, {
+    // otherwise empty 200 response. On HTTP/2 that must be one HEADERS frame
+    // that ends the stream (gRPC's "Trailers-Only"): grpc-js reads a status
+    // only from such a frame or from trailers, and took headers followed by
+    // an empty DATA frame for a call "ended without gRPC status". Node's
+    // compatibility layer sends exactly that frame when the headers go out
+    // with end() (not with an explicit writeHead()).
+    const all: Record<string, string> = {
       "content-type": contentType.startsWith("application/grpc-web") ? "application/grpc-web+proto" : "application/grpc",
       "grpc-status": String(code),
-      "grpc-message": encodeURIComponent(message),
+      "grpc-message": encodeGrpcMessage(message),
       ...headers,
-    });
+    };
+    res.statusCode = 200;
+    for (const [name, value] of Object.entries(all)) res.setHeader(name, value);
     res.end();
     return;
   }
