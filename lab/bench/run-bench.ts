@@ -1,9 +1,11 @@
 /**
  * One bench run: both chains up, a warm-up pass, then rounds in which
- * every cell runs on the platform and on the plain chain back to back (the
- * first of the pair alternates from cell to cell and round to round, so
- * drift and neighbours' noise fall on both), plus the database alone as
- * the ceiling. Returns raw legs; summarize.ts turns them into ratios.
+ * every measurement runs on the platform and on the plain chain back to
+ * back (which goes first alternates from measurement to measurement and
+ * round to round, so drift and neighbours' noise fall on both), plus the
+ * database alone as the ceiling. A measurement is one cell, or the two
+ * one-client protocol cells of a method alternating in one leg (see
+ * cells.ts). Returns raw legs; summarize.ts turns them into ratios.
  */
 import { benchMeasurements, hopOrder, type Cell, type Measurement, type Service, type System } from "./cells.js";
 import type { LegResult, LegSpec, TargetResult } from "./leg.js";

@@ -5,15 +5,15 @@
  * platform's database, with what the bench needs from each: where to send
  * a leg and which processes to watch.
  */
-import { join } from "node:path";
-import pg from "pg";
-import { startLabPlatform, type LabPlatform } from "../platform/lab-platform.js";
-import { startPlainChain, type PlainChain } from "../plain-chain/start-plain-chain.js";
-import type { Protocol, Target } from "./leg.js";
-import { hopOrder, type Cell, type Service, type System } from "./cells.js";
-import { parentPid } from "./proc-stats.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { startPlainChain, type PlainChain } from "../plain-chain/start-plain-chain.js";
+import { startLabPlatform, type LabPlatform } from "../platform/lab-platform.js";
+import type { Cell, Service, System } from "./cells.js";
+import type { Protocol, Target } from "./leg.js";
+import { parentPid } from "./proc-stats.js";
 
 export interface Systems {
   databaseUrl: string;
@@ -71,5 +71,3 @@ export async function startSystems(log: (line: string) => void): Promise<Systems
     throw e;
   }
 }
-
-export const watchedServices = hopOrder;
