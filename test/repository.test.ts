@@ -1,10 +1,15 @@
-/** Checks of the repository itself: generated code is fresh, the compose file is valid and closed. */
+/**
+ * Checks of the repository itself: generated code is fresh, the compose file
+ * is valid and closed, every workspace declares what it imports.
+ */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import ts from "typescript";
 
 function files(dir: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -60,4 +65,99 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     assert.match(block, /internal/, `${svc} is on the internal network`);
   }
   assert.match(out, /internal:\n\s+internal: true/, "the internal network has no route out");
+});
+
+type Pins = Record<string, string>;
+interface PackageJson {
+  name?: string;
+  version?: string;
+  dependencies?: Pins;
+  peerDependencies?: Pins;
+  optionalDependencies?: Pins;
+  devDependencies?: Pins;
+}
+const readPackage = (dir: string) => JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as PackageJson;
+const exactVersion = /^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/;
+
+/** The package an import specifier names, or undefined for relative paths and node's own modules. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith(".") || specifier.startsWith("/") || specifier.startsWith("node:") || builtinModules.includes(specifier)) return undefined;
+  return specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
+}
+
+/**
+ * What is wrong with one workspace's declarations: a package its .ts files
+ * import (static, dynamic with a literal, `import type`, `export ... from`)
+ * that its package.json does not declare as a dependency, peer or optional
+ * dependency (a devDependency is enough for a *.spec.ts); a declared version
+ * that is not exact or differs from the one the root (or the workspace
+ * package) has.
+ */
+function dependencyProblems(dir: string, pins: Pins): string[] {
+  const pkg = readPackage(dir);
+  const problems: string[] = [];
+  const runtime: Pins = { ...pkg.dependencies, ...pkg.peerDependencies, ...pkg.optionalDependencies };
+  for (const [kind, declared] of Object.entries({ dependencies: pkg.dependencies, peerDependencies: pkg.peerDependencies, optionalDependencies: pkg.optionalDependencies, devDependencies: pkg.devDependencies })) {
+    for (const [name, version] of Object.entries(declared ?? {})) {
+      if (!exactVersion.test(version)) problems.push(`${dir}/package.json: ${kind} ${name} "${version}" is not an exact version`);
+      else if (pins[name] !== undefined && pins[name] !== version) problems.push(`${dir}/package.json: ${kind} ${name} ${version}, the root has ${pins[name]}`);
+      else if (pins[name] === undefined) problems.push(`${dir}/package.json: ${kind} ${name} is not in the root package.json`);
+    }
+  }
+  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile() || !/\.[cm]?tsx?$/.test(e.name) || relative(dir, e.parentPath).split("/").includes("node_modules")) continue;
+    const file = join(e.parentPath, e.name);
+    const spec = e.name.endsWith(".spec.ts");
+    for (const imported of ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles) {
+      const name = packageOf(imported.fileName);
+      if (name === undefined || name === pkg.name) continue;
+      if (runtime[name] !== undefined || (spec && pkg.devDependencies?.[name] !== undefined)) continue;
+      problems.push(`${file}: imports ${name}, which ${dir}/package.json does not declare`);
+    }
+  }
+  return problems;
+}
+
+function workspaceDirs(): string[] {
+  return ["packages", "services"].flatMap((d) => readdirSync(d).map((n) => join(d, n))).filter((d) => existsSync(join(d, "package.json")));
+}
+
+function rootPins(): Pins {
+  const root = readPackage(".");
+  const pins: Pins = { ...root.dependencies, ...root.devDependencies, ...root.optionalDependencies };
+  for (const dir of workspaceDirs()) {
+    const w = readPackage(dir);
+    if (w.name && w.version) pins[w.name] = w.version;
+  }
+  return pins;
+}
+
+test("every workspace declares what it imports (dependencies or peerDependencies), pinned exactly as the root pins it", () => {
+  const pins = rootPins();
+  const dirs = workspaceDirs();
+  assert.ok(dirs.length >= 10, `found ${dirs.join(", ")}`);
+  assert.deepEqual(dirs.flatMap((d) => dependencyProblems(d, pins)), []);
+});
+
+test("the declaration check finds an undeclared import, a range and a version that differs from the root's", () => {
+  const dir = mkdtempSync(join(tmpdir(), "deps-check-"));
+  try {
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "@platform/x", version: "0.1.0", dependencies: { pg: "^8.0.0" }, peerDependencies: { pino: "1.0.0" }, devDependencies: { "fast-check": "4.10.2" } }));
+    mkdirSync(join(dir, "src"));
+    writeFileSync(
+      join(dir, "src", "a.ts"),
+      'import pg from "pg";\nimport type { Logger } from "pino";\nexport { create } from "@bufbuild/protobuf/wkt";\nimport { readFileSync } from "node:fs";\nimport "./b.js";\nconst o = await import("opossum");\n',
+    );
+    writeFileSync(join(dir, "src", "a.spec.ts"), 'import fc from "fast-check";\nimport yaml from "yaml";\n');
+    const problems = dependencyProblems(dir, { pg: "8.23.1", pino: "10.4.0", "fast-check": "4.10.2" });
+    assert.deepEqual(problems.map((p) => p.replaceAll(dir, "<dir>")).sort(), [
+      '<dir>/package.json: dependencies pg "^8.0.0" is not an exact version',
+      "<dir>/package.json: peerDependencies pino 1.0.0, the root has 10.4.0",
+      "<dir>/src/a.spec.ts: imports yaml, which <dir>/package.json does not declare",
+      "<dir>/src/a.ts: imports @bufbuild/protobuf, which <dir>/package.json does not declare",
+      "<dir>/src/a.ts: imports opossum, which <dir>/package.json does not declare",
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

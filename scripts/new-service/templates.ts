@@ -2,7 +2,14 @@
  * The files of a new service, written the way pricing (with a database) and
  * checkout (without) are written. Each function returns a file's text.
  */
+import { readFileSync } from "node:fs";
 import type { ServiceNames } from "./names.js";
+
+/** The root package.json's exact pins: a service declares what it imports at the same versions. */
+const rootPins: Record<string, string> = (() => {
+  const root = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as Record<string, Record<string, string> | undefined>;
+  return { ...root["dependencies"], ...root["devDependencies"] };
+})();
 
 export interface ServiceSpec extends ServiceNames {
   database: boolean;
@@ -55,8 +62,10 @@ message Item {
 }
 
 export function packageJson(s: ServiceSpec): string {
+  // Everything its sources import (test/repository.test.ts checks it).
   const deps: Record<string, string> = { "@platform/proto": "0.1.0", "@platform/runtime": "0.1.0" };
   if (s.database) deps["@platform/database"] = "0.1.0";
+  for (const name of ["@bufbuild/protobuf", "@connectrpc/connect"]) deps[name] = rootPins[name]!;
   return `${JSON.stringify(
     {
       name: `@platform/${s.name}`,
