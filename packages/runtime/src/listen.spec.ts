@@ -50,8 +50,8 @@ test("an h2c-only listener refuses HTTP/1.1", async () => {
  * while a response written at once over HTTP/1.1 does not (HTTP/2 always
  * writes a response in several frames). One listener answers both kinds
  * over both protocols, one request at a time; all four must cost about the
- * same. A ratio, not a time: with Nagle on, the slow ones took about 100
- * times as long as the fastest on this machine.
+ * same. A ratio: with Nagle on, the slow ones took about 100 times as
+ * long as the fastest on this machine (44 ms against 0.3-0.7 ms).
  */
 test("a response written in pieces is as fast as one written at once, over h2c and HTTP/1.1 (no Nagle delay on any accepted socket)", async () => {
   const l = await listen({
@@ -103,14 +103,49 @@ test("a response written in pieces is as fast as one written at once, over h2c a
       medians[`${protocol} in pieces`] = await medianMs(via("/pieces"));
       medians[`${protocol} at once`] = await medianMs(via("/"));
     }
-    // Generous for 2 noisy cores; a Nagle stall is tens of times slower.
-    const fastest = Math.max(0.5, Math.min(...Object.values(medians)));
+    // A Nagle stall waits for the delayed-ACK timer (40 ms on Linux) whatever
+    // the machine does; on 2 loaded cores a healthy answer still takes a few
+    // ms. The floor keeps the bound well above that noise and below the stall.
+    const fastest = Math.max(2, Math.min(...Object.values(medians)));
     const shown = Object.entries(medians).map(([k, v]) => `${k} ${v.toFixed(2)} ms`).join(", ");
-    for (const [kind, ms] of Object.entries(medians)) assert.ok(ms < fastest * 5, `${kind} is slow: ${shown}`);
+    for (const [kind, ms] of Object.entries(medians)) assert.ok(ms < fastest * 10, `${kind} is slow: ${shown}`);
   } finally {
     session.close();
     agent.destroy();
     l.stopAccepting();
+    l.destroy();
+  }
+});
+
+test("shutdown: a notice first (GOAWAY naming the largest stream id, so requests on their way are still served), in-flight streams finish", async () => {
+  let answer: (() => void) | undefined;
+  const l = await listen({
+    host: "127.0.0.1",
+    port: 0,
+    http1: false,
+    handler: (_req, res) => {
+      answer = () => res.end("done");
+    },
+  });
+  const session = http2.connect(`http://127.0.0.1:${l.port}`);
+  const lastStreamIds: number[] = [];
+  session.on("goaway", (_code: number, lastStreamId: number) => lastStreamIds.push(lastStreamId));
+  try {
+    const body = new Promise<string>((resolve, reject) => {
+      const s = session.request({ ":path": "/" });
+      let data = "";
+      s.on("data", (d: Buffer) => (data += d.toString()));
+      s.on("end", () => resolve(data));
+      s.on("error", reject);
+    });
+    while (!answer) await new Promise((r) => setTimeout(r, 5));
+    l.stopAccepting();
+    await new Promise((r) => session.once("goaway", r));
+    answer();
+    assert.equal(await body, "done");
+    assert.equal(lastStreamIds[0], 2 ** 31 - 1);
+  } finally {
+    session.destroy();
     l.destroy();
   }
 });

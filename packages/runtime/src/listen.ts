@@ -118,7 +118,7 @@ export async function listen(opts: {
       server.close();
       h1.close();
       h1.closeIdleConnections();
-      for (const s of sessions) s.close(); // GOAWAY: in-flight streams finish, new ones go elsewhere
+      for (const s of sessions) closeGracefully(s);
     },
     destroy() {
       for (const s of sessions) s.destroy();
@@ -127,3 +127,36 @@ export async function listen(opts: {
     closed,
   };
 }
+
+/** Longest wait for the peer to acknowledge the shutdown notice. */
+const shutdownNoticeMs = 1000;
+
+/**
+ * HTTP/2 graceful shutdown in two steps (RFC 9113 section 6.8), as nghttp2,
+ * Go and Envoy do it. A single GOAWAY names the last stream the server has
+ * seen, so a request the client sent just before it arrived is refused
+ * (REFUSED_STREAM, which clients report as INTERNAL) although nothing went
+ * wrong. First a notice (GOAWAY with the largest stream id: open no new
+ * streams, the ones on their way are still served), then a PING: its
+ * acknowledgement comes after every stream the client opened before it saw
+ * the notice, and only then the final GOAWAY. In-flight streams finish
+ * either way.
+ */
+function closeGracefully(session: http2.ServerHttp2Session): void {
+  if (session.closed || session.destroyed) return;
+  let closed = false;
+  const close = () => {
+    if (closed || session.closed || session.destroyed) return;
+    closed = true;
+    session.close();
+  };
+  try {
+    session.goaway(http2.constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
+    if (!session.ping(close)) close(); // too many pings unacknowledged: don't wait
+  } catch {
+    close();
+    return;
+  }
+  setTimeout(close, shutdownNoticeMs).unref();
+}
+
