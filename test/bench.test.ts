@@ -63,7 +63,7 @@ describe("bench (quick)", () => {
         // 2 shared cores looks like that to them; its throughput counts successes only.
         const allowed = system === "plain" ? 0 : Math.max(1, 0.1 * total);
         if (s.requests < 10) problems.push(`${c.id} ${system}: only ${s.requests} requests succeeded`);
-        if (s.failed > allowed) problems.push(`${c.id} ${system}: ${s.failed} of ${total} requests failed`);
+        if (s.failed > allowed) problems.push(`${c.id} ${system}: ${s.failed} of ${total} requests failed (${JSON.stringify(s.failureSamples)})`);
       }
     }
     assert.deepEqual(problems, [], `${problems.join("; ")} [${noiseLine(summary)}]`);

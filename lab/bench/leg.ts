@@ -55,6 +55,8 @@ export interface TargetResult {
   succeeded: number;
   /** Failures by Connect code name. */
   failed: Record<string, number>;
+  /** The first failure's message for each code: what refused the work. */
+  failureSamples: Record<string, string>;
   /** Latency of each successful request, ms. */
   latenciesMs: number[];
   /** Time spent in this target's calls, failed ones included, ms (with one user: its share of the leg). */

@@ -109,7 +109,7 @@ type Targets = readonly [Prepared] | readonly [Prepared, Prepared];
 const alternateBlock = 20;
 
 async function run(leg: LegSpec, targets: Targets): Promise<LegResult> {
-  const results: TargetResult[] = targets.map(() => ({ succeeded: 0, failed: {}, latenciesMs: [], busyMs: 0 }));
+  const results: TargetResult[] = targets.map(() => ({ succeeded: 0, failed: {}, failureSamples: {}, latenciesMs: [], busyMs: 0 }));
   let started = 0;
   const t0 = performance.now();
   const end = t0 + leg.durationMs;
@@ -132,6 +132,7 @@ async function run(leg: LegSpec, targets: Targets): Promise<LegResult> {
       } catch (e) {
         const code = leg.target.kind === "db" ? "db_error" : codeName(ConnectError.from(e).code);
         r.failed[code] = (r.failed[code] ?? 0) + 1;
+        r.failureSamples[code] ??= (e instanceof Error ? e.message : String(e)).slice(0, 300);
       }
       lastAnswer = performance.now();
       r.busyMs += lastAnswer - s;

@@ -62,6 +62,20 @@ function protocolRows(s: BenchSummary): string[][] {
   return rows;
 }
 
+/** What refused work, one line per chain and code (the first message seen in the run). */
+export function failureLines(s: BenchSummary): string[] {
+  const seen = new Map<string, string>();
+  for (const c of s.cells) {
+    for (const system of ["platform", "plain"] as const) {
+      for (const [code, message] of Object.entries(c[system].failureSamples)) {
+        const key = `${system} ${code}`;
+        if (!seen.has(key)) seen.set(key, `${key} (first in ${c.id}): ${message}`);
+      }
+    }
+  }
+  return [...seen.values()];
+}
+
 /** How much of the machine others used while we measured: ratios from a busy machine deserve less trust. */
 export function noiseLine(s: BenchSummary): string {
   return `other processes used ${f(s.foreignCores, 2)} cores on average while legs ran${s.foreignCores > 0.25 ? " (a busy machine: read the ratios with care)" : ""}`;
@@ -73,7 +87,7 @@ export function textReport(s: BenchSummary): string {
   return sections
     .filter((x): x is string[][] => x !== undefined)
     .map(renderTable)
-    .concat(noiseLine(s))
+    .concat([...failureLines(s), noiseLine(s)].join("\n"))
     .join("\n\n");
 }
 
@@ -124,5 +138,7 @@ export function markdownReport(s: BenchSummary, info: RunInfo): string {
   if (s.hops.length > 0) parts.push("", markdownTable(hopRows(s)));
   parts.push("", markdownTable(cpuRows(s)), "", markdownTable(memoryRows(s)));
   if (s.ceiling.length > 0) parts.push("", markdownTable(ceilingRows(s)));
+  const failures = failureLines(s);
+  if (failures.length > 0) parts.push("", "Failures (the first message of each kind):", "", ...failures.map((l) => `- ${l}`));
   return parts.join("\n") + "\n";
 }

@@ -14,6 +14,8 @@ export interface SideStats {
   p50Ms: number;
   p99Ms: number;
   failed: number;
+  /** A message for each failure code seen (the first one). */
+  failureSamples: Record<string, string>;
   requests: number;
   /** CPU ms per successful request, by process. */
   cpuMsPerRequest: Partial<Record<Service | "postgres", number>>;
@@ -96,6 +98,7 @@ function side(legs: LegRecord[]): SideStats {
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
     failed: sum(legs.flatMap((l) => Object.values(l.failed))),
+    failureSamples: Object.assign({}, ...[...legs].reverse().map((l) => l.failureSamples)) as Record<string, string>,
     requests,
     cpuMsPerRequest,
   };
