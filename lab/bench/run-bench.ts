@@ -62,7 +62,7 @@ const maxRequestsPerLeg = 200_000;
 /**
  * One-client legs go on past their duration until they have this many
  * requests (a percentile of a handful of samples is noise), for at most
- * `maxStretch` times their duration and never less than 5 s.
+ * `maxStretch` times their duration, and never less than 3 s.
  */
 const minRequestsAtOneClient = 40;
 const maxStretch = 4;
@@ -123,7 +123,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
         durationMs: seconds * 1000,
         maxRequests: maxRequestsPerLeg,
         minRequests: spec.concurrency === 1 ? minRequestsAtOneClient : 0,
-        maxDurationMs: Math.max(5000, seconds * 1000 * maxStretch),
+        maxDurationMs: Math.max(3000, seconds * 1000 * maxStretch),
         timeoutMs: callTimeoutMs,
         label: `${system}-${round}-${legs.length}`,
       };
