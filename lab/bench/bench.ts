@@ -5,9 +5,12 @@
  * this command line) to docs/bench/results.md.
  *
  *   npm run bench -- [--seconds 2] [--rounds 3] [--warmup-seconds 0.5] [--concurrency 32] [--quick] [--no-docs]
+ *                    [--platform-log-level warn]
  *
  * --quick: one round of short legs through the gateway only (no hops, no
  * database ceiling), as test/bench.test.ts runs it; it does not touch docs/.
+ * --platform-log-level: an experiment (what the request logs cost); the
+ * reference run keeps the services' default. Neither it nor --quick writes docs/.
  */
 import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
@@ -40,6 +43,7 @@ async function main(): Promise<void> {
       concurrency: { type: "string" },
       quick: { type: "boolean" },
       "no-docs": { type: "boolean" },
+      "platform-log-level": { type: "string" },
     },
     strict: true,
   });
@@ -47,7 +51,7 @@ async function main(): Promise<void> {
   const commit = currentCommit();
   console.log(
     `bench: ${opts.rounds} round(s) x ${opts.seconds} s legs, ${opts.concurrency} clients at high concurrency` +
-      `${opts.hops ? ", hops" : ""}${opts.ceiling ? ", database ceiling" : ""}; commit ${commit}`,
+      `${opts.hops ? ", hops" : ""}${opts.ceiling ? ", database ceiling" : ""}; platform LOG_LEVEL ${opts.platformLogLevel}; commit ${commit}`,
   );
   const run = await runBench(opts);
   const summary = summarize(run);
@@ -66,7 +70,7 @@ async function main(): Promise<void> {
     summary,
     text,
     info,
-    markdown: values.quick || values["no-docs"] ? undefined : { path: join(process.cwd(), "docs", "bench", "results.md"), content: markdownReport(summary, info) },
+    markdown: values.quick || values["no-docs"] || values["platform-log-level"] !== undefined ? undefined : { path: join(process.cwd(), "docs", "bench", "results.md"), content: markdownReport(summary, info) },
   });
   for (const w of written) console.log(`wrote ${w}`);
 }

@@ -14,7 +14,7 @@ function positive(v: string | undefined, name: string, dflt: number, integer: bo
 }
 
 export function benchOptions(
-  values: { seconds?: string; rounds?: string; "warmup-seconds"?: string; concurrency?: string; quick?: boolean },
+  values: { seconds?: string; rounds?: string; "warmup-seconds"?: string; concurrency?: string; quick?: boolean; "platform-log-level"?: string },
   log: (line: string) => void,
 ): BenchOptions {
   const base = values.quick ? quick : defaults;
@@ -26,6 +26,7 @@ export function benchOptions(
     concurrency: positive(values.concurrency, "concurrency", base.concurrency, true),
     hops: !values.quick,
     ceiling: !values.quick,
+    platformLogLevel: values["platform-log-level"] ?? "shipped",
     log,
   };
 }

@@ -25,6 +25,8 @@ export interface BenchOptions {
   hops: boolean;
   /** The database alone at 1 and `concurrency` users. */
   ceiling: boolean;
+  /** The platform's LOG_LEVEL: "shipped" (its default), or e.g. "warn" to see what request logs cost. */
+  platformLogLevel: string;
   log: (line: string) => void;
 }
 
@@ -106,7 +108,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   const measurements = benchMeasurements(opts.concurrency, opts.hops);
   const cells = measurements.flat();
   const log = opts.log;
-  const sys = await startSystems(log);
+  const sys = await startSystems(log, opts.platformLogLevel);
   const worker = LoadWorker.start();
   const postgres = new ProcessTreeCpu(sys.postgresPid);
   const legs: LegRecord[] = [];
