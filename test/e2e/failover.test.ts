@@ -207,6 +207,18 @@ async function underLoad(tag: string, disrupt: () => Promise<void>): Promise<voi
   assert.equal(acknowledged, load.orders.length, "every logical order got an answer in the end");
   assert.equal(rows, acknowledged, "one row per acknowledged order");
   assert.deepEqual(await withDb((db) => reconcile(db, load)), []);
+  // And by idempotency key: one record per acknowledged key, pointing at the order its caller was given.
+  const records = await withDb(async (db) => (await db.query<{ key: string; order_id: string }>("SELECT key, order_id FROM orders.idempotency_records WHERE key LIKE $1", [`%${tag}-key-%`])).rows);
+  const byKey = new Map<string, string[]>();
+  for (const r of records) {
+    const key = r.key.slice(r.key.indexOf(`${tag}-key-`));
+    byKey.set(key, [...(byKey.get(key) ?? []), r.order_id]);
+  }
+  const keyProblems = load.orders
+    .filter((o) => JSON.stringify(byKey.get(o.key) ?? []) !== JSON.stringify([o.orderId]))
+    .map((o) => `${o.key}: acknowledged ${o.orderId}, recorded ${JSON.stringify(byKey.get(o.key) ?? [])}`);
+  assert.deepEqual(keyProblems, [], "every acknowledged key recorded exactly once, with its order");
+  assert.equal(records.length, acknowledged, "no record for a key nobody was answered for");
 }
 
 async function restartPostgres(mode: StopMode): Promise<void> {
