@@ -124,7 +124,12 @@ export function watchedClientClass(onLost: (client: pg.Client, loss: ConnectionL
               : "other";
         const message = w.abandoned ? "no answer to a cancel request in time; connection dropped" : word.message || String(word);
         w.lost = { cause, code, message, use: w.use, error: word };
-        onLost(this, w.lost);
+        try {
+          onLost(this, w.lost);
+        } catch {
+          // Reporting runs inside node-pg's event emission: a throwing logger
+          // or callback must not become the uncaught exception this prevents.
+        }
       };
       // Attached before connect() attaches node-pg's own listeners, so these run first.
       const connection = (this as unknown as { connection: NodeJS.EventEmitter }).connection;
