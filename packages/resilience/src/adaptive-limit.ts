@@ -71,7 +71,14 @@ export interface AdaptiveLimitOptions {
    * dependency would not cure.
    */
   tolerance?: number;
-  /** Share of a growth step taken per window, (0, 1]. Default 0.2 (Gradient2's). */
+  /**
+   * Share of a growth step taken per window, (0, 1]. Default 0.5 (Gradient2's
+   * is 0.2): after a stall every hop's limit sits at its floor, and at 0.2
+   * the storm lab's slow-dependency run took 7.9 s to serve normal load
+   * again once the lock was gone (floor 3 to 12 is ~17 windows at 0.2, ~7
+   * at 0.5). Growth needs latency within tolerance and demand, so it does
+   * not overshoot a dependency that is still slow.
+   */
   smoothing?: number;
   /** Share of a shrink step taken per window, (0, 1]. Default 0.5. */
   decreaseSmoothing?: number;
@@ -129,7 +136,7 @@ export class AdaptiveLimit {
     this.minWindowSamples = opts.minWindowSamples ?? 5;
     this.baselineWindows = opts.baselineWindows ?? 600;
     this.tolerance = opts.tolerance ?? 2;
-    this.smoothing = opts.smoothing ?? 0.2;
+    this.smoothing = opts.smoothing ?? 0.5;
     this.decreaseSmoothing = opts.decreaseSmoothing ?? 0.5;
     if (!(this.windowMs > 0)) throw new RangeError(`windowMs must be > 0, got ${this.windowMs}`);
     int("minWindowSamples", this.minWindowSamples, 1);

@@ -32,8 +32,8 @@ export const defaultIsolation: IsolationDefaults = { maxConcurrent: 32, minConcu
  * `<NAME>_LIMIT` (adaptive or fixed), `<NAME>_MAX_CONCURRENT` (the adaptive
  * limit's ceiling, or the fixed limit), `<NAME>_MIN_CONCURRENT` (the
  * adaptive limit's floor), `<NAME>_MAX_QUEUE`, `<NAME>_METHOD_CLASSES`
- * (e.g. `Search=read,Export=bulk`; unlisted methods are "read" when the
- * proto marks them NO_SIDE_EFFECTS, "write" otherwise); and the breaker
+ * (e.g. `Search=lookups,Suggest=lookups`: methods that share one limiter;
+ * unlisted methods are each their own class); and the breaker
  * settings shared by all dependencies of this service (`BREAKER_*`). See
  * README "Configuration and sizing".
  */

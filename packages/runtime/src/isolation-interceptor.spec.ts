@@ -12,7 +12,7 @@ function call(method: string, idempotency?: IdempotencyLevel) {
   return { method: { name: method, ...(idempotency !== undefined ? { idempotency } : {}) } } as unknown as UnaryRequest;
 }
 
-const read = (method: string) => call(method, IdempotencyLevel.NO_SIDE_EFFECTS);
+const read = (method: string, fast = false) => ({ ...call(method, IdempotencyLevel.NO_SIDE_EFFECTS), header: new Headers(fast ? { "x-fast": "1" } : {}) }) as UnaryRequest;
 
 function scopeUntil(clock: FakeScheduler, deadlineAt: number): CallScope {
   return { deadlineAt, clock, signal: new AbortController().signal, requestId: "r", procedure: "/x.v1.X/Y" };
@@ -53,7 +53,7 @@ test("a full bulkhead refuses at once, naming the dependency and class, with a p
   for (let i = 0; i < 10; i++) {
     await assert.rejects(
       intercepted(read("GetPrices")),
-      (e: ConnectError) => e.code === Code.Unavailable && /^pricing-test \(read calls\): bulkhead full/.test(e.rawMessage) && e.metadata.has("grpc-retry-pushback-ms"),
+      (e: ConnectError) => e.code === Code.Unavailable && /^pricing-test \(GetPrices calls\): bulkhead full/.test(e.rawMessage) && e.metadata.has("grpc-retry-pushback-ms"),
     );
   }
   release();
@@ -61,27 +61,39 @@ test("a full bulkhead refuses at once, naming the dependency and class, with a p
   await intercepted(read("GetPrices")); // the breaker did not open on our own refusals
 });
 
-test("method classes: reads and writes of one dependency have separate slots, so slow writes cannot starve reads", async () => {
+test("method classes: each method of a dependency has its own slots, so a slow one cannot starve a fast one, even another read", async () => {
   const held: (() => void)[] = [];
   const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
-    if (req.method.name === "CreateOrder") await new Promise<void>((r) => held.push(r));
+    if (req.method.name === "ListProducts") await new Promise<void>((r) => held.push(r)); // a read that needs a slow pricing
     return {} as UnaryResponse;
   };
-  const intercepted = isolationInterceptor("orders-classes", { ...config, maxConcurrent: 2, maxQueue: 0 }, 0)(next as never);
-  const writes = [intercepted(call("CreateOrder", IdempotencyLevel.IDEMPOTENT)), intercepted(call("CreateOrder", IdempotencyLevel.IDEMPOTENT))];
-  await assert.rejects(intercepted(call("CreateOrder", IdempotencyLevel.IDEMPOTENT)), /orders-classes \(write calls\): bulkhead full/);
-  for (let i = 0; i < 10; i++) await intercepted(read("GetOrder")); // never waits behind the writes
-  assert.equal(await gauge("bulkhead_in_use", { dependency: "orders-classes", class: "write" }), 2);
-  assert.equal(await gauge("bulkhead_in_use", { dependency: "orders-classes", class: "read" }), 0);
+  const intercepted = isolationInterceptor("checkout-classes", { ...config, maxConcurrent: 2, maxQueue: 0 }, 0)(next as never);
+  const slow = [intercepted(read("ListProducts")), intercepted(read("ListProducts"))];
+  await assert.rejects(intercepted(read("ListProducts")), /checkout-classes \(ListProducts calls\): bulkhead full/);
+  for (let i = 0; i < 10; i++) await intercepted(read("GetOrder")); // never waits behind ListProducts
+  for (let i = 0; i < 10; i++) await intercepted(call("PlaceOrder", IdempotencyLevel.IDEMPOTENT));
+  assert.equal(await gauge("bulkhead_in_use", { dependency: "checkout-classes", class: "ListProducts" }), 2);
+  assert.equal(await gauge("bulkhead_in_use", { dependency: "checkout-classes", class: "GetOrder" }), 0);
   for (const r of held) r();
-  await Promise.all(writes);
+  await Promise.all(slow);
 });
 
-test("a method's class comes from the map first, then from its idempotency option", () => {
-  assert.equal(classOf({ name: "GetOrder", idempotency: IdempotencyLevel.NO_SIDE_EFFECTS }, undefined), "read");
-  assert.equal(classOf({ name: "CreateOrder", idempotency: IdempotencyLevel.IDEMPOTENT }, undefined), "write");
-  assert.equal(classOf({ name: "Anything" }, undefined), "write");
-  assert.equal(classOf({ name: "Export", idempotency: IdempotencyLevel.NO_SIDE_EFFECTS }, { Export: "bulk" }), "bulk");
+test("methods share a class only when the map says so", async () => {
+  assert.equal(classOf({ name: "GetOrder" }, undefined), "GetOrder");
+  assert.equal(classOf({ name: "Export" }, { Export: "bulk", Import: "bulk" }), "bulk");
+  assert.equal(classOf({ name: "Import" }, { Export: "bulk", Import: "bulk" }), "bulk");
+  assert.equal(classOf({ name: "Search" }, { Export: "bulk" }), "Search");
+  let release!: () => void;
+  const hold = new Promise<void>((r) => (release = r));
+  const next = async (): Promise<UnaryResponse> => {
+    await hold;
+    return {} as UnaryResponse;
+  };
+  const intercepted = isolationInterceptor("shared-class", { ...config, maxConcurrent: 1, maxQueue: 0, methodClasses: { Export: "bulk", Import: "bulk" } }, 0)(next as never);
+  const first = intercepted(call("Export"));
+  await assert.rejects(intercepted(call("Import")), /shared-class \(bulk calls\): bulkhead full/);
+  release();
+  await first;
 });
 
 test("a call that cannot get a slot before its deadline is refused before queueing, with the expected wait plus run as pushback", async () => {
@@ -99,7 +111,7 @@ test("a call that cannot get a slot before its deadline is refused before queuei
   const err = await runInScope(scopeUntil(clock, clock.now() + 500), () => intercepted(read("GetPrices"))).catch((e: unknown) => ConnectError.from(e));
   assert.ok(err instanceof ConnectError);
   assert.equal(err.code, Code.Unavailable);
-  assert.match(err.rawMessage, /^pricing-wait \(read calls\): expected wait for a slot 400 ms \+ 400 ms to run exceeds the 500 ms left/);
+  assert.match(err.rawMessage, /^pricing-wait \(GetPrices calls\): expected wait for a slot 400 ms \+ 400 ms to run exceeds the 500 ms left/);
   assert.equal(err.metadata.get("grpc-retry-pushback-ms"), "800");
   for (const r of held) r();
   await Promise.all(running);
@@ -110,7 +122,7 @@ test("a call that cannot get a slot before its deadline is refused before queuei
 test("adaptive (the default): calls that run out of time shrink their class's limit toward the floor, and it shows as bulkhead_limit", async () => {
   const clock = new FakeScheduler(1_000);
   const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
-    if (req.method.name === "GetPrices") {
+    if (req.method.name === "GetPrices" && !req.header.has("x-fast")) {
       clock.advance(3_000);
       throw new ConnectError("pricing: no answer before the deadline", Code.DeadlineExceeded);
     }
@@ -119,19 +131,19 @@ test("adaptive (the default): calls that run out of time shrink their class's li
   };
   const cfg = { ...config, maxConcurrent: 16, minConcurrent: 2, breaker: { ...config.breaker, volumeThreshold: 100_000 } };
   const intercepted = isolationInterceptor("pricing-adaptive", cfg, 0, { clock, scheduler: clock })(next as never);
-  for (let i = 0; i < 200; i++) await intercepted(read("ListProducts")); // 5 ms each: the baseline
-  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "read" }), 16, "starts at the ceiling");
+  for (let i = 0; i < 200; i++) await intercepted(read("GetPrices", true)); // 5 ms each: the baseline
+  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "GetPrices" }), 16, "starts at the ceiling");
   const trace: number[] = [];
   for (let i = 0; i < 30; i++) {
     await intercepted(read("GetPrices")).catch(() => {});
-    trace.push((await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "read" }))!);
+    trace.push((await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "GetPrices" }))!);
   }
   assert.ok(trace.every((x, i) => i === 0 || x <= trace[i - 1]!), `only shrinks: ${trace.join(",")}`);
   assert.equal(trace.at(-1), 2, `down to the floor: ${trace.join(",")}`);
-  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "read", window: "recent" }), 3);
-  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "read", window: "baseline" }), 0.005);
+  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "GetPrices", window: "recent" }), 3);
+  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "GetPrices", window: "baseline" }), 0.005);
   // Fixed limits stay available, and never move.
   const fixed = isolationInterceptor("pricing-fixed", { ...cfg, limit: "fixed" }, 0, { clock, scheduler: clock })(next as never);
   for (let i = 0; i < 30; i++) await fixed(read("GetPrices")).catch(() => {});
-  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-fixed", class: "read" }), 16);
+  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-fixed", class: "GetPrices" }), 16);
 });

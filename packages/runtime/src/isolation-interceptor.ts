@@ -1,4 +1,3 @@
-import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import {
   AdaptiveLimit,
@@ -28,9 +27,8 @@ export interface IsolationConfig {
   /** Calls of one method class waiting for a slot; beyond it, or when the wait cannot fit the deadline, they fail at once. */
   maxQueue: number;
   /**
-   * Method name -> class, for methods whose idempotency option does not say
-   * what they cost. Unlisted methods: "read" when the proto marks them
-   * NO_SIDE_EFFECTS, "write" otherwise.
+   * Method name -> class, to let methods share one limiter (e.g. many
+   * small, alike ones). Unlisted methods are their own class.
    */
   methodClasses?: Record<string, string>;
   breaker: BreakerConfig;
@@ -51,9 +49,10 @@ export interface IsolationClock {
 
 /**
  * Circuit breakers (one per method) and bulkheads of this dependency's own,
- * one per method class (invariant 6): a slow dependency exhausts only its
- * own slots, a slow method of it only its class's slots (a slow CreateOrder
- * cannot starve GetOrder behind the same dependency), and a failing one is
+ * one per method class, by default one per method (invariant 6): a slow
+ * dependency exhausts only its own slots, a slow method of it only its own
+ * (a PlaceOrder or ListProducts stuck behind a slow pricing cannot starve
+ * GetOrder behind the same dependency, at any hop), and a failing one is
  * cut off quickly instead of being hammered. One HTTP/2 connection would
  * queue silently beyond the server's stream limit; these limiters are what
  * bound it. Every service calls its dependencies through this, so the
@@ -160,11 +159,13 @@ export function isolationInterceptor(dependency: string, config: IsolationConfig
 }
 
 /**
- * The method's class: from the map, else from its idempotency option (reads
- * are usually cheap and must not wait behind writes).
+ * The method's class: from the map, else the method itself. Per method by
+ * default, rather than reads apart from writes: two reads can be as unlike
+ * as a catalogue read that needs a slow pricing and an order read that does
+ * not, and each limit then adapts to one method's latency, not to a mix.
  */
-export function classOf(method: { name: string; idempotency?: IdempotencyLevel }, methodClasses: Record<string, string> | undefined): string {
-  return methodClasses?.[method.name] ?? (method.idempotency === IdempotencyLevel.NO_SIDE_EFFECTS ? "read" : "write");
+export function classOf(method: { name: string }, methodClasses: Record<string, string> | undefined): string {
+  return methodClasses?.[method.name] ?? method.name;
 }
 
 /**
