@@ -10,6 +10,9 @@ export interface WindowStats {
   offeredPerSec: number;
   goodputPerSec: number;
   ordersPerSec: number;
+  /** GetOrder (the fast method: never needs pricing) sent and succeeded per second. */
+  readsOfferedPerSec: number;
+  readsPerSec: number;
   p50Ms: number;
   p99Ms: number;
   /** db_transactions_total increase (pricing-db + orders-db) per user request sent in the window. */
@@ -98,7 +101,7 @@ export function analyze(raw: RawRun): RunResult {
   const { load, recorder, marks, timing } = raw;
   const bucketSec = load.bucketMs / 1000;
   const fullBuckets = Math.floor(load.scheduledMs / load.bucketMs);
-  const buckets = Array.from({ length: fullBuckets }, (_, i) => load.buckets[i] ?? { offered: 0, succeeded: 0, orders: 0, failed: {}, latenciesMs: [] });
+  const buckets = Array.from({ length: fullBuckets }, (_, i) => load.buckets[i] ?? { offered: 0, succeeded: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] });
   const at = (sec: number) => load.startedAt + sec * 1000;
   const preSec = timing.preMs / 1000;
   const triggerSec = timing.triggerMs / 1000;
@@ -122,6 +125,9 @@ export function analyze(raw: RawRun): RunResult {
       offeredPerSec: round(sent / secs, 1),
       goodputPerSec: round(sum(bs.map((b) => b.succeeded)) / secs, 1),
       ordersPerSec: round(sum(bs.map((b) => b.orders)) / secs, 1),
+      // ?? 0: reports written before the column existed.
+      readsOfferedPerSec: round(sum(bs.map((b) => b.readsOffered ?? 0)) / secs, 1),
+      readsPerSec: round(sum(bs.map((b) => b.reads ?? 0)) / secs, 1),
       p50Ms: round(percentile(lat, 50), 0),
       p99Ms: round(percentile(lat, 99), 0),
       dbTxPerRequest: round(ratio(recorder.deltaAll(from, to, "db_transactions_total"), sent)),

@@ -1,3 +1,4 @@
+import pg from "pg";
 import type { LabPlatform } from "./platform/lab-platform.js";
 
 export interface ScenarioTiming {
@@ -84,7 +85,36 @@ export const scenarios: readonly Scenario[] = [
       stop: (p) => p.setFaults("pricing", {}),
     },
   },
+  {
+    name: "slow-dependency",
+    title: "6. Slow dependency: pricing's table locked, shipped defaults",
+    summary:
+      "A superuser connection holds LOCK TABLE pricing.products IN ACCESS EXCLUSIVE MODE under steady load (half capacity): every pricing statement waits. GetOrder never needs pricing; its goodput is the isolation at work (docs/isolation.md).",
+    timing: { full: { preMs: 6000, triggerMs: 8000, postMs: 10_000 }, quick: { preMs: 3000, triggerMs: 4000, postMs: 5000 } },
+    load: { base: 0.5, during: 0.5 },
+    trigger: lockTable("pricing.products"),
+  },
 ];
+
+/** A real slowdown: a transaction holding an ACCESS EXCLUSIVE lock on `table`, released at stop. */
+function lockTable(table: string): Trigger {
+  let holder: pg.Client | undefined;
+  return {
+    async start(p) {
+      holder = new pg.Client({ connectionString: p.databaseUrl });
+      await holder.connect();
+      await holder.query("BEGIN");
+      await holder.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    },
+    async stop() {
+      const h = holder;
+      holder = undefined;
+      if (h === undefined) return;
+      await h.query("ROLLBACK").catch(() => {});
+      await h.end();
+    },
+  };
+}
 
 /** Failover by fault injection instead of a real stop: both database clients refuse to connect. */
 export const failoverByFault: Trigger = {

@@ -43,7 +43,7 @@ class Recorder {
 
   bucket(at: number): Bucket {
     const i = Math.max(0, Math.floor((at - this.startAt) / this.bucketMs));
-    while (this.buckets.length <= i) this.buckets.push({ offered: 0, succeeded: 0, orders: 0, failed: {}, latenciesMs: [] });
+    while (this.buckets.length <= i) this.buckets.push({ offered: 0, succeeded: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] });
     return this.buckets[i]!;
   }
 }
@@ -54,6 +54,7 @@ async function issue(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n: 
   const b = rec.bucket(Date.now());
   const t0 = performance.now();
   b.offered++;
+  if (op.kind === "getOrder") b.readsOffered++;
   rec.sent++;
   rec.inFlight++;
   try {
@@ -61,6 +62,7 @@ async function issue(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n: 
     b.succeeded++;
     b.latenciesMs.push(Math.round((performance.now() - t0) * 10) / 10);
     rec.succeeded++;
+    if (op.kind === "getOrder") b.reads++;
     if (op.kind === "placeOrder") {
       b.orders++;
       const id = (res as checkoutV1.PlaceOrderResponse).order?.id;

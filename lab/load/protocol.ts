@@ -51,6 +51,9 @@ export interface Bucket {
   succeeded: number;
   /** Successful PlaceOrder calls. */
   orders: number;
+  /** GetOrder calls sent, and those that succeeded: the fast method, which never needs pricing. */
+  readsOffered: number;
+  reads: number;
   /** Failures by code (snake_case, e.g. deadline_exceeded, unavailable, resource_exhausted). */
   failed: Record<string, number>;
   /** Client-observed latency (ms) of each successful call. */

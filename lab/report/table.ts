@@ -15,6 +15,7 @@ const n = (x: number, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : "
 export const columnHelp = [
   "offered   req/s offered before -> during the trigger (open loop; fractions of the reference capacity)",
   "goodput   successful req/s before / during / after the trigger; orders/s = successful PlaceOrder per second during the trigger",
+  "GetOrder  the fast method (never needs pricing) during the trigger: successful / sent per second",
   "tx/req    database transactions (pricing-db + orders-db) per user request over the whole run, tail included",
   "amp       transactions per request during the trigger / before it (1.00 = no extra database work per request; n/a: none reached the database)",
   "hops      requests received by checkout / orders / pricing per user request, whole run with its tail",
@@ -26,7 +27,7 @@ export const columnHelp = [
 
 export function resultsTable(results: readonly RunResult[]): string {
   const rows: string[][] = [
-    ["scenario", "profile", "offered", "goodput pre/trig/post", "orders/s", "tx/req", "amp", "hops co/or/pr", "p50/p99 ms", "late dl/tx/orders", "dup", "recovery"],
+    ["scenario", "profile", "offered", "goodput pre/trig/post", "orders/s", "GetOrder/s", "tx/req", "amp", "hops co/or/pr", "p50/p99 ms", "late dl/tx/orders", "dup", "recovery"],
   ];
   for (const r of results) {
     const w = r.windows;
@@ -37,6 +38,8 @@ export function resultsTable(results: readonly RunResult[]): string {
       `${n(r.rates.base)}->${n(r.rates.during)}`,
       `${n(w.pre.goodputPerSec)}/${n(w.trigger.goodputPerSec)}/${n(w.post.goodputPerSec)}`,
       n(w.trigger.ordersPerSec, 1),
+      // Reports from before the column have no read counts.
+      w.trigger.readsOfferedPerSec === undefined ? "-" : `${n(w.trigger.readsPerSec, 1)}/${n(w.trigger.readsOfferedPerSec, 1)}`,
       n(r.amplification.dbTxPerRequest, 2),
       // Nothing reached the database during the trigger (it was down): no ratio to speak of.
       r.amplification.triggerDbTxPerRequest === 0 ? "n/a" : n(r.amplification.triggerVsBaseline, 2),
