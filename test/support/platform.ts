@@ -41,6 +41,8 @@ export async function startTestPlatform(opts: Partial<PlatformOptions> = {}): Pr
   const dataDir = tempDataDir();
   const platform = await startPlatform({ dataDir, freePorts: true, env: { LOG_LEVEL: "info", ...opts.env }, ...opts });
   const pool = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
+  // Tests restart and terminate the database: an idle connection dying must not end the test process.
+  pool.on("error", () => {});
   const clients = new Map<Protocol, Client<typeof checkoutV1.CheckoutService>>();
   return {
     ...platform,
