@@ -17,10 +17,10 @@ export function loadConfig(env: Record<string, string | undefined>): OrdersConfi
     databaseUrl: r.postgresUrl("DATABASE_URL"),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
     dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
-    // The deepest hop toward pricing, per method class: the fewest slots and
-    // the shortest queue, so that a slow pricing fills these first and never
-    // the hops above (docs/isolation.md).
-    pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083", { maxConcurrent: 10, minConcurrent: 3, maxQueue: 2 }),
+    // The deepest hop toward pricing, per method: the fewest slots and the
+    // shortest queue, so that a slow pricing fills these first and never the
+    // hops above (docs/isolation.md).
+    pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083", { maxConcurrent: 10, minConcurrent: 3, maxQueue: 8 }),
     idempotencyRetentionHours: r.int("IDEMPOTENCY_RETENTION_HOURS", 24, { min: 1, max: 24 * 90 }),
   }));
 }
