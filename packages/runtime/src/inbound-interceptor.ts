@@ -132,14 +132,15 @@ export function inboundInterceptor(opts: {
   };
 }
 
-/** Runs the handler, after the handler faults in force, if any. */
-async function handle<T>(next: (req: T) => Promise<UnaryOrStreamResponse>, req: T, scope: CallScope): Promise<UnaryOrStreamResponse> {
+/** Runs the handler, after the handler faults in force, if any (no extra promise when there are none). */
+function handle<T>(next: (req: T) => Promise<UnaryOrStreamResponse>, req: T, scope: CallScope): Promise<UnaryOrStreamResponse> {
   const fault = currentFaults().handler;
-  if (faultApplies(fault)) {
+  if (!faultApplies(fault)) return next(req);
+  return (async () => {
     await injectedDelay(fault, scope.signal);
     if (shouldFail(fault)) throw new ConnectError("injected fault: handler failed", Code.Unavailable);
-  }
-  return next(req);
+    return next(req);
+  })();
 }
 
 /** The caller's deadline in ms from the protocol's header, or undefined. */
