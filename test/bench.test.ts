@@ -20,8 +20,15 @@ import { runBench } from "../lab/bench/run-bench.js";
 import { summarize, type BenchSummary, type CellSummary } from "../lab/bench/summarize.js";
 import { writeBenchFiles } from "../lab/bench/write-bench.js";
 
-/** Throughput at high concurrency, platform/plain, at least this for every method and protocol (target: 0.95). */
-const minThroughputRatio = 0.5;
+/**
+ * Throughput at high concurrency, platform/plain, at least this for every
+ * method and protocol (target: 0.95; a full run on a quiet machine measures
+ * 0.55-0.9, a quick one under others' load as low as 0.46). It catches the
+ * platform refusing or stalling part of a load the plain chain serves (0.25
+ * when the shipped queues were too short), not the CPU it costs per request:
+ * that is the full run's and docs/performance.md's business.
+ */
+const minThroughputRatio = 0.35;
 /**
  * One client through the gateway: gRPC over h2c at most this many times
  * Connect JSON over HTTP/1.1, compared at p25 (see ProtocolRatios: other

@@ -4,7 +4,8 @@ import type { BenchOptions } from "./run-bench.js";
 export const defaults = { seconds: 2, rounds: 3, warmupSeconds: 0.5, concurrency: 32 } as const;
 
 /** --quick: well under a minute, start-up included (test/bench.test.ts). */
-export const quick = { seconds: 0.5, rounds: 1, warmupSeconds: 0, concurrency: 32 } as const;
+/** The warm-up pass matters here: a cold process (JIT, first connections) is slow enough for the platform's bulkheads to refuse. */
+export const quick = { seconds: 0.5, rounds: 1, warmupSeconds: 0.25, concurrency: 32 } as const;
 
 function positive(v: string | undefined, name: string, dflt: number, integer: boolean): number {
   if (v === undefined) return dflt;

@@ -37,7 +37,7 @@ export function loadConfig(env: Record<string, string | undefined>, apis: readon
     // The outermost hop toward the chain: room for everything checkout can
     // hold for us (its own slots toward orders and pricing), so a slow hop
     // further down fills its own slots first (docs/isolation.md).
-    checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081", { maxConcurrent: 48, minConcurrent: 8, maxQueue: 32 }),
+    checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081", { maxConcurrent: 64, minConcurrent: 8, maxQueue: 32 }),
     forwarded: apis.map((api) => ({ api, dependency: readDependencyConfig(r, api.dependency, api.defaultUrl) })),
     intake: readIntakeConfig(r),
     edge: { auth: readAuthConfig(r), rateLimit: readRateLimitConfig(r), cors: readCorsConfig(r) },
