@@ -21,14 +21,18 @@ import { summarize, type BenchSummary, type CellSummary } from "../lab/bench/sum
 import { writeBenchFiles } from "../lab/bench/write-bench.js";
 
 /**
- * Throughput at high concurrency, platform/plain, at least this for every
- * method and protocol (target: 0.95; a full run on a quiet machine measures
- * 0.55-0.9, a quick one under others' load as low as 0.46). It catches the
- * platform refusing or stalling part of a load the plain chain serves (0.25
- * when the shipped queues were too short), not the CPU it costs per request:
- * that is the full run's and docs/performance.md's business.
+ * Throughput at high concurrency, platform/plain, over the six cells at 32
+ * clients (geometric mean), at least this (target: 0.95 for every cell; a
+ * full run on a quiet machine measures 0.55-0.9). One quick cell is half a
+ * second of load, and others' work on 2 shared cores moves a single cell's
+ * ratio anywhere from 0.3 to 1.6, so a bound per cell would fail at random;
+ * the mean of six holds still. It catches the platform refusing or stalling
+ * part of a load the plain chain serves (a mean of about 0.3 when the
+ * shipped queues were too short), together with the failure check above,
+ * not the CPU it costs per request: that is the full run's business
+ * (docs/bench/results.md, docs/performance.md).
  */
-const minThroughputRatio = 0.35;
+const minThroughputRatio = 0.4;
 /**
  * One client through the gateway: gRPC over h2c at most this many times
  * Connect JSON over HTTP/1.1, compared at p25 (see ProtocolRatios: other
@@ -76,10 +80,11 @@ describe("bench (quick)", () => {
     assert.deepEqual(problems, [], `${problems.join("; ")} [${noiseLine(summary)}]`);
   });
 
-  test(`throughput at high concurrency: platform/plain >= ${minThroughputRatio} for every method and protocol`, () => {
-    const low = cellsWhere((c) => c.method !== undefined && c.concurrency > 1).filter((c) => !(c.throughputRatio >= minThroughputRatio));
-    const found = low.map((c) => `${c.id}: ${c.throughputRatio.toFixed(2)} (platform ${c.platform.perSec.toFixed(0)}/s, plain ${c.plain.perSec.toFixed(0)}/s)`);
-    assert.deepEqual(found, [], `${found.join("; ")} [${noiseLine(summary)}]`);
+  test(`throughput at high concurrency: platform/plain >= ${minThroughputRatio} over every method and protocol (geometric mean)`, () => {
+    const cells = cellsWhere((c) => c.method !== undefined && c.concurrency > 1);
+    const mean = Math.exp(cells.reduce((sum, c) => sum + Math.log(Math.max(c.throughputRatio, 1e-3)), 0) / cells.length);
+    const shown = cells.map((c) => `${c.id}: ${c.throughputRatio.toFixed(2)} (platform ${c.platform.perSec.toFixed(0)}/s, plain ${c.plain.perSec.toFixed(0)}/s)`);
+    assert.ok(mean >= minThroughputRatio, `mean ${mean.toFixed(2)}: ${shown.join("; ")} [${noiseLine(summary)}]`);
   });
 
   test(`one client through the gateway: gRPC over h2c within ${maxH2cOverHttp1}x of Connect JSON over HTTP/1.1, on both chains`, () => {
