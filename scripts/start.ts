@@ -3,6 +3,7 @@
  * services as separate processes, plus every service `npm run new-service`
  * added (discoverServices). Ctrl-C or SIGTERM stops everything.
  */
+import "./require-node.js";
 import { resolve } from "node:path";
 import { findFreePort } from "@platform/embedded-postgres";
 import { discoverServices, startPlatform } from "@platform/launcher";

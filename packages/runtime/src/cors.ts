@@ -2,6 +2,7 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { cors as connectCors } from "@connectrpc/connect";
 import type { EnvReader } from "./config.js";
+import { writeHead } from "./http-endpoints.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -39,7 +40,7 @@ export function handleCors(config: CorsConfig, req: Req, res: Res): boolean {
   res.setHeader("access-control-allow-origin", origin);
   res.setHeader("vary", "Origin");
   if (req.method === "OPTIONS") {
-    res.writeHead(204, {
+    writeHead(res, 204, {
       "access-control-allow-methods": connectCors.allowedMethods.join(", "),
       "access-control-allow-headers": allowHeaders,
       "access-control-max-age": "7200",

@@ -3,6 +3,7 @@ import type * as http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { codeLabel } from "./code-label.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
+import { writeHead } from "./http-endpoints.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -47,7 +48,7 @@ export function writeRpcError(req: Req, res: Res, code: Code, message: string, h
     return;
   }
   const body = JSON.stringify({ code: codeLabel(code), message });
-  res.writeHead(connectStatus[code] ?? 500, {
+  writeHead(res, connectStatus[code] ?? 500, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),
     ...headers,

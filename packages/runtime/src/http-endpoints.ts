@@ -9,14 +9,23 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
 /** A plain HTTP endpoint answered before the Connect adapter. */
 export type HttpEndpoint = (req: Req, res: Res, body: () => Promise<string>) => void | Promise<void>;
 
+/**
+ * `res.writeHead` for either kind of response: the two overload sets do not
+ * unify into a callable union (@types/node 22 and later), so narrow first.
+ */
+export function writeHead(res: Res, status: number, headers: http.OutgoingHttpHeaders & http2.OutgoingHttpHeaders): void {
+  if ("stream" in res) res.writeHead(status, headers);
+  else res.writeHead(status, headers);
+}
+
 export function sendJson(res: Res, status: number, value: unknown): void {
   const body = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  writeHead(res, status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 
 export function sendText(res: Res, status: number, text: string, contentType = "text/plain; charset=utf-8"): void {
-  res.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(text) });
+  writeHead(res, status, { "content-type": contentType, "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
 

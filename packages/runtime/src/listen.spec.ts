@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import { writeHead } from "./http-endpoints.js";
 import { listen } from "./listen.js";
 
 test("one port serves HTTP/1.1 and h2c (prior knowledge), routed by the first bytes", async () => {
@@ -10,7 +11,7 @@ test("one port serves HTTP/1.1 and h2c (prior knowledge), routed by the first by
     port: 0,
     http1: true,
     handler: (req, res) => {
-      res.writeHead(200, { "content-type": "text/plain" });
+      writeHead(res, 200, { "content-type": "text/plain" });
       res.end(`HTTP/${req.httpVersion}`);
     },
   });

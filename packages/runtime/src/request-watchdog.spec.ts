@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import * as net from "node:net";
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import { writeHead } from "./http-endpoints.js";
 import { listen, type Listener } from "./listen.js";
 import { watchRequest } from "./request-watchdog.js";
 
@@ -30,7 +31,7 @@ describe("request watchdog", () => {
               resolve();
             }),
           );
-          res.writeHead(200, { "content-type": "application/grpc" });
+          writeHead(res, 200, { "content-type": "application/grpc" });
           res.addTrailers({ "grpc-status": "8", "grpc-message": "too big" });
           res.end();
         } else {
