@@ -107,6 +107,7 @@ class FailureCollector {
 }
 
 const testArgs = ["--import", "tsx", "--test", "--test-timeout=300000", ...files];
-// On a terminal node's own spec reporter lists the failures at the end; in a log (CI), TAP plus our summary.
+// On a terminal node's own spec reporter lists the failures at the end; in a log (CI), TAP plus our summary
+// (asked for by name: node 20 wrote TAP to a pipe by default, node 22 and later write spec everywhere).
 if (process.stdout.isTTY) run(`tests (${files.length} files)`, process.execPath, testArgs);
-else runTests(`tests (${files.length} files)`, testArgs);
+else runTests(`tests (${files.length} files)`, ["--test-reporter=tap", ...testArgs]);

@@ -219,7 +219,8 @@ describe("npm run new-service", () => {
   });
 
   describe("the copy with both services passes", () => {
-    const node = (...args: string[]) => [process.execPath, ["--import", "tsx", "--test", ...args]] as const;
+    // TAP by name: node 22 and later report in the spec format even to a pipe, and the checks below read TAP's summary.
+    const node = (...args: string[]) => [process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", ...args]] as const;
     // The end-to-end tests (the long pole) run beside the static checks, which run one after another.
     let e2e: Promise<Result>;
     let checks: Promise<Map<string, Result>>;

