@@ -105,6 +105,8 @@ export interface ${s.pascal}Config {
   server: ServerConfig;
   databaseUrl: string;
   dbPoolMax: number;
+  /** How long start-up waits for the database (first connection, migrations) before giving up. */
+  dbStartupTimeoutMs: number;
 }
 
 export function loadConfig(env: Record<string, string | undefined>): ${s.pascal}Config {
@@ -112,6 +114,7 @@ export function loadConfig(env: Record<string, string | undefined>): ${s.pascal}
     server: readServerConfig(r, "${s.name}", { port: ${s.port}, adminPort: ${s.adminPort}, naiveCallTimeoutMs: 4000 }),
     databaseUrl: r.postgresUrl("DATABASE_URL"),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
+    dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
   }));
 }
 `;
@@ -132,7 +135,7 @@ runMain("${s.name}", async () => {
 `;
   }
   return `import { fileURLToPath } from "node:url";
-import { createDatabase, migrate } from "@platform/database";
+import { createDatabase, migrateWhenReachable } from "@platform/database";
 import { createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { ${s.pascal}Service } from "./${s.name}-service.js";
@@ -148,16 +151,21 @@ runMain("${s.name}", async () => {
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolMax,
     applicationName: "${s.name}",
+    logger,
     ...databaseProfileOptions(config.server),
   });
-  const { applied } = await migrate(db, { schema: "${s.snake}", directory: migrations });
-  if (applied.length > 0) logger.info({ applied }, "migrations applied");
+  // Serves NOT_SERVING until the database answers and the migrations are in.
+  const startup = migrateWhenReachable(db, { schema: "${s.snake}", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
   return serve({
     config: config.server,
     logger,
     services,
     routes: routes(new ${s.pascal}Service(db)),
-    onShutdown: () => db.close(),
+    startup: { ready: startup.ready, waitingFor: "the database" },
+    onShutdown: () => {
+      startup.cancel();
+      return db.close();
+    },
   });
 });
 `;

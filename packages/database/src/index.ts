@@ -5,4 +5,12 @@ export { toConnectError } from "./to-connect-error.js";
 export { migrate } from "./migrate.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
 export { type ConnectionLoss, type DatabaseLogger, type LossCause, lossCauseOf, reportConnectionLoss } from "./connection-watch.js";
-export { retryDuringStartup, waitForDatabase, isTransientStartupError, defaultStartupBackoff, type StartupRetryOptions } from "./startup.js";
+export {
+  retryDuringStartup,
+  waitForDatabase,
+  migrateWhenReachable,
+  isTransientStartupError,
+  defaultStartupBackoff,
+  type StartupRetryOptions,
+  type DatabaseStartup,
+} from "./startup.js";

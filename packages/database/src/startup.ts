@@ -10,6 +10,7 @@ import {
   systemScheduler,
 } from "@platform/resilience";
 import type { Database } from "./create-database.js";
+import { migrate } from "./migrate.js";
 import { connectionFailureReason } from "./to-connect-error.js";
 
 export interface StartupRetryOptions {
@@ -110,4 +111,36 @@ export function waitForDatabase<T>(db: Database, work: () => Promise<T>, opts: O
     },
     { ...opts, name: db.name },
   );
+}
+
+/** What a service's start-up needs from `migrateWhenReachable`. */
+export interface DatabaseStartup {
+  /** Resolves once the database answered and the migrations are applied; rejects when the budget ran out. */
+  ready: Promise<void>;
+  /** Stops waiting (shutdown during start-up). */
+  cancel(): void;
+}
+
+/**
+ * The start-up of a service that owns a schema: wait for the database with
+ * backoff (one warn line per retry), then apply the schema's migrations
+ * (one info line when there were any), within `budgetMs`. Hand `ready` to
+ * `serve({ startup })`, which listens NOT_SERVING meanwhile and exits the
+ * process when it rejects; call `cancel()` on shutdown.
+ */
+export function migrateWhenReachable(
+  db: Database,
+  opts: { schema: string; directory: string; budgetMs: number; logger: { info(o: object, m: string): void; warn(o: object, m: string): void } },
+): DatabaseStartup {
+  const controller = new AbortController();
+  const ready = waitForDatabase(db, () => migrate(db, { schema: opts.schema, directory: opts.directory }), {
+    budgetMs: opts.budgetMs,
+    signal: controller.signal,
+    onRetry: ({ attempt, delayMs, message }) => opts.logger.warn({ attempt, retryInMs: Math.round(delayMs), error: message }, "waiting for the database"),
+  }).then(({ applied }) => {
+    if (applied.length > 0) opts.logger.info({ applied }, "migrations applied");
+  });
+  // Not unhandled: serve() and runMain act on it (exit 1 when the budget runs out).
+  ready.catch(() => {});
+  return { ready, cancel: () => controller.abort(new Error("shutting down")) };
 }

@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { createDatabase, migrate, waitForDatabase } from "@platform/database";
+import { createDatabase, migrateWhenReachable } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
@@ -22,15 +22,7 @@ runMain("orders", async () => {
   });
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.
-  const startup = new AbortController();
-  const ready = waitForDatabase(db, () => migrate(db, { schema: "orders", directory: migrations }), {
-    budgetMs: config.dbStartupTimeoutMs,
-    signal: startup.signal,
-    onRetry: ({ attempt, delayMs, message }) => logger.warn({ attempt, retryInMs: Math.round(delayMs), error: message }, "waiting for the database"),
-  }).then(({ applied }) => {
-    if (applied.length > 0) logger.info({ applied }, "migrations applied");
-  });
-  ready.catch(() => {}); // handled by serve() and runMain: exit 1 when the budget runs out
+  const startup = migrateWhenReachable(db, { schema: "orders", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
   const pricing = createDependencyClient(pricingV1.PricingService, {
     dependency: config.pricing,
     server: config.server,
@@ -52,9 +44,9 @@ runMain("orders", async () => {
     logger,
     services,
     routes: routes(impl),
-    startup: { ready, waitingFor: "the database" },
+    startup: { ready: startup.ready, waitingFor: "the database" },
     onShutdown: async () => {
-      startup.abort(new Error("shutting down"));
+      startup.cancel();
       clearInterval(purge);
       await db.close();
     },
