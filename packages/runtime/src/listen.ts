@@ -34,11 +34,13 @@ const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * Every accepted socket has Nagle's algorithm off (`noDelay`). A server
  * writes a response as several small writes (headers, data, trailers);
  * with Nagle on, the second one waits for the peer's delayed ACK, about
- * 40 ms per call. Node turns it off by itself only for sockets that a
- * `http.Server` or `http2.Server` accepts, not for sockets handed over
- * with `emit("connection")`, as here; and never for a JavaScript stream
- * standing in for a socket, which is why the HTTP/2 path must get the real
- * socket (see docs/performance.md).
+ * 40 ms per call. Node turns it off by itself for the sockets an
+ * `http.Server` accepts (not for sockets handed over with
+ * `emit("connection")`, as here) and for the socket of every HTTP/2
+ * session, but only through `setNoDelay()`, which a JavaScript stream
+ * standing in for a socket does not have: that is how the gateway's HTTP/2
+ * connections kept Nagle on until they got the real socket (see
+ * docs/performance.md).
  */
 export async function listen(opts: {
   host: string;
