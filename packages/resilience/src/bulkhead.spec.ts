@@ -316,6 +316,19 @@ describe("Bulkhead", () => {
       assert.equal(localRejection(full)?.retryAfterMs, 2_900 + 600);
     });
 
+    it("one slow call among running ones that move is the tail of a busy dependency, not a stall: the wait is still estimated from service times", async () => {
+      const { bulkhead, clock } = setup({ maxConcurrent: 4, maxQueue: 4 });
+      await history(bulkhead, clock, 10);
+      await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 });
+      clock.advance(590);
+      for (let i = 0; i < 3; i++) await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 });
+      clock.advance(10); // one has run 600 ms (60 x the usual), three 10 ms
+      // Service time 600 ms (the oldest's age), position 1 of limit 4; not "until the deadlines pass".
+      assert.equal(bulkhead.expectedWaitMs(1), 150);
+      void bulkhead.acquire({ deadlineAt: clock.now() + 1_000 }).catch(() => {});
+      assert.equal(bulkhead.stats().queued, 1, "queued: 150 ms to wait + 600 ms to run fit the 1000 ms left");
+    });
+
     it("gives a full bulkhead's refusal the wait the next position would have, plus a service time", async () => {
       const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 1 });
       await history(bulkhead, clock, 40);

@@ -252,7 +252,7 @@ export class Bulkhead {
    * wait: service time x position / limit (slots free at limit / service
    * time per ms on average). 0 without any history.
    *
-   * When the running calls are overdue (the oldest has run more than
+   * When the running calls are overdue (half of them have run more than
    * `overdueFactor` x the mean hold time: the dependency has stalled), hold
    * times no longer predict anything, and the only sure bound is the
    * running calls' own deadlines: the call waits at least until the
@@ -266,9 +266,19 @@ export class Bulkhead {
     return end === undefined ? average : Math.max(average, end - now);
   }
 
+  /**
+   * At least half the running calls have run more than `overdueFactor` x
+   * the mean hold time. One slow call is the tail of a busy dependency (a
+   * saturated 2-core machine shows several per second), not a stall:
+   * treating it as one refused calls that would have been served in time.
+   * In a stall every running call ages together.
+   */
   private overdue(now: number): boolean {
     const hold = this.holdTime.meanMs();
-    return hold > 0 && this.oldestAgeMs(now) > overdueFactor * hold;
+    if (!(hold > 0) || this.running.size === 0) return false;
+    let late = 0;
+    for (const r of this.running) if (now - r.at > overdueFactor * hold) late++;
+    return late * 2 >= this.running.size;
   }
 
   private oldestAgeMs(now: number): number {
