@@ -20,7 +20,7 @@ export function loadConfig(env: Record<string, string | undefined>): OrdersConfi
     // The deepest hop toward pricing, per method: the fewest slots and the
     // shortest queue, so that a slow pricing fills these first and never the
     // hops above (docs/isolation.md).
-    pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083", { maxConcurrent: 10, minConcurrent: 3, maxQueue: 24 }),
+    pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083", { maxConcurrent: 10, minConcurrent: 3, maxQueue: 32 }),
     idempotencyRetentionHours: r.int("IDEMPOTENCY_RETENTION_HOURS", 24, { min: 1, max: 24 * 90 }),
   }));
 }
