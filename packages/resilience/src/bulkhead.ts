@@ -382,7 +382,7 @@ export class Bulkhead {
 }
 
 /** Running calls older than this many mean hold times mean the dependency has stalled. */
-const overdueFactor = 4;
+const overdueFactor = 10;
 
 const rejectionKinds: Record<BulkheadRejectReason, LocalRejectionKind> = {
   full: "bulkhead_full",
