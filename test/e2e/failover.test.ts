@@ -24,7 +24,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { startEmbeddedPostgres, type EmbeddedPostgres, type StopMode } from "@platform/embedded-postgres";
 import { healthV1, ordersV1 } from "@platform/proto";
-import { metricValue, protocols, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { metricValue, protocols, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
 import { OrderLoad, reconcile, sleep, type CallRecord, type LogicalOrder } from "../hardening/order-load.js";
 import { catalogue } from "../hardening/fuzz-cases.js";
 
@@ -61,16 +61,7 @@ after(async () => {
 });
 
 /** A fresh superuser connection per use: the database restarts under us. */
-async function withDb<T>(fn: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: p.databaseUrl });
-  db.on("error", () => {});
-  await db.connect();
-  try {
-    return await fn(db);
-  } finally {
-    await db.end().catch(() => {});
-  }
-}
+const withDb = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => withFreshConnection(p.databaseUrl, fn);
 
 /**
  * Open loop: a new logical order every `intervalMs`, whatever happened to

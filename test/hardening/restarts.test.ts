@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
 import { startEmbeddedPostgres, type EmbeddedPostgres, type StopMode } from "@platform/embedded-postgres";
-import { eventually, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { eventually, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
 import { OrderLoad, reconcile, sleep, type CallRecord } from "./order-load.js";
 
 const drainTimeoutMs = 2000;
@@ -39,17 +39,8 @@ after(async () => {
   await p?.close();
 });
 
-/** A fresh connection per check: the database restarts under us. */
-async function withDb<T>(fn: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: p.databaseUrl });
-  db.on("error", () => {});
-  await db.connect();
-  try {
-    return await fn(db);
-  } finally {
-    await db.end();
-  }
-}
+/** A fresh superuser connection per use: the database restarts under us. */
+const withDb = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => withFreshConnection(p.databaseUrl, fn);
 
 function codeName(c: CallRecord["code"]): string {
   return c === "ok" ? "ok" : Code[c];

@@ -108,3 +108,15 @@ export function logLines(p: Platform, service: keyof Platform["services"]): Reco
     .filter((l) => l.startsWith("{"))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
+
+/** A fresh superuser connection for one use, for tests whose database restarts under them. */
+export async function withFreshConnection<T>(databaseUrl: string, fn: (db: pg.Client) => Promise<T>): Promise<T> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  db.on("error", () => {});
+  await db.connect();
+  try {
+    return await fn(db);
+  } finally {
+    await db.end().catch(() => {});
+  }
+}
