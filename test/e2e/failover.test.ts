@@ -25,7 +25,7 @@ import pg from "pg";
 import { startEmbeddedPostgres, type EmbeddedPostgres, type StopMode } from "@platform/embedded-postgres";
 import { healthV1, ordersV1 } from "@platform/proto";
 import { metricValue, protocols, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
-import { OrderLoad, reconcile, sleep, type CallRecord, type LogicalOrder } from "../hardening/order-load.js";
+import { OrderLoad, codeName, histogram, reconcile, sleep, type CallRecord, type LogicalOrder } from "../hardening/order-load.js";
 import { catalogue } from "../hardening/fuzz-cases.js";
 
 const services = ["pricing", "orders", "checkout", "gateway"] as const;
@@ -104,15 +104,6 @@ class OpenLoopOrders {
     clearInterval(this.timer);
     await Promise.all([...this.running]);
   }
-}
-
-function codeName(c: CallRecord["code"]): string {
-  return c === "ok" ? "ok" : Code[c];
-}
-function histogram(calls: CallRecord[]): string {
-  const h = new Map<string, number>();
-  for (const c of calls) h.set(codeName(c.code), (h.get(codeName(c.code)) ?? 0) + 1);
-  return JSON.stringify(Object.fromEntries(h));
 }
 
 /** After recovery, asks again (same key, same body) for every order whose outcome stayed unknown, all at once; returns how many. */

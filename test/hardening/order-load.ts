@@ -160,3 +160,15 @@ export async function reconcile(db: pg.Client, load: OrderLoad): Promise<string[
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** A call's outcome by name: "ok" or the Code's name. */
+export function codeName(c: CallRecord["code"]): string {
+  return c === "ok" ? "ok" : Code[c];
+}
+
+/** Calls counted by outcome, as JSON for a log line. */
+export function histogram(calls: CallRecord[]): string {
+  const h = new Map<string, number>();
+  for (const c of calls) h.set(codeName(c.code), (h.get(codeName(c.code)) ?? 0) + 1);
+  return JSON.stringify(Object.fromEntries(h));
+}

@@ -14,7 +14,7 @@ import { Code } from "@connectrpc/connect";
 import pg from "pg";
 import { startEmbeddedPostgres, type EmbeddedPostgres, type StopMode } from "@platform/embedded-postgres";
 import { eventually, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
-import { OrderLoad, reconcile, sleep, type CallRecord } from "./order-load.js";
+import { OrderLoad, codeName, histogram, reconcile, sleep, type CallRecord } from "./order-load.js";
 
 const drainTimeoutMs = 2000;
 /** A call must settle within its deadline plus this: a bound against hangs, not a speed claim. */
@@ -41,16 +41,6 @@ after(async () => {
 
 /** A fresh superuser connection per use: the database restarts under us. */
 const withDb = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => withFreshConnection(p.databaseUrl, fn);
-
-function codeName(c: CallRecord["code"]): string {
-  return c === "ok" ? "ok" : Code[c];
-}
-
-function histogram(calls: CallRecord[]): string {
-  const h = new Map<string, number>();
-  for (const c of calls) h.set(codeName(c.code), (h.get(codeName(c.code)) ?? 0) + 1);
-  return JSON.stringify(Object.fromEntries(h));
-}
 
 /** Every call answered within its deadline plus slack; returns the offenders. */
 function lateCalls(calls: CallRecord[]): string[] {
