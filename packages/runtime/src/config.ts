@@ -1,3 +1,5 @@
+import { rememberLoadedConfig } from "./effective-config.js";
+
 /**
  * Environment configuration, validated at start.
  *
@@ -129,5 +131,6 @@ export function readEnv<T>(env: Env, read: (r: EnvReader) => T): T {
   const reader = new EnvReader(env);
   const value = read(reader);
   reader.done();
+  rememberLoadedConfig(value);
   return value;
 }

@@ -8,6 +8,7 @@ import { budgetGateInterceptor, outboundInterceptor } from "./outbound-intercept
 import { retryInterceptor } from "./retry-interceptor.js";
 import type { ServerConfig } from "./server-config.js";
 import { naiveClientInterceptors } from "./naive-interceptors.js";
+import { rememberDependencyClient } from "./effective-config.js";
 
 export interface DependencyClientOptions {
   dependency: DependencyConfig;
@@ -32,6 +33,7 @@ export interface DependencyClientOptions {
 export function createDependencyClient<T extends DescService>(service: T, opts: DependencyClientOptions): Client<T> {
   const { name } = opts.dependency;
   const { deadline, profile } = opts.server;
+  rememberDependencyClient({ dependency: name, baseUrl: opts.dependency.baseUrl, profile: profile.kind, retry: opts.retry });
   const propagation = { dependency: name, hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
   const transport = createGrpcTransport({
     baseUrl: opts.dependency.baseUrl,

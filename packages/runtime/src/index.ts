@@ -24,3 +24,4 @@ export { readIntakeConfig, type IntakeConfig } from "./intake.js";
 export { readAuthConfig, type AuthConfig } from "./edge-auth.js";
 export { readRateLimitConfig, type RateLimitConfig } from "./rate-limit.js";
 export { readCorsConfig, type CorsConfig } from "./cors.js";
+export { redactConfig, effectiveConfig, type EffectiveConfig, type WiredDependencyClient } from "./effective-config.js";

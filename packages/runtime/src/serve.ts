@@ -9,6 +9,7 @@ import { listen, type Listener } from "./listen.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
 import type { ServerConfig } from "./server-config.js";
 import { faultEndpoints } from "./admin-faults.js";
+import { configEndpoint } from "./effective-config.js";
 import { createAdmissionGate, propagatedCriticality, type CriticalityPolicy } from "./admission-gate.js";
 import { createIntake, type IntakeConfig } from "./intake.js";
 import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
@@ -186,6 +187,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     ...metricsEndpoint(),
     ...faultEndpoints(logger),
     ...(intake?.endpoints ?? {}),
+    ...configEndpoint(config.serviceName),
     ...(opts.adminEndpoints ?? {}),
   };
   const admin: Listener = await listen({
