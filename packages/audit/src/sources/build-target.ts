@@ -1,0 +1,31 @@
+import { configFile, loadServiceConfig } from "../service-modules.js";
+import type { SetVariable, Target } from "../model.js";
+
+/** A service's environment as a deployment sets it, with where each variable was set. */
+export interface DeployedService {
+  name: string;
+  env: Record<string, SetVariable>;
+  /** Where the service itself is declared, for "refused" findings. */
+  where: string;
+}
+
+/**
+ * Evaluates each service's own config loader on its environment. A secret
+ * a deployment takes from elsewhere (a compose variable, a Kubernetes
+ * Secret) arrives here as a placeholder: the audit never reads secrets.
+ */
+export async function buildTarget(name: string, origin: string, deployed: DeployedService[]): Promise<Target> {
+  const target: Target = { name, origin, services: [], refused: [] };
+  for (const d of deployed) {
+    const env = Object.fromEntries(Object.entries(d.env).map(([k, v]) => [k, v.value]));
+    const loaded = await loadServiceConfig(d.name, env);
+    if ("problems" in loaded) target.refused.push({ service: d.name, problems: loaded.problems, where: d.where });
+    else target.services.push({ name: d.name, config: loaded.config, env: d.env, defaultsFile: configFile(d.name) });
+  }
+  return target;
+}
+
+/** Stands in for a secret's value: a postgres URL where one is expected, so the loader accepts it. */
+export function secretPlaceholder(variable: string): string {
+  return variable === "DATABASE_URL" ? "postgres://from-a-secret@database.invalid:5432/platform" : "from-a-secret";
+}

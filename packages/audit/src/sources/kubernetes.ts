@@ -1,0 +1,65 @@
+import { readdirSync } from "node:fs";
+import { join, relative } from "node:path";
+import { buildKustomization, isRecord, type K8sObject } from "../kustomize.js";
+import type { SetVariable, Target } from "../model.js";
+import { repoRoot } from "../service-modules.js";
+import { buildTarget, secretPlaceholder, type DeployedService } from "./build-target.js";
+
+interface EnvEntry {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name?: string; key?: string } };
+}
+
+/**
+ * Each Deployment of a rendered overlay whose container sets SERVICE (the
+ * image's entry point), with its environment as Kubernetes builds it:
+ * envFrom ConfigMaps first, then `env`, which takes precedence. A value from
+ * a Secret becomes a placeholder, never read.
+ */
+export function kubernetesServices(overlayDir: string): DeployedService[] {
+  const objects = buildKustomization(overlayDir);
+  const shown = relative(repoRoot, overlayDir) || overlayDir;
+  const configMaps = new Map(objects.filter((o) => o.kind === "ConfigMap").map((o) => [o.metadata.name, o]));
+  const out: DeployedService[] = [];
+  for (const d of objects.filter((o) => o.kind === "Deployment")) {
+    const container = containerOf(d);
+    if (container === undefined) continue;
+    const env: Record<string, SetVariable> = {};
+    for (const from of (container["envFrom"] ?? []) as { configMapRef?: { name?: string }; prefix?: string }[]) {
+      const cm = configMaps.get(from.configMapRef?.name ?? "");
+      const data = cm && isRecord(cm["data"]) ? cm["data"] : {};
+      for (const [k, v] of Object.entries(data)) env[`${from.prefix ?? ""}${k}`] = { value: String(v), source: `${shown}: ConfigMap/${cm!.metadata.name}` };
+    }
+    for (const e of (container["env"] ?? []) as EnvEntry[]) {
+      const where = `${shown}: Deployment/${d.metadata.name} env`;
+      if (e.value !== undefined) env[e.name] = { value: e.value, source: where };
+      else if (e.valueFrom?.secretKeyRef) env[e.name] = { value: secretPlaceholder(e.name), source: `${where} (Secret ${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key})` };
+    }
+    const name = env["SERVICE"]?.value;
+    if (name !== undefined) out.push({ name, env, where: `${shown}: Deployment/${d.metadata.name}` });
+  }
+  return out;
+}
+
+function containerOf(d: K8sObject): Record<string, unknown> | undefined {
+  const spec = d["spec"];
+  const template = isRecord(spec) ? spec["template"] : undefined;
+  const pod = isRecord(template) ? template["spec"] : undefined;
+  const containers = isRecord(pod) ? pod["containers"] : undefined;
+  return Array.isArray(containers) && isRecord(containers[0]) ? containers[0] : undefined;
+}
+
+/** Every overlay under deploy/k8s/overlays. */
+export function shippedOverlays(k8sDir = join(repoRoot, "deploy", "k8s")): string[] {
+  const dir = join(k8sDir, "overlays");
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => join(dir, e.name))
+    .sort();
+}
+
+export function kubernetesTarget(overlayDir: string): Promise<Target> {
+  const shown = relative(repoRoot, overlayDir) || overlayDir;
+  return buildTarget(`kubernetes ${shown}`, `${shown} (rendered like kubectl kustomize)`, kubernetesServices(overlayDir));
+}

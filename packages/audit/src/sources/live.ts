@@ -1,0 +1,24 @@
+import type { EffectiveConfig } from "@platform/runtime";
+import type { Target } from "../model.js";
+import { configFile } from "../service-modules.js";
+
+/**
+ * Running services: each operator port's GET /admin/config (the
+ * configuration the process loaded and the clients it wired, redacted).
+ */
+export async function liveTarget(adminUrls: string[]): Promise<Target> {
+  const target: Target = { name: "live", origin: adminUrls.join(" "), services: [], refused: [] };
+  for (const raw of adminUrls) {
+    const base = raw.replace(/\/+$/, "");
+    let res: Response;
+    try {
+      res = await fetch(`${base}/admin/config`, { signal: AbortSignal.timeout(5000) });
+    } catch (e) {
+      throw new Error(`${base}/admin/config: not reachable (${e instanceof Error ? e.message : String(e)}); pass each service's operator port (ADMIN_PORT)`);
+    }
+    if (!res.ok) throw new Error(`${base}/admin/config answered ${res.status}: is this a service's operator port (ADMIN_PORT)?`);
+    const body = (await res.json()) as EffectiveConfig;
+    target.services.push({ name: body.service, config: body.config, wired: body.dependencyClients, env: {}, defaultsFile: configFile(body.service), adminUrl: base });
+  }
+  return target;
+}
