@@ -70,7 +70,10 @@ export interface ServerDefaults {
 /** Reads the common server settings; see README "Configuration" for each variable. */
 export function readServerConfig(r: EnvReader, serviceName: string, defaults: ServerDefaults): ServerConfig {
   const edge = defaults.edge ?? false;
-  const defaultMs = r.int("DEADLINE_DEFAULT_MS", edge ? 3000 : 5000, { min: 1, max: 600_000 });
+  // The same 3 s inside as at the edge: an inner fallback longer than the
+  // edge's default would let work run on after the edge has given up
+  // (timeouts must not grow inward; `npm run audit` checks it).
+  const defaultMs = r.int("DEADLINE_DEFAULT_MS", 3000, { min: 1, max: 600_000 });
   const maxMs = r.int("DEADLINE_MAX_MS", 30_000, { min: 1, max: 3_600_000 });
   const host = r.string("HOST", "127.0.0.1");
   return {
