@@ -5,16 +5,18 @@
  *   npm run audit -- --compose FILE             one compose file (e.g. the misconfigured fixture)
  *   npm run audit -- --k8s OVERLAY_DIR          one kustomize overlay
  *   npm run audit -- --live ADMIN_URL...        running services, from each operator port's GET /admin/config
- *   npm run audit -- --advise ADMIN_URL...      timeout, bulkhead and queue advice from each service's /metrics
+ *   npm run audit -- --advise ADMIN_URL...      advice from each service's /metrics over --seconds (30) of real traffic
+ *   npm run audit -- --advise --load 40 ADMIN_URL...   the same under a generated open-loop load of 40 req/s (loopback only)
  *
  * Exit status 1 on any violation, 2 on bad usage.
  */
 import "./require-node.js";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { auditTarget, composeTarget, defaultsTarget, formatTargetAudit, kubernetesTarget, liveTarget, repoRoot, shippedOverlays, type Target } from "@platform/audit";
+import { advise, auditTarget, composeTarget, defaultsTarget, formatAdvice, formatTargetAudit, kubernetesTarget, liveTarget, repoRoot, scrape, shippedOverlays, type Target } from "@platform/audit";
+import { runLoad } from "../lab/load/run-load.js";
 
-const usage = "usage: npm run audit [-- --compose FILE | --k8s DIR | --live ADMIN_URL... | --advise ADMIN_URL... [--load-gateway URL --rate N --seconds N]]";
+const usage = "usage: npm run audit [-- --compose FILE | --k8s DIR | --live ADMIN_URL... | --advise [--seconds N] [--load REQ_PER_S] ADMIN_URL...]";
 let parsed;
 try {
   parsed = parseArgs({
@@ -24,6 +26,8 @@ try {
       k8s: { type: "string", multiple: true },
       live: { type: "boolean", default: false },
       advise: { type: "boolean", default: false },
+      seconds: { type: "string", default: "30" },
+      load: { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
@@ -47,6 +51,45 @@ for (const f of args.compose ?? []) targets.push(() => composeTarget(resolve(f))
 for (const d of args.k8s ?? []) targets.push(() => kubernetesTarget(resolve(d)));
 if (targets.length === 0 && !args.advise) {
   targets.push(defaultsTarget, () => composeTarget(resolve(repoRoot, "docker-compose.yml")), ...shippedOverlays().map((d) => () => kubernetesTarget(d)));
+}
+
+if (args.advise) {
+  const seconds = Number(args.seconds);
+  const rate = args.load === undefined ? undefined : Number(args.load);
+  if (!(Number.isInteger(seconds) && seconds >= 5 && seconds <= 3600) || (rate !== undefined && !(rate > 0 && rate <= 2000))) {
+    process.stderr.write(`--seconds must be an integer from 5 to 3600 and --load a rate from 1 to 2000 requests/s\n${usage}\n`);
+    process.exit(2);
+  }
+  try {
+    const before = await scrape(positionals);
+    if (rate === undefined) {
+      process.stdout.write(`measuring real traffic for ${seconds} s...\n`);
+      await new Promise((r) => setTimeout(r, seconds * 1000));
+    } else {
+      const gatewayUrl = edgeUrl(before.map((s) => s.config));
+      process.stdout.write(`open-loop load: ${rate} req/s for ${seconds} s to ${gatewayUrl} (40 % PlaceOrder, 40 % ListProducts, 20 % GetOrder)...\n`);
+      const result = await runLoad({ gatewayUrl, mode: { kind: "open", phases: [{ durationMs: seconds * 1000, rate }] }, clientTimeoutMs: 5000, customerPrefix: `audit-${Date.now()}-` });
+      process.stdout.write(`sent ${result.sent}, succeeded ${result.succeeded}\n`);
+    }
+    process.stdout.write(`${formatAdvice(advise(before, await scrape(positionals), seconds))}\n`);
+  } catch (e) {
+    process.stderr.write(`audit: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(2);
+  }
+  process.exit(0);
+}
+
+/** The edge's RPC address, from its own configuration; generated load goes to this machine only. */
+function edgeUrl(configs: { config: unknown }[]): string {
+  for (const c of configs) {
+    const server = (c.config as { server?: { host: string; port: number; deadline: { edge: boolean } } }).server;
+    if (server?.deadline.edge) {
+      const host = server.host === "0.0.0.0" || server.host === "::" ? "127.0.0.1" : server.host;
+      if (!["127.0.0.1", "localhost", "::1"].includes(host)) throw new Error(`--load sends traffic to this machine only; the edge listens on ${host}. Measure real traffic instead (omit --load)`);
+      return `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+    }
+  }
+  throw new Error("--load needs the edge's operator port among the URLs (none of them is the edge)");
 }
 
 let failed = false;

@@ -42,6 +42,9 @@ const platform = await startPlatform({
 
 say(`logs in ${dataDir}/logs/<service>.log`);
 say(`ready in ${Math.round(performance.now() - started)} ms: gateway listening on ${platform.gatewayUrl}`);
+const operatorUrls = [...Object.values(platform.services), ...Object.values(platform.extraServices)].map((s) => s.adminUrl);
+say(`operator ports (/metrics, /admin): ${operatorUrls.join(" ")}`);
+say(`audit it: npm run audit -- --live ${operatorUrls.join(" ")}`);
 say(`try: curl -s -X POST -H 'content-type: application/json' -d '{}' ${platform.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`);
 
 const stop = (signal: string) => {

@@ -122,8 +122,9 @@ export function oneLayerRetries(graph: CallGraph, attempts: MethodAttempts[]): A
     }
   }
   const layers = [...new Set(retrying.map((h) => h.caller.name))];
+  const wired = graph.hops.length > 0 && graph.hops.every((h) => h.dependency.retry.from === "wired");
   const facts = [
-    `retrying layers: ${layers.length === 0 ? "none" : layers.join(", ")}; every other hop attempts each call once`,
+    `retrying layers: ${layers.length === 0 ? "none" : layers.join(", ")}; every other hop attempts each call once (${wired ? "as each process wired its dependency clients" : "from configuration: a service retries when its configuration holds a retry policy"})`,
     ...attempts.map(formatAttempts),
   ];
   return { question: "3. Does exactly one layer retry, and what is the maximum number of attempts at the bottom, multiplied out?", pass: problems.length === 0, facts, problems };
