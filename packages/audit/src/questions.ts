@@ -248,7 +248,7 @@ export async function retriedWritesCarryKeys(graph: CallGraph): Promise<Answer> 
           facts.push(`${hopName(h)} ${name}: a write whose key is a field of the request, the same on every attempt`);
         } else {
           problems.push({
-            message: `retried write without a key: ${hopName(h)} repeats ${name} up to ${h.dependency.retry.maxAttempts} times whatever its idempotency, and no key is part of its request`,
+            message: `retried write without a key: ${hopName(h)} repeats ${name} up to ${h.dependency.retry.maxAttempts} times without checking its idempotency, and nothing guarantees a key (none is a field of its request)`,
             where: locate(graph, h.caller.name, profileVar),
           });
         }

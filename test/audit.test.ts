@@ -1,0 +1,179 @@
+/**
+ * The resilience audit (docs/audit.md): every configuration the repository
+ * ships passes (this is how CI runs it on each of them); the misconfigured
+ * fixture fails with each of its problems named by variable and file; each
+ * rule that could silently stop checking fails a copy broken for it; and
+ * --live and --advise work against the real platform's processes.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { auditTarget, composeTarget, repoRoot, shippedOverlays, type Problem } from "@platform/audit";
+import { startTestPlatform, type TestPlatform } from "./support/platform.js";
+
+/** Runs `npm run audit -- ARGS` as a person would; resolves with its exit status and output. */
+function runAudit(args: string[]): Promise<{ status: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("npm", ["run", "--silent", "audit", "--", ...args], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (out += c));
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, out }));
+  });
+}
+
+const fixture = join(repoRoot, "test", "fixtures", "misconfigured", "docker-compose.yml");
+
+async function problemsOf(composeFile: string): Promise<Problem[]> {
+  const audit = await auditTarget(await composeTarget(composeFile));
+  return audit.answers.flatMap((a) => a.problems);
+}
+
+function assertNamed(problems: Problem[], message: RegExp, where: RegExp): void {
+  assert.ok(
+    problems.some((p) => message.test(p.message) && where.test(p.where)),
+    `expected a problem matching ${message} at ${where}; got:\n${problems.map((p) => `${p.message}\n  -> ${p.where}`).join("\n")}`,
+  );
+}
+
+test("npm run audit passes the defaults, the compose file and every Kubernetes overlay, with the attempts multiplied out", async () => {
+  const { status, out } = await runAudit([]);
+  assert.equal(status, 0, out);
+  assert.match(out, /^== defaults: PASS/m);
+  assert.match(out, /^== compose docker-compose\.yml: PASS/m);
+  const overlays = shippedOverlays();
+  assert.ok(overlays.length >= 2);
+  for (const dir of overlays) assert.match(out, new RegExp(`^== kubernetes ${dir.slice(repoRoot.length).replaceAll("/", "\\/")}: PASS`, "m"));
+  assert.match(out, /PlaceOrder: 3 x 1 x 1 x 1 = 3 attempts at pricing's database \(gateway -> checkout -> orders -> pricing -> database\); budget-capped at 1\.1x under total failure/);
+  assert.match(out, /call graph: gateway -> checkout, checkout -> orders, checkout -> pricing, orders -> pricing, orders -> database, pricing -> database/);
+  assert.equal((out.match(/^pass {2}\d\. /gm) ?? []).length, 7 * (2 + overlays.length), "seven answers per configuration");
+  assert.match(out, /^audit: PASS$/m);
+});
+
+describe("the misconfigured copy", () => {
+  const shown = /test\/fixtures\/misconfigured\/docker-compose\.yml: services\./;
+  let problems: Problem[];
+  before(async () => {
+    problems = await problemsOf(fixture);
+  });
+
+  test("an inner hop that retries", () => {
+    assertNamed(problems, /^inner hop orders -> pricing retries \(3 attempts per call\)/, new RegExp(`^RESILIENCE_PROFILE=naive \\(${shown.source}orders\\.environment\\)`));
+  });
+  test("timeouts growing inward", () => {
+    assertNamed(problems, /^pricing's maximum deadline \(60000 ms\) is longer than its caller orders's|^pricing's maximum deadline \(60000 ms\) is longer than its caller/, new RegExp(`^DEADLINE_MAX_MS=60000 \\(${shown.source}pricing\\.environment\\)`));
+    assertNamed(problems, /^pricing's default deadline \(10000 ms\) is longer than its caller/, new RegExp(`^DEADLINE_DEFAULT_MS=10000 \\(${shown.source}pricing`));
+  });
+  test("an unbounded queue", () => {
+    assertNamed(problems, /^checkout's admission queue \(1000000\) is effectively unbounded/, new RegExp(`^ADMISSION_MAX_QUEUE=1000000 \\(${shown.source}checkout`));
+  });
+  test("a breaker missing on one dependency", () => {
+    assertNamed(problems, /^orders -> pricing has no bulkhead and no circuit breaker/, new RegExp(`^RESILIENCE_PROFILE=naive \\(${shown.source}orders`));
+  });
+  test("a retried write without a key", () => {
+    assertNamed(problems, /^retried write without a key: gateway -> checkout repeats checkout\.v1\.CheckoutService\/PlaceOrder up to 3 times/, new RegExp(`^RESILIENCE_PROFILE=naive \\(${shown.source}gateway`));
+  });
+  test("the CLI exits non-zero and prints every problem with where to fix it", async () => {
+    const { status, out } = await runAudit(["--compose", fixture]);
+    assert.equal(status, 1, out);
+    for (const p of problems) assert.ok(out.includes(p.message) && out.includes(`-> ${p.where}`), `not printed: ${p.message}`);
+    assert.match(out, /PlaceOrder: 3 x 1 x 3 x 1 = 9 attempts at pricing's database/);
+    assert.match(out, /^audit: FAIL/m);
+  });
+});
+
+describe("each rule fails a copy broken for it", () => {
+  const dir = mkdtempSync(join(tmpdir(), "audit-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  /** The shipped compose file's four services with `extra` added to one service's environment. */
+  function composeWith(service: string, extra: Record<string, string>): string {
+    const env: Record<string, Record<string, string>> = {
+      pricing: { SERVICE: "pricing", PORT: "8083", DATABASE_URL: "postgres://pricing:${PW}@postgres:5432/platform" },
+      orders: { SERVICE: "orders", PORT: "8082", DATABASE_URL: "postgres://orders:${PW}@postgres:5432/platform", PRICING_URL: "http://pricing:8083" },
+      checkout: { SERVICE: "checkout", PORT: "8081", ORDERS_URL: "http://orders:8082", PRICING_URL: "http://pricing:8083" },
+      gateway: { SERVICE: "gateway", PORT: "8080", CHECKOUT_URL: "http://checkout:8081" },
+    };
+    Object.assign(env[service]!, extra);
+    const file = join(dir, `${service}-${Object.keys(extra).join("-")}.yml`);
+    writeFileSync(file, JSON.stringify({ services: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, { environment: v }])) }));
+    return file;
+  }
+
+  test("the unbroken copy passes", async () => {
+    assert.deepEqual(await problemsOf(composeWith("gateway", {})), []);
+  });
+  test("a bulkhead queue longer than the callee admits", async () => {
+    assertNamed(await problemsOf(composeWith("checkout", { ORDERS_MAX_QUEUE: "100000" })), /^checkout -> orders: 48 slots \+ 100000 queued per method is more than orders admits/, /^ORDERS_MAX_QUEUE=100000 /);
+  });
+  test("a retry budget too large to cap a total failure", async () => {
+    assertNamed(await problemsOf(composeWith("gateway", { RETRY_BUDGET_PERCENT: "0.5" })), /retry budget lets 50 % of requests be retried/, /^RETRY_BUDGET_PERCENT=0\.5 /);
+  });
+  test("no layer retries", async () => {
+    assertNamed(await problemsOf(composeWith("gateway", { RETRY_MAX_ATTEMPTS: "1" })), /^no layer retries/, /^RETRY_MAX_ATTEMPTS=1 /);
+  });
+  test("intake control off at the edge", async () => {
+    assertNamed(await problemsOf(composeWith("gateway", { INTAKE_ENABLED: "false" })), /no intake controller guards the edge/, /^INTAKE_ENABLED=false /);
+  });
+  test("a dependency URL that reaches no service", async () => {
+    assertNamed(await problemsOf(composeWith("checkout", { ORDERS_URL: "http://ordres:8082" })), /^checkout -> orders: http:\/\/ordres:8082 reaches no service/, /^ORDERS_URL=http:\/\/ordres:8082 /);
+  });
+  test("a configuration the service would refuse", async () => {
+    assertNamed(await problemsOf(composeWith("orders", { DB_POOL_MAX: "lots" })), /^orders would refuse to start: DB_POOL_MAX must be an integer/, /services\.orders$/);
+  });
+});
+
+describe("against running services", () => {
+  const apiKey = "audit-test-key-0123456789";
+  let p: TestPlatform;
+  let adminUrls: string[];
+  before(async () => {
+    p = await startTestPlatform({ serviceEnv: { gateway: { AUTH_API_KEYS: `alice=${apiKey}` } } });
+    adminUrls = Object.values(p.services).map((s) => s.adminUrl);
+  });
+  after(() => p?.close());
+
+  test("GET /admin/config shows the effective configuration and wiring, never a secret", async () => {
+    const res = await fetch(`${p.services.gateway.adminUrl}/admin/config`);
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    assert.ok(!text.includes(apiKey), "the API key must not be shown");
+    const body = JSON.parse(text) as { service: string; config: { edge: { auth: { keys: string } } }; dependencyClients: { dependency: string; retry: unknown }[] };
+    assert.equal(body.service, "gateway");
+    assert.equal(body.config.edge.auth.keys, "[redacted]");
+    assert.deepEqual(body.dependencyClients.map((c) => c.dependency), ["checkout"]);
+    const orders = (await (await fetch(`${p.services.orders.adminUrl}/admin/config`)).json()) as { dependencyClients: { retry: unknown }[] };
+    assert.deepEqual(orders.dependencyClients.map((c) => c.retry), ["none"], "orders' main wires its pricing client without retries");
+    assert.equal((await fetch(`${p.gatewayUrl}/admin/config`)).status, 404, "not on the public port");
+  });
+
+  test("npm run audit -- --live passes the running platform, from what each process wired", async () => {
+    const { status, out } = await runAudit(["--live", ...adminUrls]);
+    assert.equal(status, 0, out);
+    assert.match(out, /^== live: PASS/m);
+    assert.match(out, /retrying layers: gateway; every other hop attempts each call once \(as each process wired its dependency clients\)/);
+    assert.match(out, /PlaceOrder: 3 x 1 x 1 x 1 = 3 attempts at pricing's database/);
+  });
+
+  test("npm run audit -- --advise under a generated load proposes settings from the measured latency", async () => {
+    const { status, out } = await runAudit(["--advise", "--load", "20", "--seconds", "5", ...adminUrls]);
+    assert.equal(status, 0, out);
+    assert.match(out, /^sent \d+, succeeded \d+/m);
+    assert.match(out, /^ {4}PlaceOrder: \d+ calls \([\d.]+\/s\), mean [\d.]+ ms, p50 [\d.]+ ms, p99\.9 [\d.]+ ms$/m);
+    for (const v of ["CHECKOUT_MAX_CONCURRENT", "CHECKOUT_MAX_QUEUE", "ORDERS_MAX_CONCURRENT", "PRICING_MAX_QUEUE"]) assert.match(out, new RegExp(`^ {4}${v}=\\d+: current \\d+, (tighter|looser|within)`, "m"));
+    assert.match(out, /^ {4}DEADLINE_DEFAULT_MS=\d+: current 3000, /m);
+    assert.match(out, /^ {4}gateway: CHECKOUT_MAX_CONCURRENT=\d+ CHECKOUT_MAX_QUEUE=\d+ DEADLINE_DEFAULT_MS=\d+ RETRY_BUDGET_PERCENT=[\d.]+$/m);
+  });
+
+  test("bad usage is refused with a clear message", async () => {
+    const { status, out } = await runAudit(["--live"]);
+    assert.equal(status, 2);
+    assert.match(out, /--live and --advise need the operator URL of each service/);
+    const wrong = await runAudit(["--live", p.gatewayUrl]);
+    assert.equal(wrong.status, 2);
+    assert.match(wrong.out, /is this a service's operator port/);
+  });
+});
