@@ -6,5 +6,4 @@ export { composeTarget } from "./sources/compose.js";
 export { kubernetesTarget, shippedOverlays } from "./sources/kubernetes.js";
 export { liveTarget } from "./sources/live.js";
 export { repoRoot } from "./service-modules.js";
-export { buildKustomization, type K8sObject } from "./kustomize.js";
 export { advise, formatAdvice, scrape, type Advice, type Scrape } from "./advise/advise.js";
