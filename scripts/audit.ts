@@ -69,7 +69,10 @@ if (args.advise) {
       const gatewayUrl = edgeUrl(before.map((s) => s.config));
       process.stdout.write(`open-loop load: ${rate} req/s for ${seconds} s to ${gatewayUrl} (40 % PlaceOrder, 40 % ListProducts, 20 % GetOrder)...\n`);
       const result = await runLoad({ gatewayUrl, mode: { kind: "open", phases: [{ durationMs: seconds * 1000, rate }] }, clientTimeoutMs: 5000, customerPrefix: `audit-${Date.now()}-` });
-      process.stdout.write(`sent ${result.sent}, succeeded ${result.succeeded}\n`);
+      const failed: Record<string, number> = {};
+      for (const b of result.buckets) for (const [code, n] of Object.entries(b.failed)) failed[code] = (failed[code] ?? 0) + n;
+      const failures = Object.entries(failed).map(([code, n]) => `${n} ${code}`).join(", ");
+      process.stdout.write(`sent ${result.sent}, succeeded ${result.succeeded}${failures ? ` (failed: ${failures})` : ""}\n`);
     }
     process.stdout.write(`${formatAdvice(advise(before, await scrape(positionals), seconds))}\n`);
   } catch (e) {

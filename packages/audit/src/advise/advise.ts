@@ -211,7 +211,10 @@ export function formatAdvice(a: Advice): string {
     for (const s of h.settings) out.push(`    ${s.variable}=${s.proposed}: current ${s.current}, ${s.verdict}`);
     for (const n of h.notes) out.push(`    note: ${n}`);
   }
-  for (const s of a.edge) out.push(`${s.service} (the edge)\n    ${s.variable}=${s.proposed}: current ${s.current}, ${s.verdict}`);
+  for (const service of new Set(a.edge.map((s) => s.service))) {
+    out.push(`${service} (the edge)`);
+    for (const s of a.edge.filter((x) => x.service === service)) out.push(`    ${s.variable}=${s.proposed}: current ${s.current}, ${s.verdict}`);
+  }
   for (const n of a.notes) out.push(`note: ${n}`);
   const set = new Map<string, string[]>();
   for (const h of a.hops) {
