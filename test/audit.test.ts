@@ -65,7 +65,7 @@ describe("the misconfigured copy", () => {
     assertNamed(problems, /^inner hop orders -> pricing retries \(3 attempts per call\)/, new RegExp(`^RESILIENCE_PROFILE=naive \\(${shown.source}orders\\.environment\\)`));
   });
   test("timeouts growing inward", () => {
-    assertNamed(problems, /^pricing's maximum deadline \(60000 ms\) is longer than its caller orders's|^pricing's maximum deadline \(60000 ms\) is longer than its caller/, new RegExp(`^DEADLINE_MAX_MS=60000 \\(${shown.source}pricing\\.environment\\)`));
+    assertNamed(problems, /^pricing's maximum deadline \(60000 ms\) is longer than its caller orders' \(30000 ms\): timeouts grow inward/, new RegExp(`^DEADLINE_MAX_MS=60000 \\(${shown.source}pricing\\.environment\\)`));
     assertNamed(problems, /^pricing's default deadline \(10000 ms\) is longer than its caller/, new RegExp(`^DEADLINE_DEFAULT_MS=10000 \\(${shown.source}pricing`));
   });
   test("an unbounded queue", () => {

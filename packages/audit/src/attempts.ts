@@ -86,7 +86,7 @@ export async function multiplyAttempts(graph: CallGraph): Promise<MethodAttempts
 export function formatAttempts(a: MethodAttempts): string {
   const cap =
     a.budgetCap !== undefined
-      ? `; budget-capped at ${round(a.budgetCap)}x under total failure (plus at most ${a.minRetriesPerSec} retries/s per ${a.edge} process)`
+      ? `; budget-capped at ${round(a.budgetCap)}x under total failure (plus at most ${a.minRetriesPerSec} ${a.minRetriesPerSec === 1 ? "retry" : "retries"}/s per ${a.edge} process)`
       : a.factors[0]! > 1
         ? "; no retry budget: every attempt is made under total failure"
         : "";

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import { formatAttempts, type MethodAttempts } from "./attempts.js";
+import { formatAttempts, possessive, type MethodAttempts } from "./attempts.js";
 import type { CallGraph, Hop } from "./call-graph.js";
 import { locate, variablePrefix } from "./locate.js";
 import type { Answer, Problem, ServiceDescription } from "./model.js";
@@ -43,7 +43,7 @@ export function timeoutsShrinkInward(graph: CallGraph): Answer {
     ] as const) {
       if (callee.deadline[key] > h.caller.deadline[key]) {
         problems.push({
-          message: `${callee.name}'s ${key === "defaultMs" ? "default" : "maximum"} deadline (${callee.deadline[key]} ms) is longer than its caller ${h.caller.name}'s (${h.caller.deadline[key]} ms): timeouts grow inward, so work can run on after the caller has given up`,
+          message: `${possessive(callee.name)} ${key === "defaultMs" ? "default" : "maximum"} deadline (${callee.deadline[key]} ms) is longer than its caller ${possessive(h.caller.name)} (${h.caller.deadline[key]} ms): timeouts grow inward, so work can run on after the caller has given up`,
           where: locate(graph, callee.name, variable),
         });
       }
@@ -173,7 +173,7 @@ export function queuesBounded(graph: CallGraph): Answer {
     facts.push(`${s.name} admission: ${a.maxConcurrent} running + ${a.maxQueue} queued, at most ${a.maxQueueWaitMs} ms in the queue; expired requests are dropped before any work`);
     if (a.maxQueue > drainable) {
       problems.push({
-        message: `${s.name}'s admission queue (${a.maxQueue}) is effectively unbounded: ${a.maxConcurrent} slots cannot drain it within ${a.maxQueueWaitMs} ms even at ${fastestServiceMs} ms per request (at most ${drainable}); queue limit = tolerable wait x throughput`,
+        message: `${possessive(s.name)} admission queue (${a.maxQueue}) is effectively unbounded: ${a.maxConcurrent} slots cannot drain it within ${a.maxQueueWaitMs} ms even at ${fastestServiceMs} ms per request (at most ${drainable}); queue limit = tolerable wait x throughput`,
         where: locate(graph, s.name, "ADMISSION_MAX_QUEUE"),
       });
     }
