@@ -45,6 +45,11 @@ if ((args.live || args.advise) && positionals.length === 0) {
   process.exit(2);
 }
 
+if (!args.live && !args.advise && positionals.length > 0) {
+  process.stderr.write(`operator URLs need --live or --advise: ${positionals.join(" ")}\n${usage}\n`);
+  process.exit(2);
+}
+
 const targets: (() => Promise<Target>)[] = [];
 if (args.live) targets.push(() => liveTarget(positionals));
 for (const f of args.compose ?? []) targets.push(() => composeTarget(resolve(f)));

@@ -172,6 +172,9 @@ describe("against running services", () => {
     const { status, out } = await runAudit(["--live"]);
     assert.equal(status, 2);
     assert.match(out, /--live and --advise need the operator URL of each service/);
+    const urlsAlone = await runAudit(adminUrls);
+    assert.equal(urlsAlone.status, 2);
+    assert.match(urlsAlone.out, /operator URLs need --live or --advise/);
     const wrong = await runAudit(["--live", p.gatewayUrl]);
     assert.equal(wrong.status, 2);
     assert.match(wrong.out, /is this a service's operator port/);
