@@ -238,6 +238,7 @@ describe("npm run new-service", () => {
           ["kubernetes", node("test/kubernetes-manifests.test.ts")],
           ["repository", node("test/repository.test.ts")],
           ["observability", node("test/observability.test.ts")],
+          ["audit", ["npm", ["run", "--silent", "audit"]]],
         ] as const) {
           results.set(title, await runAsync(cmd, [...args]));
         }
@@ -335,6 +336,13 @@ describe("npm run new-service", () => {
 
     test("the observability checks: the new services are scraped", async () => {
       ok(await check("observability"), "test/observability.test.ts");
+    });
+
+    test("the resilience audit passes, with the public service in the call graph", async () => {
+      const r = await check("audit");
+      ok(r, "npm run audit");
+      assert.match(r.stdout, /^call graph: gateway -> checkout, gateway -> greeter, /m);
+      assert.match(r.stdout, /GetItem: 3 = 3 attempts at greeter \(gateway -> greeter\); budget-capped at 1\.1x/);
     });
   });
 });
