@@ -1,11 +1,17 @@
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { DescService } from "@bufbuild/protobuf";
 import { ConfigError, redactConfig } from "@platform/runtime";
 
 /** The repository the audit belongs to: services/, deploy/, docker-compose.yml. */
 export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+
+/** A path as the report shows it: relative to the repository when inside it, absolute otherwise. */
+export function shownPath(path: string): string {
+  const r = relative(repoRoot, path);
+  return r === "" || r.startsWith("..") ? path : r;
+}
 
 export function configFile(service: string): string {
   return join("services", service, "src", "config.ts");

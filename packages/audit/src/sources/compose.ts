@@ -1,8 +1,7 @@
 import { readFileSync } from "node:fs";
-import { relative } from "node:path";
 import { parse } from "yaml";
 import type { SetVariable, Target } from "../model.js";
-import { repoRoot } from "../service-modules.js";
+import { shownPath } from "../service-modules.js";
 import { buildTarget, secretPlaceholder, type DeployedService } from "./build-target.js";
 
 /**
@@ -13,7 +12,7 @@ import { buildTarget, secretPlaceholder, type DeployedService } from "./build-ta
  */
 export function composeServices(file: string): DeployedService[] {
   const doc = parse(readFileSync(file, "utf8"), { merge: true }) as { services?: Record<string, { environment?: unknown }> };
-  const shown = relative(repoRoot, file) || file;
+  const shown = shownPath(file);
   const out: DeployedService[] = [];
   for (const [key, svc] of Object.entries(doc.services ?? {})) {
     const raw = svc.environment;
@@ -39,6 +38,6 @@ function interpolate(variable: string, value: string): string {
 }
 
 export function composeTarget(file: string): Promise<Target> {
-  const shown = relative(repoRoot, file) || file;
+  const shown = shownPath(file);
   return buildTarget(`compose ${shown}`, `${shown} (docker compose)`, composeServices(file));
 }

@@ -1,8 +1,8 @@
 import { readdirSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { buildKustomization, isRecord, type K8sObject } from "../kustomize.js";
 import type { SetVariable, Target } from "../model.js";
-import { repoRoot } from "../service-modules.js";
+import { repoRoot, shownPath } from "../service-modules.js";
 import { buildTarget, secretPlaceholder, type DeployedService } from "./build-target.js";
 
 interface EnvEntry {
@@ -19,7 +19,7 @@ interface EnvEntry {
  */
 export function kubernetesServices(overlayDir: string): DeployedService[] {
   const objects = buildKustomization(overlayDir);
-  const shown = relative(repoRoot, overlayDir) || overlayDir;
+  const shown = shownPath(overlayDir);
   const configMaps = new Map(objects.filter((o) => o.kind === "ConfigMap").map((o) => [o.metadata.name, o]));
   const out: DeployedService[] = [];
   for (const d of objects.filter((o) => o.kind === "Deployment")) {
@@ -60,6 +60,6 @@ export function shippedOverlays(k8sDir = join(repoRoot, "deploy", "k8s")): strin
 }
 
 export function kubernetesTarget(overlayDir: string): Promise<Target> {
-  const shown = relative(repoRoot, overlayDir) || overlayDir;
+  const shown = shownPath(overlayDir);
   return buildTarget(`kubernetes ${shown}`, `${shown} (rendered like kubectl kustomize)`, kubernetesServices(overlayDir));
 }
