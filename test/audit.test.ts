@@ -158,6 +158,19 @@ describe("against running services", () => {
     assert.match(out, /PlaceOrder: 3 x 1 x 1 x 1 = 3 attempts at pricing's database/);
   });
 
+  test("--live fails while the edge's intake is held by hand, and says how to return it to automatic", async () => {
+    const intake = `${p.services.gateway.adminUrl}/admin/intake`;
+    assert.equal((await fetch(intake, { method: "PUT", body: '{"fraction": 0.5}' })).status, 200);
+    try {
+      const { status, out } = await runAudit(["--live", ...adminUrls]);
+      assert.equal(status, 1, out);
+      assert.match(out, /gateway now: manual, admitting 50 % of new requests/);
+      assert.ok(out.includes(`gateway's intake is held by hand at 50 %`) && out.includes(`-> PUT ${intake} {"fraction": null}`), out);
+    } finally {
+      await fetch(intake, { method: "PUT", body: '{"fraction": null}' });
+    }
+  });
+
   test("npm run audit -- --advise under a generated load proposes settings from the measured latency", async () => {
     const { status, out } = await runAudit(["--advise", "--load", "20", "--seconds", "5", ...adminUrls]);
     assert.equal(status, 0, out);

@@ -26,6 +26,8 @@ export interface TargetService {
   defaultsFile: string;
   /** Live only: the operator port it was read from. */
   adminUrl?: string;
+  /** Live only, at the edge: GET /admin/intake, the intake controller now. */
+  intakeNow?: { state: string; admitFraction: number };
 }
 
 export interface Target {

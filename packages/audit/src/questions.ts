@@ -214,6 +214,16 @@ export function intakeRehearsed(graph: CallGraph, rehearsal = intakeRehearsal())
   const problems: Problem[] = [];
   for (const edge of graph.edges) {
     const i = edge.intake;
+    const now = graph.sources.get(edge.name)?.intakeNow;
+    if (now !== undefined) {
+      facts.push(`${edge.name} now: ${now.state}, admitting ${Math.round(now.admitFraction * 100)} % of new requests`);
+      if (now.state === "manual") {
+        problems.push({
+          message: `${edge.name}'s intake is held by hand at ${Math.round(now.admitFraction * 100)} % (left over from a rehearsal or an incident?): the controller does not react until it is returned to automatic`,
+          where: `PUT ${graph.sources.get(edge.name)!.adminUrl}/admin/intake {"fraction": null}`,
+        });
+      }
+    }
     if (i?.enabled) {
       facts.push(
         `${edge.name}: intake controller on: cuts intake to ${i.cutFraction * 100} % when under ${i.minSuccessRate * 100} % of requests succeed, readmits ${i.stepFraction * 100} % every ${i.stepIntervalMs} ms; GET/PUT /admin/intake on its operator port cuts it by hand`,

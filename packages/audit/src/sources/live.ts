@@ -18,7 +18,10 @@ export async function liveTarget(adminUrls: string[]): Promise<Target> {
     }
     if (!res.ok) throw new Error(`${base}/admin/config answered ${res.status}: is this a service's operator port (ADMIN_PORT)?`);
     const body = (await res.json()) as EffectiveConfig;
-    target.services.push({ name: body.service, config: body.config, wired: body.dependencyClients, env: {}, defaultsFile: configFile(body.service), adminUrl: base });
+    // Only an edge with the controller on answers; elsewhere 404.
+    const intake = await fetch(`${base}/admin/intake`, { signal: AbortSignal.timeout(5000) });
+    const intakeNow = intake.ok ? ((await intake.json()) as { state: string; admitFraction: number }) : undefined;
+    target.services.push({ name: body.service, config: body.config, wired: body.dependencyClients, env: {}, defaultsFile: configFile(body.service), adminUrl: base, ...(intakeNow ? { intakeNow } : {}) });
   }
   return target;
 }
