@@ -13,7 +13,7 @@
 import "./require-node.js";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { advise, auditTarget, composeTarget, defaultsTarget, formatAdvice, formatTargetAudit, kubernetesTarget, liveTarget, repoRoot, scrape, shippedOverlays, type Target } from "@platform/audit";
+import { advise, auditTarget, samplePools, composeTarget, defaultsTarget, formatAdvice, formatTargetAudit, kubernetesTarget, liveTarget, repoRoot, scrape, shippedOverlays, type Target } from "@platform/audit";
 import { runLoad } from "../lab/load/run-load.js";
 
 const usage = "usage: npm run audit [-- --compose FILE | --k8s DIR | --live ADMIN_URL... | --advise [--seconds N] [--load REQ_PER_S] ADMIN_URL...]";
@@ -67,6 +67,9 @@ if (args.advise) {
   }
   try {
     const before = await scrape(positionals);
+    let endPeriod = () => {};
+    const period = new Promise<void>((resolve) => (endPeriod = resolve));
+    const pools = samplePools(before.map((s) => ({ service: s.config.service, adminUrl: s.adminUrl })), period);
     if (rate === undefined) {
       process.stdout.write(`measuring real traffic for ${seconds} s...\n`);
       await new Promise((r) => setTimeout(r, seconds * 1000));
@@ -79,7 +82,8 @@ if (args.advise) {
       const failures = Object.entries(failed).map(([code, n]) => `${n} ${code}`).join(", ");
       process.stdout.write(`sent ${result.sent}, succeeded ${result.succeeded}${failures ? ` (failed: ${failures})` : ""}\n`);
     }
-    process.stdout.write(`${formatAdvice(advise(before, await scrape(positionals), seconds))}\n`);
+    endPeriod();
+    process.stdout.write(`${formatAdvice(advise(before, await scrape(positionals), seconds, await pools))}\n`);
   } catch (e) {
     process.stderr.write(`audit: ${e instanceof Error ? e.message : String(e)}\n`);
     process.exit(2);

@@ -178,6 +178,7 @@ describe("against running services", () => {
     assert.match(out, /^ {4}PlaceOrder: \d+ calls \([\d.]+\/s\), mean [\d.]+ ms, p50 [\d.]+ ms, p99\.9 [\d.]+ ms$/m);
     for (const v of ["CHECKOUT_MAX_CONCURRENT", "CHECKOUT_MAX_QUEUE", "ORDERS_MAX_CONCURRENT", "PRICING_MAX_QUEUE"]) assert.match(out, new RegExp(`^ {4}${v}=\\d+: current \\d+, (tighter|looser|within)`, "m"));
     assert.match(out, /^ {4}DEADLINE_DEFAULT_MS=\d+: current 3000, /m);
+    assert.match(out, /^orders -> database\n {4}DB_POOL_MAX=\d+: current 10, .*\n {4}note: connections in use, sampled each second: mean [\d.]+, peak \d+ of 10/m);
     assert.match(out, /^ {4}gateway: CHECKOUT_MAX_CONCURRENT=\d+ CHECKOUT_MAX_QUEUE=\d+ DEADLINE_DEFAULT_MS=\d+ RETRY_BUDGET_PERCENT=[\d.]+$/m);
   });
 

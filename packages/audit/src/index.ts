@@ -7,3 +7,4 @@ export { kubernetesTarget, shippedOverlays } from "./sources/kubernetes.js";
 export { liveTarget } from "./sources/live.js";
 export { repoRoot } from "./service-modules.js";
 export { advise, formatAdvice, scrape, type Advice, type Scrape } from "./advise/advise.js";
+export { samplePools, type PoolSamples } from "./advise/pool-samples.js";

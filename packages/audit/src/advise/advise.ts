@@ -3,6 +3,7 @@ import { buildCallGraph, type CallGraph, type Hop } from "../call-graph.js";
 import { locate, variablePrefix } from "../locate.js";
 import type { Target } from "../model.js";
 import { difference, quantile, readHistograms, type Histogram } from "./histograms.js";
+import type { PoolSamples } from "./pool-samples.js";
 
 /** One service's operator port read at one moment. */
 export interface Scrape {
@@ -71,7 +72,7 @@ const ms = (s: number | undefined) => (s === undefined ? undefined : Math.round(
  * there plus each hop's reserve below, and the retries seen against the
  * retry budget. Each compared with the setting in force.
  */
-export function advise(before: Scrape[], after: Scrape[], seconds: number): Advice {
+export function advise(before: Scrape[], after: Scrape[], seconds: number, pools: PoolSamples = new Map()): Advice {
   const target: Target = {
     name: "live",
     origin: "",
@@ -120,6 +121,19 @@ export function advise(before: Scrape[], after: Scrape[], seconds: number): Advi
         }
       }
     }
+  }
+  for (const s of graph.services.filter((x) => x.database)) {
+    const samples = pools.get(s.name) ?? [];
+    if (samples.length === 0) continue;
+    const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+    const proposed = Math.max(1, Math.ceil(mean * concurrencyHeadroom));
+    const current = s.database!.poolMax ?? 0;
+    hops.push({
+      hop: `${s.name} -> database`,
+      methods: [],
+      settings: [{ variable: "DB_POOL_MAX", proposed, current, verdict: verdict(current, proposed), where: locate(graph, s.name, "DB_POOL_MAX") }],
+      notes: [`connections in use, sampled each second: mean ${mean.toFixed(1)}, peak ${Math.max(...samples)} of ${current} (pool = mean in use x ${concurrencyHeadroom}; replicas x DB_POOL_MAX must stay below max_connections, docs/scaling.md)`],
+    });
   }
   for (const e of graph.edges) retryShare(before, after, e.name, edge, notes);
   return { seconds, hops, edge, notes };
