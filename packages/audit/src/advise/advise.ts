@@ -126,13 +126,16 @@ export function advise(before: Scrape[], after: Scrape[], seconds: number, pools
     const samples = pools.get(s.name) ?? [];
     if (samples.length === 0) continue;
     const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
-    const proposed = Math.max(1, Math.ceil(mean * concurrencyHeadroom));
+    const peak = Math.max(...samples);
+    // Never below a peak actually seen: the pool held that many at once.
+    const proposed = Math.max(1, peak, Math.ceil(mean * concurrencyHeadroom));
     const current = s.database!.poolMax ?? 0;
+    const full = peak >= current ? "; the pool was full at least once, so demand may have been higher: see db_pool_wait_seconds" : "";
     hops.push({
       hop: `${s.name} -> database`,
       methods: [],
       settings: [{ variable: "DB_POOL_MAX", proposed, current, verdict: verdict(current, proposed), where: locate(graph, s.name, "DB_POOL_MAX") }],
-      notes: [`connections in use, sampled each second: mean ${mean.toFixed(1)}, peak ${Math.max(...samples)} of ${current} (pool = mean in use x ${concurrencyHeadroom}; replicas x DB_POOL_MAX must stay below max_connections, docs/scaling.md)`],
+      notes: [`connections in use, sampled each second: mean ${mean.toFixed(1)}, peak ${peak} of ${current}${full} (pool = mean in use x ${concurrencyHeadroom}, at least the peak; replicas x DB_POOL_MAX must stay below max_connections, docs/scaling.md)`],
     });
   }
   for (const e of graph.edges) retryShare(before, after, e.name, edge, notes);
