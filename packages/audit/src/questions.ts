@@ -203,7 +203,8 @@ export function intakeRehearsal(testDir = join(repoRoot, "test")): string | unde
     if (!e.isFile() || !e.name.endsWith(".test.ts")) continue;
     const file = join(e.parentPath, e.name);
     const text = readFileSync(file, "utf8");
-    if (text.includes("/admin/intake") && /"fraction":\s*0\b/.test(text)) return relative(repoRoot, file);
+    // A cut to nothing (0, not 0.5): the rehearsal of the real thing.
+    if (text.includes("/admin/intake") && /"fraction":\s*0(?![.\d])/.test(text)) return relative(repoRoot, file);
   }
   return undefined;
 }
