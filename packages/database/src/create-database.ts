@@ -7,6 +7,7 @@ import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
 import { type PoolStatsSource, databaseMetrics } from "./metrics.js";
 import { scopeEndedError } from "./scope-ended-error.js";
 import { connectionLostError, toConnectError } from "./to-connect-error.js";
+import { statementTarget } from "./statement-span.js";
 import { ScopedTx, type Tx } from "./tx.js";
 import { createNaiveDatabase } from "./naive-database.js";
 
@@ -75,6 +76,7 @@ export function createDatabase(opts: DatabaseOptions): Database {
   const statementReserveMs = opts.statementReserveMs ?? 5;
   const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
   const metrics = databaseMetrics();
+  const target = statementTarget(opts.connectionString, name);
   for (const cause of lossCauses) metrics.connectionsLost.inc({ db: name, cause }, 0);
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
@@ -160,7 +162,7 @@ export function createDatabase(opts: DatabaseOptions): Database {
     const fault = faultApplies(spec) ? spec : undefined;
     if (fault?.unreachable) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
     const client = await checkout(scope);
-    const tx = new ScopedTx(client, scope, { dbName: name, minBudgetMs, statementReserveMs, metrics });
+    const tx = new ScopedTx(client, scope, { dbName: name, target, minBudgetMs, statementReserveMs, metrics });
     try {
       await tx.begin(txOpts?.readOnly ?? false);
       metrics.transactions.inc({ db: name });

@@ -3,11 +3,10 @@ import { type CallScope, abortReason, remainingMs } from "@platform/resilience";
 import type pg from "pg";
 import { cancelTargetOf, sendCancelRequest } from "./cancel-request.js";
 import type { DatabaseMetrics, StatementOutcome } from "./metrics.js";
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
-import { scopeTelemetry } from "@platform/resilience";
 import { scopeEndedError } from "./scope-ended-error.js";
 import { cancelledError, connectionFailureReason, connectionLostError, toConnectError } from "./to-connect-error.js";
 import { lossOf, markAbandoned } from "./connection-watch.js";
+import { type StatementTarget, endStatementSpan, startStatementSpan } from "./statement-span.js";
 
 /** The handle a transaction body uses; every statement runs inside the caller's deadline. */
 export interface Tx {
@@ -22,6 +21,8 @@ export interface Tx {
 
 export interface TxSettings {
   dbName: string;
+  /** The database as traces name it. */
+  target: StatementTarget;
   minBudgetMs: number;
   statementReserveMs: number;
   metrics: DatabaseMetrics;
@@ -89,7 +90,8 @@ export class ScopedTx implements Tx {
     }
     const started = performance.now();
     let outcome: StatementOutcome = "ok";
-    const span = statementSpan(this.scope, dbName, text, remaining);
+    let failure: unknown;
+    const span = startStatementSpan(this.scope, dbName, this.settings.target, text, remaining);
     try {
       const wanted = this.statementTimeoutMs();
       if (this.timeoutInForceMs - wanted > TIMEOUT_REFRESH_MS) {
@@ -99,11 +101,10 @@ export class ScopedTx implements Tx {
       return await this.exec<R>(text, values, true);
     } catch (err) {
       outcome = this.outcomeOf(err);
+      failure = err;
       throw err;
     } finally {
-      if (outcome !== "ok") span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
-      span.setAttribute("db.outcome", outcome);
-      span.end();
+      endStatementSpan(span, outcome, failure);
       metrics.statements.inc({ db: dbName, outcome });
       metrics.statementSeconds.observe({ db: dbName }, (performance.now() - started) / 1000);
     }
@@ -214,21 +215,4 @@ export class ScopedTx implements Tx {
     const stream = (this.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
     stream?.destroy();
   }
-}
-
-/**
- * A span per statement, parented on the request's span (when tracing is on;
- * a no-op otherwise). The text is the parameterised statement: values never
- * appear in traces.
- */
-function statementSpan(scope: CallScope, dbName: string, text: string, remainingMs: number): Span {
-  const parent = (scopeTelemetry(scope) as Context | undefined) ?? ROOT_CONTEXT;
-  return trace.getTracer("@platform/database").startSpan(
-    `${dbName} ${text.trim().split(/\s+/, 1)[0]?.toUpperCase() ?? "QUERY"}`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: { "db.system": "postgresql", "db.name": dbName, "db.statement": text.slice(0, 500), "deadline.remaining_ms": Math.floor(remainingMs) },
-    },
-    parent,
-  );
 }
