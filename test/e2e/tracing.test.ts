@@ -2,64 +2,27 @@
  * OpenTelemetry: one trace across every hop, W3C trace context beside the
  * deadline, spans per RPC and per SQL statement with the remaining deadline
  * and the attempt number. The services export real OTLP/HTTP (JSON) to a
- * small collector endpoint this test runs on loopback.
+ * small receiver this test runs on loopback.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
 import { randomUUID } from "node:crypto";
+import { type OtlpReceiver, spanAttribute, startOtlpReceiver } from "../../lab/trace/otlp-receiver.js";
 import { eventually, logLines, startTestPlatform, type TestPlatform } from "../support/platform.js";
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes?: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
-}
-interface Received {
-  service: string;
-  span: OtlpSpan;
-}
-
-const received: Received[] = [];
-let collector: Server;
+let receiver: OtlpReceiver;
 let p: TestPlatform;
 
 before(async () => {
-  collector = createServer((req, res) => {
-    let body = "";
-    req.on("data", (d: Buffer) => (body += d.toString()));
-    req.on("end", () => {
-      try {
-        const doc = JSON.parse(body) as {
-          resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: OtlpSpan[] }[] }[];
-        };
-        for (const rs of doc.resourceSpans) {
-          const service = rs.resource.attributes.find((a) => a.key === "service.name")?.value.stringValue ?? "?";
-          for (const ss of rs.scopeSpans) for (const span of ss.spans) received.push({ service, span });
-        }
-      } catch {
-        // not JSON: ignore
-      }
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end("{}");
-    });
-  });
-  await new Promise<void>((r) => collector.listen(0, "127.0.0.1", r));
-  const port = (collector.address() as { port: number }).port;
-  p = await startTestPlatform({ env: { LOG_LEVEL: "info", OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: "100" } });
+  receiver = await startOtlpReceiver();
+  p = await startTestPlatform({ env: { LOG_LEVEL: "info", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: "100" } });
 });
 after(async () => {
   await p?.close();
-  collector?.close();
+  await receiver?.close();
 });
 
-const attr = (s: OtlpSpan, key: string) => {
-  const v = s.attributes?.find((a) => a.key === key)?.value;
-  return v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : undefined);
-};
+const attr = spanAttribute;
 
 test("one PlaceOrder is one connected trace: four services, their calls and their SQL, with the deadline on every span", async () => {
   const traceId = randomUUID().replace(/-/g, "");
@@ -69,8 +32,8 @@ test("one PlaceOrder is one connected trace: four services, their calls and thei
   const services = ["gateway", "checkout", "orders", "pricing"] as const;
   await eventually(
     () =>
-      services.every((s) => received.some((r) => r.span.traceId === traceId && r.service === s && r.span.kind === 2)) &&
-      ["orders", "pricing"].every((s) => received.some((r) => r.span.traceId === traceId && r.service === s && attr(r.span, "db.system.name") === "postgresql")),
+      services.every((s) => receiver.spans.some((r) => r.span.traceId === traceId && r.service === s && r.span.kind === 2)) &&
+      ["orders", "pricing"].every((s) => receiver.spans.some((r) => r.span.traceId === traceId && r.service === s && attr(r.span, "db.system.name") === "postgresql")),
     "every service's server span and both databases' statements arrived",
     100,
     100,
@@ -78,7 +41,7 @@ test("one PlaceOrder is one connected trace: four services, their calls and thei
   // No more spans to wait for: in each process every client and statement
   // span ends before its server span, and a batch exporter sends spans in
   // the order they ended, so a service's server span arrives last.
-  const spans = received.filter((r) => r.span.traceId === traceId);
+  const spans = receiver.spans.filter((r) => r.span.traceId === traceId);
   const byId = new Map(spans.map((r) => [r.span.spanId, r]));
 
   // Connected: every span's parent is in the trace, except the edge's
@@ -128,6 +91,8 @@ test("one PlaceOrder is one connected trace: four services, their calls and thei
   for (const r of spans) assert.ok(Number(attr(r.span, "deadline.remaining_ms")) > 0, `${r.service} ${r.span.name} carries the deadline left`);
   const remaining = services.map((s) => Number(attr(server(s).span, "deadline.remaining_ms")));
   for (let i = 1; i < remaining.length; i++) assert.ok(remaining[i]! < remaining[i - 1]!, `the deadline shrinks hop by hop: ${remaining.join(" > ")}`);
+
+  assert.equal(receiver.rejected, 0, "every export was OTLP JSON");
 
   // Logs and traces join: each hop's request log line names its server span.
   await eventually(() => services.every((s) => logLines(p, s).some((l) => l["trace_id"] === traceId)), "every hop logged the request", 50, 100);
