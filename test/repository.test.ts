@@ -83,12 +83,19 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     const block = services.find((m) => m[1] === svc)?.[2] ?? "";
     assert.match(block, /^      OTEL_EXPORTER_OTLP_ENDPOINT: ''$/m, `${svc} exports no spans unless asked`);
   }
+  assert.doesNotMatch(out, /DEMO_CATALOGUE/, "compose never loads the demo catalogue unasked");
   const traced = execFileSync("docker-compose", ["-f", "docker-compose.yml", "config"], {
     env: { ...process.env, ...composeSecrets, OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector:4318" },
     encoding: "utf8",
   });
   assert.equal([...traced.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT: http:\/\/otel-collector:4318/g)].length, 4, "with the tracing profile's endpoint, all four services export to the collector");
   assert.match(/^  otel-collector:\n((?:    .*\n|      .*\n)+)/m.exec(traced)?.[1] ?? "", /^    networks:\n(?:      .*\n)*      internal: null\n/m, "the collector is reachable from the services' network");
+});
+
+test("no deployment file loads the demo catalogue (compose, Kubernetes, the image)", () => {
+  // git grep exits 1 when nothing matches. (test/e2e/public-api.test.ts checks that npm start's platform has it.)
+  const shipped = spawnSync("git", ["grep", "-l", "DEMO_CATALOGUE", "--", "deploy", "docker-compose.yml", "Dockerfile"], { encoding: "utf8" });
+  assert.equal(shipped.status, 1, `no deployment file sets DEMO_CATALOGUE: ${shipped.stdout}`);
 });
 
 type Pins = Record<string, string>;

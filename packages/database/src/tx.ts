@@ -21,6 +21,13 @@ export interface Tx {
 
 export interface TxSettings {
   dbName: string;
+  /**
+   * No transaction: every statement commits on its own (see
+   * Database.session). No statement_timeout is set then: a session SET
+   * would outlive us on a pooled server connection (PgBouncer transaction
+   * pooling), so the cancel request alone stops a statement at the deadline.
+   */
+  autocommit?: boolean;
   /** The database as traces name it. */
   target: StatementTarget;
   minBudgetMs: number;
@@ -74,6 +81,7 @@ export class ScopedTx implements Tx {
   /** BEGIN and the deadline-derived statement_timeout, in one round trip. */
   async begin(readOnly: boolean): Promise<void> {
     const ms = this.statementTimeoutMs();
+    if (this.settings.autocommit) return;
     // SET LOCAL, never SET: transaction-scoped, so the value cannot outlive
     // us on a pooled server connection (PgBouncer transaction pooling).
     await this.exec(`BEGIN${readOnly ? " READ ONLY" : ""}; SET LOCAL statement_timeout = ${ms}`, undefined, true);
@@ -115,6 +123,7 @@ export class ScopedTx implements Tx {
    * so its work is rolled back rather than committed behind its back.
    */
   async commit(): Promise<void> {
+    if (this.settings.autocommit) return;
     if (this.scope.signal.aborted) throw scopeEndedError(this.settings.dbName, this.scope, "commit");
     const result = await this.exec("COMMIT", undefined, false);
     // PostgreSQL answers COMMIT of a failed transaction (the body caught a
@@ -132,6 +141,12 @@ export class ScopedTx implements Tx {
     if (this.broken || lossOf(this.client)) return;
     // A cancel still in flight could otherwise hit the ROLLBACK itself.
     await this.cancelSent;
+    // A session that failed may have left state behind (a setting, an
+    // advisory lock): its connection is closed rather than pooled.
+    if (this.settings.autocommit) {
+      this.broken = true;
+      return;
+    }
     try {
       await this.exec("ROLLBACK", undefined, false);
     } catch {
