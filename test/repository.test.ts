@@ -53,8 +53,12 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
   assert.match(missing.stderr, /POSTGRES_PASSWORD/);
 
   const published = [...out.matchAll(/^  (\w+):\n(?:    .*\n)*?    ports:\n((?:    - .*\n|      .*\n)+)/gm)].map((m) => ({ name: m[1], ports: m[2] ?? "" }));
-  // The one exception: Grafana, in the opt-in observability profile only, on loopback only (docs/observability.md).
-  assert.deepEqual(published.map((p) => p.name).filter((n) => n !== "grafana"), ["gateway"], "only the gateway publishes a port");
+  // The exceptions: Grafana and Jaeger's UI, each in its opt-in profile only, on loopback only (docs/observability.md).
+  assert.deepEqual(published.map((p) => p.name).filter((n) => n !== "grafana" && n !== "jaeger"), ["gateway"], "only the gateway publishes a port");
+  const jaeger = published.find((p) => p.name === "jaeger");
+  assert.ok(jaeger, "the tracing profile's Jaeger is rendered");
+  assert.equal(jaeger.ports.trim(), "- 127.0.0.1:16686:16686/tcp", "Jaeger publishes its UI on loopback only");
+  assert.match(/^  jaeger:\n((?:    .*\n|      .*\n)+)/m.exec(out)?.[1] ?? "", /^    profiles:\n    - tracing\n/m, "Jaeger runs only in the tracing profile");
   const grafana = published.find((p) => p.name === "grafana");
   if (grafana) {
     assert.equal(grafana.ports.trim(), "- 127.0.0.1:3000:3000/tcp", "Grafana publishes 3000 on loopback only");
@@ -66,6 +70,32 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     assert.match(block, /internal/, `${svc} is on the internal network`);
   }
   assert.match(out, /internal:\n\s+internal: true/, "the internal network has no route out");
+
+  // Every container has a memory limit and rotated logs; every service can
+  // export spans when OTEL_EXPORTER_OTLP_ENDPOINT is set, and none does by default.
+  const services = [...out.matchAll(/^  ([\w-]+):\n((?:    .*\n|      .*\n|        .*\n|          .*\n)+)/gm)].filter((m) => /^    image:/m.test(m[2] ?? ""));
+  assert.ok(services.length >= 9, `rendered ${services.length} containers`);
+  for (const [, name, block] of services) {
+    assert.match(block!, /^    mem_limit: /m, `${name} has a memory limit`);
+    assert.match(block!, /^      driver: json-file\n      options:\n(?:        .*\n)*        max-file: '\d+'\n(?:        .*\n)*?        max-size: \d+m\n/m, `${name} rotates its logs`);
+  }
+  for (const svc of ["gateway", "checkout", "orders", "pricing"]) {
+    const block = services.find((m) => m[1] === svc)?.[2] ?? "";
+    assert.match(block, /^      OTEL_EXPORTER_OTLP_ENDPOINT: ''$/m, `${svc} exports no spans unless asked`);
+  }
+  assert.doesNotMatch(out, /DEMO_CATALOGUE/, "compose never loads the demo catalogue unasked");
+  const traced = execFileSync("docker-compose", ["-f", "docker-compose.yml", "config"], {
+    env: { ...process.env, ...composeSecrets, OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector:4318" },
+    encoding: "utf8",
+  });
+  assert.equal([...traced.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT: http:\/\/otel-collector:4318/g)].length, 4, "with the tracing profile's endpoint, all four services export to the collector");
+  assert.match(/^  otel-collector:\n((?:    .*\n|      .*\n)+)/m.exec(traced)?.[1] ?? "", /^    networks:\n(?:      .*\n)*      internal: null\n/m, "the collector is reachable from the services' network");
+});
+
+test("no deployment file loads the demo catalogue (compose, Kubernetes, the image)", () => {
+  // git grep exits 1 when nothing matches. (test/e2e/public-api.test.ts checks that npm start's platform has it.)
+  const shipped = spawnSync("git", ["grep", "-l", "DEMO_CATALOGUE", "--", "deploy", "docker-compose.yml", "Dockerfile"], { encoding: "utf8" });
+  assert.equal(shipped.status, 1, `no deployment file sets DEMO_CATALOGUE: ${shipped.stdout}`);
 });
 
 type Pins = Record<string, string>;

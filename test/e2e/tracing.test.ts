@@ -2,89 +2,102 @@
  * OpenTelemetry: one trace across every hop, W3C trace context beside the
  * deadline, spans per RPC and per SQL statement with the remaining deadline
  * and the attempt number. The services export real OTLP/HTTP (JSON) to a
- * small collector endpoint this test runs on loopback.
+ * small receiver this test runs on loopback.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
 import { randomUUID } from "node:crypto";
-import { eventually, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { type OtlpReceiver, spanAttribute, startOtlpReceiver } from "../../lab/trace/otlp-receiver.js";
+import { eventually, logLines, startTestPlatform, type TestPlatform } from "../support/platform.js";
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes?: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
-}
-interface Received {
-  service: string;
-  span: OtlpSpan;
-}
-
-const received: Received[] = [];
-let collector: Server;
+let receiver: OtlpReceiver;
 let p: TestPlatform;
 
 before(async () => {
-  collector = createServer((req, res) => {
-    let body = "";
-    req.on("data", (d: Buffer) => (body += d.toString()));
-    req.on("end", () => {
-      try {
-        const doc = JSON.parse(body) as {
-          resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: OtlpSpan[] }[] }[];
-        };
-        for (const rs of doc.resourceSpans) {
-          const service = rs.resource.attributes.find((a) => a.key === "service.name")?.value.stringValue ?? "?";
-          for (const ss of rs.scopeSpans) for (const span of ss.spans) received.push({ service, span });
-        }
-      } catch {
-        // not JSON: ignore
-      }
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end("{}");
-    });
-  });
-  await new Promise<void>((r) => collector.listen(0, "127.0.0.1", r));
-  const port = (collector.address() as { port: number }).port;
-  p = await startTestPlatform({ env: { LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: "100" } });
+  receiver = await startOtlpReceiver();
+  p = await startTestPlatform({ env: { LOG_LEVEL: "info", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: "100" } });
 });
 after(async () => {
   await p?.close();
-  collector?.close();
+  await receiver?.close();
 });
 
-const attr = (s: OtlpSpan, key: string) => {
-  const v = s.attributes?.find((a) => a.key === key)?.value;
-  return v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : undefined);
-};
+const attr = spanAttribute;
 
-test("one trace from the gateway to the SQL statement, with the deadline at every hop", async () => {
+test("one PlaceOrder is one connected trace: four services, their calls and their SQL, with the deadline on every span", async () => {
   const traceId = randomUUID().replace(/-/g, "");
-  const traceparent = `00-${traceId}-${"a".repeat(16)}-01`;
+  const clientSpanId = "a".repeat(16);
+  const traceparent = `00-${traceId}-${clientSpanId}-01`;
   await p.client("grpc").placeOrder({ customerId: "traced", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 4000, headers: { traceparent } });
+  const services = ["gateway", "checkout", "orders", "pricing"] as const;
   await eventually(
-    () => ["gateway", "checkout", "orders", "pricing"].every((s) => received.some((r) => r.span.traceId === traceId && r.service === s && r.span.kind === 2)),
-    "every service's server span arrived",
+    () =>
+      services.every((s) => receiver.spans.some((r) => r.span.traceId === traceId && r.service === s && r.span.kind === 2)) &&
+      ["orders", "pricing"].every((s) => receiver.spans.some((r) => r.span.traceId === traceId && r.service === s && attr(r.span, "db.system.name") === "postgresql")),
+    "every service's server span and both databases' statements arrived",
     100,
     100,
   );
-  const spans = received.filter((r) => r.span.traceId === traceId);
-  const server = (service: string) => spans.find((r) => r.service === service && r.span.kind === 2);
-  for (const s of ["gateway", "checkout", "orders", "pricing"]) assert.ok(server(s), `${s} has a server span in the caller's trace`);
-  assert.equal(server("gateway")!.span.parentSpanId, "a".repeat(16), "the edge continues the client's trace");
+  // No more spans to wait for: in each process every client and statement
+  // span ends before its server span, and a batch exporter sends spans in
+  // the order they ended, so a service's server span arrives last.
+  const spans = receiver.spans.filter((r) => r.span.traceId === traceId);
+  const byId = new Map(spans.map((r) => [r.span.spanId, r]));
+
+  // Connected: every span's parent is in the trace, except the edge's
+  // server span, whose parent is the span the client sent.
+  for (const r of spans) {
+    if (r.span.parentSpanId === clientSpanId) continue;
+    assert.ok(r.span.parentSpanId && byId.has(r.span.parentSpanId), `${r.service} ${r.span.name}: parent ${r.span.parentSpanId} is in the trace`);
+  }
+  const roots = spans.filter((r) => r.span.parentSpanId === clientSpanId);
+  assert.deepEqual(
+    roots.map((r) => `${r.service} ${r.span.name}`),
+    ["gateway checkout.v1.CheckoutService/PlaceOrder"],
+    "exactly one span continues the client's trace: the gateway's server span",
+  );
+
+  const server = (service: string) => spans.find((r) => r.service === service && r.span.kind === 2)!;
+  for (const s of services) {
+    const span = server(s).span;
+    assert.ok(!span.name.startsWith("/"), `${s}: span name ${span.name} has no leading slash`);
+    assert.equal(attr(span, "rpc.system.name"), "connectrpc");
+    assert.equal(attr(span, "rpc.method"), span.name);
+    assert.equal(attr(span, "rpc.response.status_code"), "ok");
+  }
   // Each inner server span is the child of its caller's client span.
   for (const [caller, callee] of [["gateway", "checkout"], ["checkout", "orders"], ["orders", "pricing"]] as const) {
-    const client = spans.find((r) => r.service === caller && r.span.kind === 3 && r.span.spanId === server(callee)!.span.parentSpanId);
-    assert.ok(client, `${callee}'s parent is a client span of ${caller}`);
-    assert.equal(attr(client.span, "retry.attempt"), 1);
-    assert.equal(attr(client.span, "peer.service"), callee);
+    const client = byId.get(server(callee).span.parentSpanId!);
+    assert.equal(client?.service, caller, `${callee}'s parent is a span of ${caller}`);
+    assert.equal(client!.span.kind, 3, `${callee}'s parent is a client span`);
+    assert.equal(attr(client!.span, "retry.attempt"), 1);
+    assert.equal(attr(client!.span, "peer.service"), callee);
+    assert.equal(attr(client!.span, "server.address"), "127.0.0.1");
   }
-  const remaining = ["gateway", "checkout", "orders"].map((s) => Number(attr(spans.find((r) => r.service === s && r.span.kind === 3)!.span, "deadline.remaining_ms")));
-  assert.ok(remaining[0]! > remaining[1]! && remaining[1]! > remaining[2]!, `the deadline shrinks hop by hop: ${remaining.join(" > ")}`);
-  const sql = spans.filter((r) => r.span.name.startsWith("pricing-db") || r.span.name.startsWith("orders-db"));
-  assert.ok(sql.length >= 2, "statement spans from both databases");
-  for (const s of sql) assert.ok(Number(attr(s.span, "deadline.remaining_ms")) > 0);
+  // SQL: every statement span sits under its own service's server span
+  // and follows the database conventions.
+  for (const db of ["orders", "pricing"] as const) {
+    const sql = spans.filter((r) => r.service === db && attr(r.span, "db.system.name") === "postgresql");
+    assert.ok(sql.length >= 1, `${db} recorded its statements`);
+    for (const r of sql) {
+      assert.equal(r.span.parentSpanId, server(db).span.spanId, `${db}: ${r.span.name} nests under ${db}'s server span`);
+      assert.ok(String(attr(r.span, "db.query.text")).length > 0, "the parameterised statement is recorded");
+      assert.ok(attr(r.span, "db.namespace"), "db.namespace");
+      assert.equal(r.span.name, `${attr(r.span, "db.operation.name")} ${attr(r.span, "db.namespace")}`);
+      for (const old of ["db.statement", "db.name", "db.system"]) assert.equal(attr(r.span, old), undefined, `no pre-1.26 attribute ${old}`);
+    }
+  }
+  // The deadline on every span, shrinking from the edge inward.
+  for (const r of spans) assert.ok(Number(attr(r.span, "deadline.remaining_ms")) > 0, `${r.service} ${r.span.name} carries the deadline left`);
+  const remaining = services.map((s) => Number(attr(server(s).span, "deadline.remaining_ms")));
+  for (let i = 1; i < remaining.length; i++) assert.ok(remaining[i]! < remaining[i - 1]!, `the deadline shrinks hop by hop: ${remaining.join(" > ")}`);
+
+  assert.equal(receiver.rejected, 0, "every export was OTLP JSON");
+
+  // Logs and traces join: each hop's request log line names its server span.
+  await eventually(() => services.every((s) => logLines(p, s).some((l) => l["trace_id"] === traceId)), "every hop logged the request", 50, 100);
+  for (const s of services) {
+    const line = logLines(p, s).find((l) => l["trace_id"] === traceId && l["msg"] === "rpc");
+    assert.equal(line?.["span_id"], server(s).span.spanId, `${s}'s request log line carries its server span's id`);
+  }
 });

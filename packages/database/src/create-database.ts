@@ -7,6 +7,7 @@ import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
 import { type PoolStatsSource, databaseMetrics } from "./metrics.js";
 import { scopeEndedError } from "./scope-ended-error.js";
 import { connectionLostError, toConnectError } from "./to-connect-error.js";
+import { statementTarget } from "./statement-span.js";
 import { ScopedTx, type Tx } from "./tx.js";
 import { createNaiveDatabase } from "./naive-database.js";
 
@@ -60,6 +61,13 @@ export interface Database {
    * ConnectErrors; other errors (constraint violations...) unchanged.
    */
   transaction<T>(fn: (tx: Tx) => Promise<T>, opts?: TransactionOptions): Promise<T>;
+  /**
+   * Runs `fn` on one connection outside a transaction: each statement
+   * commits on its own. For the statements PostgreSQL refuses inside one
+   * (CREATE INDEX CONCURRENTLY, VACUUM). The deadline, the minimum budget
+   * and the cancel on abort apply as in `transaction`.
+   */
+  session<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   stats(): PoolStats;
   /** Closes the pool once checked-out connections are back; later transactions fail with Unavailable. Idempotent. */
   close(): Promise<void>;
@@ -75,6 +83,7 @@ export function createDatabase(opts: DatabaseOptions): Database {
   const statementReserveMs = opts.statementReserveMs ?? 5;
   const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
   const metrics = databaseMetrics();
+  const target = statementTarget(opts.connectionString, name);
   for (const cause of lossCauses) metrics.connectionsLost.inc({ db: name, cause }, 0);
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
@@ -155,12 +164,12 @@ export function createDatabase(opts: DatabaseOptions): Database {
     return client;
   }
 
-  async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: TransactionOptions | undefined): Promise<T> {
+  async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
     const spec = currentFaults().db;
     const fault = faultApplies(spec) ? spec : undefined;
     if (fault?.unreachable) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
     const client = await checkout(scope);
-    const tx = new ScopedTx(client, scope, { dbName: name, minBudgetMs, statementReserveMs, metrics });
+    const tx = new ScopedTx(client, scope, { dbName: name, target, minBudgetMs, statementReserveMs, metrics, autocommit: txOpts?.autocommit ?? false });
     try {
       await tx.begin(txOpts?.readOnly ?? false);
       metrics.transactions.inc({ db: name });
@@ -177,19 +186,22 @@ export function createDatabase(opts: DatabaseOptions): Database {
     }
   }
 
+  async function inScope<T>(fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
+    const inbound = currentScope();
+    if (inbound) return run(inbound, fn, txOpts);
+    // Outside a request there is still a deadline: nothing runs unbounded.
+    const own = createScope({ timeoutMs: fallbackTimeoutMs, requestId: "", procedure: `${name}/transaction` });
+    try {
+      return await run(own, fn, txOpts);
+    } finally {
+      own.dispose();
+    }
+  }
+
   return {
     name,
-    async transaction(fn, txOpts) {
-      const inbound = currentScope();
-      if (inbound) return run(inbound, fn, txOpts);
-      // Outside a request there is still a deadline: nothing runs unbounded.
-      const own = createScope({ timeoutMs: fallbackTimeoutMs, requestId: "", procedure: `${name}/transaction` });
-      try {
-        return await run(own, fn, txOpts);
-      } finally {
-        own.dispose();
-      }
-    },
+    transaction: (fn, txOpts) => inScope(fn, txOpts),
+    session: (fn) => inScope(fn, { autocommit: true }),
     stats,
     close() {
       // Idempotent: shutdown paths often call it twice, and pg-pool throws on a second end().

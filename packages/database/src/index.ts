@@ -2,7 +2,7 @@ export { createDatabase } from "./create-database.js";
 export type { Database, DatabaseOptions, PoolStats, TransactionOptions } from "./create-database.js";
 export type { Tx } from "./tx.js";
 export { toConnectError } from "./to-connect-error.js";
-export { migrate } from "./migrate.js";
+export { migrate, MigrationChangedError, noTransactionMarker } from "./migrate.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
 export { type ConnectionLoss, type DatabaseLogger, type LossCause, lossCauseOf, reportConnectionLoss } from "./connection-watch.js";
 export {

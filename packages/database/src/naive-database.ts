@@ -114,6 +114,20 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
         }
       }
     },
+    // Migrations that must run outside a transaction: no retries, no timeout, as naive stacks do.
+    async session(fn) {
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (e) {
+        throw unavailable(e);
+      }
+      try {
+        return await fn({ query: (text, values) => client.query(text, values) });
+      } finally {
+        client.release();
+      }
+    },
     stats,
     close() {
       closing ??= (async () => {

@@ -3,11 +3,10 @@ import { type CallScope, abortReason, remainingMs } from "@platform/resilience";
 import type pg from "pg";
 import { cancelTargetOf, sendCancelRequest } from "./cancel-request.js";
 import type { DatabaseMetrics, StatementOutcome } from "./metrics.js";
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
-import { scopeTelemetry } from "@platform/resilience";
 import { scopeEndedError } from "./scope-ended-error.js";
 import { cancelledError, connectionFailureReason, connectionLostError, toConnectError } from "./to-connect-error.js";
 import { lossOf, markAbandoned } from "./connection-watch.js";
+import { type StatementTarget, endStatementSpan, startStatementSpan } from "./statement-span.js";
 
 /** The handle a transaction body uses; every statement runs inside the caller's deadline. */
 export interface Tx {
@@ -22,6 +21,15 @@ export interface Tx {
 
 export interface TxSettings {
   dbName: string;
+  /**
+   * No transaction: every statement commits on its own (see
+   * Database.session). No statement_timeout is set then: a session SET
+   * would outlive us on a pooled server connection (PgBouncer transaction
+   * pooling), so the cancel request alone stops a statement at the deadline.
+   */
+  autocommit?: boolean;
+  /** The database as traces name it. */
+  target: StatementTarget;
   minBudgetMs: number;
   statementReserveMs: number;
   metrics: DatabaseMetrics;
@@ -73,6 +81,7 @@ export class ScopedTx implements Tx {
   /** BEGIN and the deadline-derived statement_timeout, in one round trip. */
   async begin(readOnly: boolean): Promise<void> {
     const ms = this.statementTimeoutMs();
+    if (this.settings.autocommit) return;
     // SET LOCAL, never SET: transaction-scoped, so the value cannot outlive
     // us on a pooled server connection (PgBouncer transaction pooling).
     await this.exec(`BEGIN${readOnly ? " READ ONLY" : ""}; SET LOCAL statement_timeout = ${ms}`, undefined, true);
@@ -89,7 +98,8 @@ export class ScopedTx implements Tx {
     }
     const started = performance.now();
     let outcome: StatementOutcome = "ok";
-    const span = statementSpan(this.scope, dbName, text, remaining);
+    let failure: unknown;
+    const span = startStatementSpan(this.scope, dbName, this.settings.target, text, remaining);
     try {
       const wanted = this.statementTimeoutMs();
       if (this.timeoutInForceMs - wanted > TIMEOUT_REFRESH_MS) {
@@ -99,11 +109,10 @@ export class ScopedTx implements Tx {
       return await this.exec<R>(text, values, true);
     } catch (err) {
       outcome = this.outcomeOf(err);
+      failure = err;
       throw err;
     } finally {
-      if (outcome !== "ok") span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
-      span.setAttribute("db.outcome", outcome);
-      span.end();
+      endStatementSpan(span, outcome, failure);
       metrics.statements.inc({ db: dbName, outcome });
       metrics.statementSeconds.observe({ db: dbName }, (performance.now() - started) / 1000);
     }
@@ -114,6 +123,7 @@ export class ScopedTx implements Tx {
    * so its work is rolled back rather than committed behind its back.
    */
   async commit(): Promise<void> {
+    if (this.settings.autocommit) return;
     if (this.scope.signal.aborted) throw scopeEndedError(this.settings.dbName, this.scope, "commit");
     const result = await this.exec("COMMIT", undefined, false);
     // PostgreSQL answers COMMIT of a failed transaction (the body caught a
@@ -131,6 +141,12 @@ export class ScopedTx implements Tx {
     if (this.broken || lossOf(this.client)) return;
     // A cancel still in flight could otherwise hit the ROLLBACK itself.
     await this.cancelSent;
+    // A session that failed may have left state behind (a setting, an
+    // advisory lock): its connection is closed rather than pooled.
+    if (this.settings.autocommit) {
+      this.broken = true;
+      return;
+    }
     try {
       await this.exec("ROLLBACK", undefined, false);
     } catch {
@@ -214,21 +230,4 @@ export class ScopedTx implements Tx {
     const stream = (this.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
     stream?.destroy();
   }
-}
-
-/**
- * A span per statement, parented on the request's span (when tracing is on;
- * a no-op otherwise). The text is the parameterised statement: values never
- * appear in traces.
- */
-function statementSpan(scope: CallScope, dbName: string, text: string, remainingMs: number): Span {
-  const parent = (scopeTelemetry(scope) as Context | undefined) ?? ROOT_CONTEXT;
-  return trace.getTracer("@platform/database").startSpan(
-    `${dbName} ${text.trim().split(/\s+/, 1)[0]?.toUpperCase() ?? "QUERY"}`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: { "db.system": "postgresql", "db.name": dbName, "db.statement": text.slice(0, 500), "deadline.remaining_ms": Math.floor(remainingMs) },
-    },
-    parent,
-  );
 }

@@ -143,6 +143,8 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       CHECKOUT_URL: url("checkout"),
       ...extraUrls,
       ...(name === "orders" || name === "pricing" ? { DATABASE_URL: serviceUrls[name] ?? databaseUrl } : {}),
+      // npm start and the tests place orders on a fresh database; deployments bring their own catalogue.
+      ...(name === "pricing" ? { DEMO_CATALOGUE: "true" } : {}),
       ...opts.env,
       ...opts.serviceEnv?.[name],
     };

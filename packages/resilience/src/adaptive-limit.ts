@@ -3,7 +3,7 @@ import type { Clock } from "./clock.js";
 /**
  * A concurrency limit for one dependency (or one method class of it) that
  * adapts to the latency the dependency shows, so that a slow dependency gets
- * fewer of our slots instead of all of them (invariant 6). The bulkhead
+ * fewer of our slots instead of all of them (invariant 6, docs/architecture.md). The bulkhead
  * takes its concurrency from it (`Bulkhead`'s `limiter` option).
  *
  * Hand-written: no Node library offers an adaptive limiter for Connect

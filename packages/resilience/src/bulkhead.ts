@@ -8,7 +8,7 @@ import { type Scheduler, systemScheduler } from "./scheduler.js";
 
 /**
  * Bounded concurrency and a bounded FIFO wait queue for one dependency
- * (invariant 6): a slow pricing database can fill pricing's bulkhead, but
+ * (invariant 6, docs/architecture.md): a slow pricing database can fill pricing's bulkhead, but
  * not the slots of call paths that do not need it.
  *
  * Bounded means the queue has a limit (size it as tolerable wait x
@@ -16,7 +16,7 @@ import { type Scheduler, systemScheduler } from "./scheduler.js";
  * UNAVAILABLE, instead of letting callers wait for work that will
  * finish after they have given up. Waiting work whose deadline passes, or
  * whose caller goes away, leaves the queue, and when a slot frees entries
- * that have already expired are dropped rather than started (invariant 7).
+ * that have already expired are dropped rather than started (invariant 7, docs/architecture.md).
  *
  * Connect transports queue silently beyond HTTP/2's max concurrent streams,
  * so this limiter, not the transport, is what bounds a dependency.
@@ -68,7 +68,7 @@ export interface AcquireOptions {
    * On the bulkhead's clock: the last moment at which starting is still
    * useful. Pass the request's deadline minus whatever the work needs after
    * acquiring (its reserve or expected duration), so that nothing starts
-   * that cannot finish (invariant 2).
+   * that cannot finish (invariant 2, docs/architecture.md).
    */
   deadlineAt?: number;
   /** The caller's signal (e.g. the call scope's); an abort removes the entry from the queue. */

@@ -6,7 +6,7 @@ import { Listeners } from "./listeners.js";
 import { localRejection, markLocalRejection } from "./local-rejection.js";
 
 /**
- * A circuit breaker for one dependency (invariant 6), built on opossum for
+ * A circuit breaker for one dependency (invariant 6, docs/architecture.md), built on opossum for
  * what it does well (the closed/open/half-open state machine, the rolling
  * window, the reset timer) and configured around what it gets wrong by
  * default (see DESIGN.md):

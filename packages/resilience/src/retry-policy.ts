@@ -4,7 +4,7 @@ import type { BackoffPolicy } from "./backoff.js";
 /**
  * A retry policy is data, so that it can be logged, compared and set per
  * route without code. Only the gateway uses `defaultRetryPolicy`; every
- * inner hop passes `noRetryPolicy` explicitly (invariant 4: exactly one
+ * inner hop passes `noRetryPolicy` explicitly (invariant 4 in docs/architecture.md: exactly one
  * layer retries), so a forgotten option never silently reintroduces 3^n.
  */
 export interface RetryPolicy {

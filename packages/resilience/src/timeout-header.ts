@@ -131,7 +131,7 @@ export interface InboundDeadlineInput {
 
 export interface InboundDeadline {
   timeoutMs: number;
-  /** "client": as sent; "default": none sent; "capped": sent but above maxMs. Counted by the runtime (invariant 1). */
+  /** "client": as sent; "default": none sent; "capped": sent but above maxMs. Counted by the runtime (invariant 1, docs/architecture.md). */
   source: "client" | "default" | "capped";
 }
 

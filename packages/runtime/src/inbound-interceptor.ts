@@ -20,7 +20,7 @@ import { deadlineMetrics, rpcServerMetrics } from "./metrics.js";
 import { requestIdFrom, requestIdHeader } from "./request-id.js";
 import { codeLabel } from "./code-label.js";
 import { callerHeader } from "./edge-auth.js";
-import { endSpan, startServerSpan } from "./tracing.js";
+import { endSpan, startServerSpan, traceFields, withServerSpanActive } from "./tracing.js";
 
 /**
  * The inbound half of deadline propagation, plus the per-request log line
@@ -85,10 +85,9 @@ export function inboundInterceptor(opts: {
       // The naive profile does not notice its caller leaving: work goes on.
       parentSignals: naive ? [shutdownSignal] : [req.signal, shutdownSignal],
     });
-    const span = startServerSpan(scope, req.header, {
-      "rpc.service": req.service.typeName,
-      "rpc.method": req.method.name,
+    const span = startServerSpan(scope, req.header, req.service.typeName, req.method.name, {
       "deadline.timeout_ms": resolved.timeoutMs,
+      "deadline.remaining_ms": Math.floor(remainingMs(scope)),
       "deadline.source": resolved.source,
       "request.id": requestId,
     });
@@ -97,7 +96,9 @@ export function inboundInterceptor(opts: {
     let error: ConnectError | undefined;
     try {
       const res = await runInScope(scope, () =>
-        naive ? lateCounted(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline) : raceScope(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline),
+        withServerSpanActive(scope, () =>
+          naive ? lateCounted(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline) : raceScope(handle(next, req, scope), scope, procedure, dl.finishedAfterDeadline),
+        ),
       );
       res.header.set(requestIdHeader, requestId);
       code = "ok";
@@ -121,6 +122,7 @@ export function inboundInterceptor(opts: {
         code: codeName,
         durationMs: Math.round(seconds * 1000 * 10) / 10,
         requestId,
+        ...traceFields(scope),
         ...(caller ? { caller } : {}),
         deadlineMs: resolved.timeoutMs,
         deadlineSource: resolved.source,

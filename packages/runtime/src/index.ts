@@ -19,6 +19,7 @@ export { readDependencyConfig, defaultIsolation, type DependencyConfig, type Iso
 export type { IsolationConfig, BreakerConfig } from "./isolation-interceptor.js";
 export { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";
 export { codeLabel } from "./code-label.js";
+export { registerTracerProvider } from "./tracing.js";
 export { sendJson, sendText, type HttpEndpoint } from "./http-endpoints.js";
 export { readIntakeConfig, type IntakeConfig } from "./intake.js";
 export { readAuthConfig, type AuthConfig } from "./edge-auth.js";

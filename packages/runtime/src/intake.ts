@@ -35,7 +35,7 @@ export function readIntakeConfig(r: EnvReader): IntakeConfig {
  * as shedding. A slow or dead dependency shows up as DEADLINE_EXCEEDED or
  * UNAVAILABLE on the paths that need it: its breaker and bulkhead deal with
  * that, and cutting all intake would starve the paths that do not need it
- * (invariant 6), then hold goodput down for the whole readmission ramp.
+ * (invariant 6, docs/architecture.md), then hold goodput down for the whole readmission ramp.
  */
 const overloaded = new Set<Code>([Code.ResourceExhausted]);
 

@@ -49,7 +49,7 @@ export interface IsolationClock {
 
 /**
  * Circuit breakers (one per method) and bulkheads of this dependency's own,
- * one per method class, by default one per method (invariant 6): a slow
+ * one per method class, by default one per method (invariant 6, docs/architecture.md): a slow
  * dependency exhausts only its own slots, a slow method of it only its own
  * (a PlaceOrder or ListProducts stuck behind a slow pricing cannot starve
  * GetOrder behind the same dependency, at any hop), and a failing one is

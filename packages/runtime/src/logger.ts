@@ -1,4 +1,6 @@
 import { pino, type Logger } from "pino";
+import { currentScope } from "@platform/resilience";
+import { traceFields } from "./tracing.js";
 
 export type { Logger };
 
@@ -27,6 +29,9 @@ export function createLogger(service: string, level: string): Logger {
       base: { service, pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      // A line written while a request is being handled names its trace
+      // (trace_id, span_id), so logs and traces can be joined.
+      mixin: () => traceFields(currentScope()),
     },
     destination,
   );

@@ -73,11 +73,17 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       req = { ...req, signal: call.signal };
     }
     const started = performance.now();
-    const span = startClientSpan(scope, procedure, req.header, {
+    const span = startClientSpan(scope, req.service.typeName, req.method.name, req.header, {
       "peer.service": opts.dependency,
       "retry.attempt": req.contextValues.get(attemptKey),
       ...(scope ? { "deadline.remaining_ms": Math.floor(remainingMs(scope)) } : {}),
     });
+    if (span.isRecording()) {
+      // Parsed only when spans are exported: a URL parse per call is not free.
+      const url = new URL(req.url);
+      span.setAttribute("server.address", url.hostname);
+      if (url.port) span.setAttribute("server.port", Number(url.port));
+    }
     let outcome: Code | "ok" = "ok";
     let failure: string | undefined;
     try {

@@ -1,6 +1,8 @@
 import {
   ROOT_CONTEXT,
   SpanKind,
+  context,
+  isSpanContextValid,
   SpanStatusCode,
   propagation,
   trace,
@@ -14,9 +16,13 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { Code } from "@connectrpc/connect";
+import { codeLabel } from "./code-label.js";
 import { scopeTelemetry, setScopeTelemetry, type CallScope } from "@platform/resilience";
 
 const tracer = () => trace.getTracer("@platform/runtime");
+
+/** Whether spans are recorded and exported (OTEL_EXPORTER_OTLP_ENDPOINT set). */
+let exporting = false;
 
 /**
  * OpenTelemetry tracing. W3C trace context (traceparent) always travels
@@ -28,11 +34,24 @@ const tracer = () => trace.getTracer("@platform/runtime");
 export function initTracing(service: string, endpoint: string | undefined): () => Promise<void> {
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   if (!endpoint) return async () => {};
-  const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ "service.name": service }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, "")}/v1/traces` }))],
-  });
+  return registerTracerProvider(
+    new NodeTracerProvider({
+      resource: resourceFromAttributes({ "service.name": service }),
+      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, "")}/v1/traces` }))],
+    }),
+  );
+}
+
+/**
+ * Makes `provider` the process's tracer provider and turns on the active
+ * server span. register() also installs OpenTelemetry's AsyncLocalStorage
+ * context manager, which is what makes the server span active in handlers
+ * (withServerSpanActive). initTracing uses it; so can a test or a service
+ * that brings its own exporter.
+ */
+export function registerTracerProvider(provider: NodeTracerProvider): () => Promise<void> {
   provider.register();
+  exporting = true;
   return () => provider.shutdown();
 }
 
@@ -42,27 +61,80 @@ const getter: TextMapGetter<Headers> = {
 };
 const setter: TextMapSetter<Headers> = { set: (h, k, v) => h.set(k, v) };
 
+/**
+ * The span name and attributes of an RPC as the OpenTelemetry RPC
+ * conventions (semconv 1.45) describe Connect: `rpc.system.name` is
+ * "connectrpc", `rpc.method` and the span name are the fully-qualified
+ * method ("checkout.v1.CheckoutService/PlaceOrder", no leading slash).
+ */
+export function rpcSpanName(service: string, method: string): string {
+  return `${service}/${method}`;
+}
+
 /** The server span of an inbound request, parented on the caller's traceparent. */
-export function startServerSpan(scope: CallScope, header: Headers, attributes: Record<string, string | number>): Span {
+export function startServerSpan(scope: CallScope, header: Headers, service: string, method: string, attributes: Record<string, string | number>): Span {
   const parent = propagation.extract(ROOT_CONTEXT, header, getter);
-  const span = tracer().startSpan(scope.procedure, { kind: SpanKind.SERVER, attributes: { "rpc.system": "connect_rpc", ...attributes } }, parent);
+  const name = rpcSpanName(service, method);
+  const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes: { "rpc.system.name": "connectrpc", "rpc.method": name, ...attributes } }, parent);
   setScopeTelemetry(scope, trace.setSpan(parent, span));
   return span;
 }
 
+/**
+ * Runs `fn` with the request's server span as OpenTelemetry's active span,
+ * so a span a handler starts with the plain OpenTelemetry API nests under
+ * it. Only when spans are exported: otherwise there is no context manager
+ * to hold it and the call would only cost time.
+ */
+export function withServerSpanActive<T>(scope: CallScope, fn: () => T): T {
+  const telemetry = exporting ? (scopeTelemetry(scope) as Context | undefined) : undefined;
+  return telemetry ? context.with(telemetry, fn) : fn();
+}
+
 /** The client span of one attempt to a dependency; writes traceparent into the request. */
-export function startClientSpan(scope: CallScope | undefined, procedure: string, header: Headers, attributes: Record<string, string | number>): Span {
+export function startClientSpan(
+  scope: CallScope | undefined,
+  service: string,
+  method: string,
+  header: Headers,
+  attributes: Record<string, string | number>,
+): Span {
   const parent = (scope && (scopeTelemetry(scope) as Context | undefined)) ?? ROOT_CONTEXT;
-  const span = tracer().startSpan(procedure, { kind: SpanKind.CLIENT, attributes: { "rpc.system": "connect_rpc", ...attributes } }, parent);
+  const name = rpcSpanName(service, method);
+  const span = tracer().startSpan(name, { kind: SpanKind.CLIENT, attributes: { "rpc.system.name": "connectrpc", "rpc.method": name, ...attributes } }, parent);
   propagation.inject(trace.setSpan(parent, span), header, setter);
   return span;
 }
 
-/** Ends a span with the RPC's outcome. */
+/**
+ * Ends a span with the RPC's outcome: `rpc.response.status_code` is the
+ * Connect code ("ok" on success), and a failure also sets `error.type`
+ * and the span's error status.
+ */
 export function endSpan(span: Span, code: Code | "ok", message?: string): void {
+  const label = codeLabel(code);
+  span.setAttribute("rpc.response.status_code", label);
   if (code !== "ok") {
-    span.setAttribute("rpc.connect_rpc.error_code", Code[code] ?? String(code));
+    span.setAttribute("error.type", label);
     span.setStatus({ code: SpanStatusCode.ERROR, ...(message ? { message } : {}) });
   }
   span.end();
+}
+
+/**
+ * The fields that tie a log line to its trace, named as OpenTelemetry's
+ * log data model names them in JSON (`trace_id`, `span_id`, `trace_flags`).
+ * With a tracer provider registered they name this hop's server span.
+ * Without one, a trace id the caller sent is still worth logging, but the
+ * span id would be the caller's, so it is left out.
+ */
+export function traceFields(scope: CallScope | undefined): Record<string, string> {
+  const telemetry = scope && (scopeTelemetry(scope) as Context | undefined);
+  if (!telemetry) return {};
+  const span = trace.getSpan(telemetry);
+  const ctx = span?.spanContext();
+  if (!ctx || !isSpanContextValid(ctx)) return {};
+  // Not isRecording(): the request's log line is written after its span ended.
+  if (!exporting) return { trace_id: ctx.traceId };
+  return { trace_id: ctx.traceId, span_id: ctx.spanId, trace_flags: ctx.traceFlags.toString(16).padStart(2, "0") };
 }

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { createDatabase, migrateWhenReachable } from "@platform/database";
 import { createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
@@ -6,6 +7,7 @@ import { PricingService } from "./pricing-service.js";
 import { routes, services } from "./routes.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
+const demoCatalogue = fileURLToPath(new URL("../seed/demo-catalogue.sql", import.meta.url));
 
 runMain("pricing", async () => {
   const config = loadConfig(process.env);
@@ -21,12 +23,19 @@ runMain("pricing", async () => {
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.
   const startup = migrateWhenReachable(db, { schema: "pricing", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
+  const ready = !config.demoCatalogue
+    ? startup.ready
+    : startup.ready.then(async () => {
+        const sql = await readFile(demoCatalogue, "utf8");
+        await db.transaction((tx) => tx.query(sql));
+        logger.info("demo catalogue loaded (DEMO_CATALOGUE=true)");
+      });
   return serve({
     config: config.server,
     logger,
     services,
     routes: routes(new PricingService(db)),
-    startup: { ready: startup.ready, waitingFor: "the database" },
+    startup: { ready, waitingFor: "the database" },
     onShutdown: () => {
       startup.cancel();
       return db.close();
