@@ -20,11 +20,14 @@ const connectStatus: Partial<Record<Code, number>> = {
 };
 
 /**
- * Answers an RPC with an error without handing it to the Connect adapter:
- * admission control refuses work before any body is read or parsed. Written
- * in the caller's protocol: a gRPC or gRPC-Web "trailers-only" response, or a
- * Connect JSON error with the matching HTTP status (429 / 503 / 504).
- * `headers` carries the pushback hint (retry-after, grpc-retry-pushback-ms).
+ * Answers an RPC with an error outside the Connect adapter, for the one case
+ * Connect cannot: the request watchdog's DEADLINE_EXCEEDED for a body that
+ * never arrives (request-watchdog.ts; connect-compat.ts item 3). Every other
+ * refusal is thrown from the request gate and written by Connect. Written in
+ * the caller's protocol: a gRPC or gRPC-Web "trailers-only" response, or a
+ * Connect JSON error with the matching HTTP status (504). (Not the Connect
+ * streaming end-of-stream form: the watchdog answers unary RPCs, the only
+ * kind the platform serves, except health's Watch, which it never watches.)
  */
 export function writeRpcError(req: Req, res: Res, code: Code, message: string, headers: Record<string, string> = {}): void {
   const contentType = String(req.headers["content-type"] ?? "");
