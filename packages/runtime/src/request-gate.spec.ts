@@ -13,7 +13,7 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
 import { readEnv } from "./config.js";
-import { createLogger } from "./logger.js";
+import { pino } from "pino";
 import { serve, type RunningServer } from "./serve.js";
 import { readServerConfig } from "./server-config.js";
 
@@ -41,6 +41,7 @@ const key = randomUUID();
 /** One caller per request while starting: each has a burst of two (a unary and a streaming call). */
 const starters = Array.from({ length: 8 }, () => randomUUID());
 let server: RunningServer;
+const logLines: Record<string, unknown>[] = [];
 let baseUrl: string;
 let becomeReady: () => void;
 
@@ -48,7 +49,7 @@ before(async () => {
   const config = readEnv({ PORT: "0", ADMIN_PORT: "0" }, (r) => readServerConfig(r, "gate-test", { port: 0, adminPort: 0, edge: true }));
   server = await serve({
     config,
-    logger: createLogger("gate-test", "silent"),
+    logger: pino({ level: "info" }, { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) }),
     services: [Counter],
     routes(router) {
       // Typed by hand: a DescService built at run time has no static method types.
@@ -111,7 +112,18 @@ describe("request gate refusals, in each protocol's form", () => {
         assert.equal(e.rawMessage, "starting: waiting for the test", `${name} ${kind}`);
         assert.equal(e.metadata.get("x-request-id"), requestId, `${name} ${kind}: the request id`);
       }
+      // One log line per refusal, as for a request a handler answered.
+      const lines = logLines.filter((l) => l["requestId"] === requestId);
+      assert.deepEqual(
+        lines.map((l) => [l["msg"], l["procedure"], l["code"]]),
+        [
+          ["rpc refused before the handler", "/test.v1.Counter/Get", "unavailable"],
+          ["rpc refused before the handler", "/test.v1.Counter/Count", "unavailable"],
+        ],
+        name,
+      );
     }
+    assert.equal(logLines.filter((l) => l["msg"] === "rpc refused before the handler" && l["requestId"] === undefined).length, 0, "no second line from serve()'s fallback");
     const health = createClient(healthV1.Health, createGrpcTransport({ baseUrl }));
     assert.equal((await health.check({ service: "" })).status, healthV1.HealthCheckResponse_ServingStatus.NOT_SERVING);
   });
