@@ -5,34 +5,12 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { create } from "@bufbuild/protobuf";
-import { createFileRegistry, type DescService } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema, file_google_protobuf_empty } from "@bufbuild/protobuf/wkt";
+import { Counter } from "../../../test/support/counter-service.js";
 import { readEnv } from "./config.js";
 import { createLogger } from "./logger.js";
 import { register } from "./metrics.js";
 import { serve, type RunningServer } from "./serve.js";
 import { readServerConfig } from "./server-config.js";
-
-/** test.v1.Counter { Get (unary), Count (server streaming) }, both Empty -> Empty. */
-const Counter: DescService = createFileRegistry(
-  create(FileDescriptorProtoSchema, {
-    name: "test/v1/counter.proto",
-    package: "test.v1",
-    syntax: "proto3",
-    dependency: ["google/protobuf/empty.proto"],
-    service: [
-      {
-        name: "Counter",
-        method: [
-          { name: "Get", inputType: ".google.protobuf.Empty", outputType: ".google.protobuf.Empty" },
-          { name: "Count", inputType: ".google.protobuf.Empty", outputType: ".google.protobuf.Empty", serverStreaming: true },
-        ],
-      },
-    ],
-  }),
-  () => file_google_protobuf_empty,
-).getService("test.v1.Counter")!;
 
 let server: RunningServer;
 let baseUrl: string;
