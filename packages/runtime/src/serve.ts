@@ -84,7 +84,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
 
   let inFlight = 0;
   let starting = opts.startup !== undefined;
-  /** Arrival tokens of requests that reached the interceptors (and so got their own log line). */
+  /** Arrival tokens of requests that reached the interceptors or were refused by the request gate (both log their own line). */
   const handled = new Set<string>();
   let drained: (() => void) | undefined;
   const admission =
