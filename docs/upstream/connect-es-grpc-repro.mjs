@@ -1,6 +1,6 @@
-// Three gRPC answers of a connect-es server (docs/upstream/README.md), on
-// plain connect-es without this project's patch. Reproduced with 2.1.2 and
-// 2.3.0 (the newest release when written), Node 20 and 24:
+// Four gRPC answers of a connect-es server (docs/upstream/README.md), on
+// plain connect-es without this project's patch or workarounds. Reproduced
+// with 2.1.2 and 2.3.0 (the newest release, 2026-11-30), Node 20 and 24:
 //
 //   mkdir repro && cd repro && cp <this file> . && npm init -y >/dev/null &&
 //   npm install @connectrpc/connect@2.3.0 @connectrpc/connect-node@2.3.0 @bufbuild/protobuf@2.13.0 &&
@@ -10,7 +10,9 @@
 //   1. garbage protobuf:       grpc-status 13, grpc-message "parse%20binary%3A%20illegal%20tag..."
 //   2. message with ; , / :    grpc-status 3, grpc-message "used%20for%20a%20different%20request%3B%20use..."
 //   3. lone surrogate:         no answer within 2000 ms   (and "URIError: URI malformed" logged)
+//   4. truncated gzip:         grpc-status 13, grpc-message "decompression%20failed"
 import * as http2 from "node:http2";
+import { gzipSync } from "node:zlib";
 import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -36,9 +38,9 @@ await new Promise((r) => server.listen(0, "127.0.0.1", r));
 const session = http2.connect(`http://127.0.0.1:${server.address().port}`);
 
 /** One gRPC call with a raw body; resolves with grpc-status and the raw grpc-message, or "no answer". */
-function call(body, contentType = "application/grpc", timeoutMs = 2000) {
+function call(body, contentType = "application/grpc", timeoutMs = 2000, extraHeaders = {}) {
   return new Promise((resolve) => {
-    const stream = session.request({ ":method": "POST", ":path": "/repro.v1.EchoService/Echo", "content-type": contentType, te: "trailers" });
+    const stream = session.request({ ":method": "POST", ":path": "/repro.v1.EchoService/Echo", "content-type": contentType, te: "trailers", ...extraHeaders });
     let headers = {};
     const timer = setTimeout(() => { stream.close(); resolve("no answer within " + timeoutMs + " ms"); }, timeoutMs);
     stream.on("response", (h) => (headers = h));
@@ -61,5 +63,10 @@ console.log("2. message with ; , / :   ", await call(msg("used for a different r
 //    for a gRPC+JSON body that is not a message quotes it. encodeURIComponent throws
 //    (URIError) in setTrailerStatus, and the call is never answered.
 console.log("3. lone surrogate:        ", await call(frame(Buffer.from('"\\ud800"')), "application/grpc+json"));
+// 4. A gzip-compressed message whose data ends early: expected INVALID_ARGUMENT (3), as corrupt
+//    gzip data gets; connect-node maps zlib's Z_BUF_ERROR ("unexpected end of file") to INTERNAL.
+const gz = gzipSync(Buffer.from([0x0a, 0x02, 0x68, 0x69]));
+const truncated = gz.subarray(0, gz.length - 5);
+console.log("4. truncated gzip:        ", await call(Buffer.concat([Buffer.from([1, 0, 0, 0, truncated.length]), truncated]), "application/grpc", 2000, { "grpc-encoding": "gzip" }));
 session.close();
 server.close();

@@ -26,7 +26,8 @@ export interface DependencyClientOptions {
  * A client for a downstream service over gRPC on h2c. Every call goes
  * through, outermost first: the retry loop (the gateway only), the
  * minimum-budget check, the dependency's circuit breaker and bulkhead, then deadline propagation,
- * request-id forwarding, error mapping and metrics. Every service calls its
+ * request-id forwarding, error mapping and metrics; the connection is
+ * checked with HTTP/2 PING (dependency-config.ts `KeepaliveConfig`). Every service calls its
  * dependencies through this, so a new service gets the same behaviour by
  * construction.
  */
@@ -35,8 +36,13 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   const { deadline, profile } = opts.server;
   rememberDependencyClient({ dependency: name, baseUrl: opts.dependency.baseUrl, profile: profile.kind, retry: opts.retry });
   const propagation = { dependency: name, hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
+  const { keepalive } = opts.dependency;
   const transport = createGrpcTransport({
     baseUrl: opts.dependency.baseUrl,
+    // The naive profile runs as connect-node does by default: no PING.
+    ...(profile.kind === "platform" && keepalive.pingIntervalMs > 0
+      ? { pingIntervalMs: keepalive.pingIntervalMs, pingTimeoutMs: keepalive.pingTimeoutMs, pingIdleConnection: keepalive.pingIdleConnection }
+      : {}),
     interceptors:
       profile.kind === "naive"
         ? naiveClientInterceptors(name, profile.callTimeoutMs)

@@ -7,6 +7,26 @@ export interface DependencyConfig {
   name: string;
   baseUrl: string;
   isolation: IsolationConfig;
+  keepalive: KeepaliveConfig;
+}
+
+/**
+ * HTTP/2 PING on the connection to a dependency (connect-node's
+ * Http2SessionManager; usable since connect-es 2.2 fixed verify() hanging,
+ * #1746). Without it a peer that stops answering (a frozen process, a host
+ * gone without a FIN or RST, a middlebox that dropped the flow) is noticed
+ * only by each call's deadline, and every call sent meanwhile goes into the
+ * same black hole. With it the connection is given up after one unanswered
+ * PING, the calls on it fail UNAVAILABLE (retryable at the edge), and the
+ * next call opens a new one.
+ */
+export interface KeepaliveConfig {
+  /** PING after this long without data on a connection with calls open; 0: never. */
+  pingIntervalMs: number;
+  /** A PING unanswered this long ends the connection. */
+  pingTimeoutMs: number;
+  /** Also PING idle connections, so a dead one is replaced before a call needs it. */
+  pingIdleConnection: boolean;
 }
 
 /**
@@ -34,7 +54,8 @@ export const defaultIsolation: IsolationDefaults = { maxConcurrent: 32, minConcu
  * adaptive limit's floor), `<NAME>_MAX_QUEUE`, `<NAME>_METHOD_CLASSES`
  * (e.g. `Search=lookups,Suggest=lookups`: methods that share one limiter;
  * unlisted methods are each their own class); and the breaker
- * settings shared by all dependencies of this service (`BREAKER_*`). See
+ * settings and HTTP/2 keepalive shared by all dependencies of this service
+ * (`BREAKER_*`, `HTTP2_PING_*`). See
  * README "Configuration and sizing".
  */
 export function readDependencyConfig(r: EnvReader, name: string, defaultUrl: string, defaults: IsolationDefaults = defaultIsolation): DependencyConfig {
@@ -62,6 +83,7 @@ export function readDependencyConfig(r: EnvReader, name: string, defaultUrl: str
         resetTimeoutMs: r.int("BREAKER_RESET_MS", 5_000, { min: 100, max: 600_000 }),
       },
     },
+    keepalive: readKeepalive(r),
   };
 }
 
@@ -78,4 +100,21 @@ function readMethodClasses(r: EnvReader, variable: string): Record<string, strin
     out[m[1]!] = m[2]!;
   }
   return out;
+}
+
+/**
+ * Defaults: PING after 10 s without data, give up after 5 s without its ACK,
+ * idle connections too. A silent dependency is noticed within 15 s whatever
+ * the deadlines (DEADLINE_MAX_MS is 30 s), for one PING frame per 10 s and
+ * connection. Our dependencies are our own Node servers, which accept any
+ * PING rate; a gRPC server with a keepalive policy (grpc-go allows one PING
+ * per 5 min without calls by default) answers faster ones with GOAWAY
+ * too_many_pings, on which connect-node doubles the interval.
+ */
+function readKeepalive(r: EnvReader): KeepaliveConfig {
+  return {
+    pingIntervalMs: r.int("HTTP2_PING_INTERVAL_MS", 10_000, { min: 0, max: 3_600_000 }),
+    pingTimeoutMs: r.int("HTTP2_PING_TIMEOUT_MS", 5_000, { min: 1, max: 600_000 }),
+    pingIdleConnection: r.boolean("HTTP2_PING_IDLE", true),
+  };
 }

@@ -1,6 +1,10 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Code, ConnectError } from "@connectrpc/connect";
+import * as http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError, createClient, type ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter, createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { healthV1 } from "@platform/proto";
 import { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";
 
 const ctx = { dependency: "pricing", ownDeadlinePassed: false, callerCancelled: false };
@@ -59,3 +63,66 @@ test("a CANCELED from the dependency when our caller did not cancel is the depen
   assert.equal(out.code, Code.Unavailable);
   assert.match(out.rawMessage, /^orders: /);
 });
+
+// Why the mapping still builds a fresh error (and why the platform no longer
+// needs to for safety): since connect-es 2.2 (connectrpc/connect-es#1717) a
+// rethrown error parsed from the wire keeps its code, message and details but
+// none of its headers, so it can no longer corrupt our response; the
+// pushback hint would be lost with them, and mapDownstreamError carries it
+// across. Fails the day upstream relays wire headers again.
+describe("connect-es: a downstream error rethrown as it is", () => {
+  test("reaches the caller with its code and message, without the dependency's headers (nor its pushback hint)", async () => {
+    const inner = await h2Server((router) =>
+      router.service(healthV1.Health, {
+        check() {
+          throw new ConnectError("inner says no", Code.ResourceExhausted, { "x-inner-secret": "1", "grpc-retry-pushback-ms": "120" });
+        },
+      }),
+    );
+    const innerClient = createClient(healthV1.Health, createGrpcTransport({ baseUrl: inner.url }));
+    const middle = await h2Server((router) =>
+      router.service(healthV1.Health, {
+        async check(req) {
+          return await innerClient.check(req); // rethrows the wire error untouched
+        },
+      }),
+    );
+    try {
+      for (const transport of [createGrpcTransport({ baseUrl: middle.url }), createConnectTransport({ baseUrl: middle.url, httpVersion: "2" })]) {
+        const err = await createClient(healthV1.Health, transport)
+          .check({ service: "" })
+          .then(
+            () => assert.fail("expected an error"),
+            (e: unknown) => ConnectError.from(e),
+          );
+        assert.equal(err.code, Code.ResourceExhausted);
+        assert.equal(err.rawMessage, "inner says no");
+        assert.equal(err.metadata.get("x-inner-secret"), null, "the dependency's header stayed behind");
+        assert.equal(err.metadata.get("grpc-retry-pushback-ms"), null, "so did its pushback hint: mapDownstreamError copies it");
+      }
+      const mapped = mapDownstreamError(await innerClient.check({ service: "" }).catch((e: unknown) => e), ctx);
+      assert.equal(mapped.metadata.get("grpc-retry-pushback-ms"), "120");
+    } finally {
+      inner.close();
+      middle.close();
+    }
+  });
+});
+
+async function h2Server(routes: (router: ConnectRouter) => void): Promise<{ url: string; close(): void }> {
+  const server = http2.createServer(connectNodeAdapter({ routes }));
+  const open = new Set<http2.ServerHttp2Session>();
+  server.on("session", (s: http2.ServerHttp2Session) => {
+    open.add(s);
+    s.once("close", () => open.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      server.close();
+      for (const s of open) s.destroy();
+    },
+  };
+}

@@ -29,10 +29,13 @@ export interface DownstreamFailureContext {
 /**
  * Maps an error from a downstream call to the error this hop answers with.
  *
- * Deliberately never rethrows the downstream ConnectError: in connect-es
- * 2.1.2 that copies the dependency's wire headers into our response and can
- * corrupt it. And a failure caused by our own deadline is DEADLINE_EXCEEDED
- * even when HTTP/2 reported it as an internal stream reset.
+ * Always a fresh error carrying only the dependency's pushback hint: since
+ * connect-es 2.2 (#1717) an error parsed from the wire loses all its headers
+ * when rethrown (so it can no longer corrupt our response, as it did in
+ * 2.1.2), the hint included, which our caller's retry layer needs. And a
+ * failure caused by our own deadline is DEADLINE_EXCEEDED even when HTTP/2
+ * reported it as an internal stream reset. (downstream-error.spec.ts checks
+ * the upstream behaviour this relies on.)
  */
 export function mapDownstreamError(e: unknown, ctx: DownstreamFailureContext): ConnectError {
   const err = ConnectError.from(e);

@@ -1,9 +1,5 @@
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { EnvReader } from "./config.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
 
 /** Identity of the caller, set by the edge only; inner services read it, nobody outside may set it. */
 export const callerHeader = "x-caller-id";
@@ -43,10 +39,10 @@ export type AuthResult = { ok: true; caller: string } | { ok: false; message: st
  * outcome, a caller-supplied identity header is never passed inward: the
  * edge overwrites it with the identity it established.
  */
-export function authenticate(config: AuthConfig, req: Req): AuthResult {
+export function authenticate(config: AuthConfig, headers: Headers): AuthResult {
   if (config.mode === "none") return { ok: true, caller: "anonymous" };
-  const bearer = /^Bearer\s+(\S+)$/i.exec(String(req.headers["authorization"] ?? ""))?.[1];
-  const presented = bearer ?? (typeof req.headers["x-api-key"] === "string" ? req.headers["x-api-key"] : undefined);
+  const bearer = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization") ?? "")?.[1];
+  const presented = bearer ?? (headers.get("x-api-key") ?? undefined);
   if (presented === undefined) return { ok: false, message: "authentication required: send Authorization: Bearer <api key>" };
   const digest = hash(presented);
   for (const [id, key] of config.keys) if (timingSafeEqual(digest, hash(key))) return { ok: true, caller: id };

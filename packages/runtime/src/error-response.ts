@@ -20,11 +20,13 @@ const connectStatus: Partial<Record<Code, number>> = {
 };
 
 /**
- * Answers an RPC with an error without handing it to the Connect adapter:
- * admission control refuses work before any body is read or parsed. Written
- * in the caller's protocol: a gRPC or gRPC-Web "trailers-only" response, or a
- * Connect JSON error with the matching HTTP status (429 / 503 / 504).
- * `headers` carries the pushback hint (retry-after, grpc-retry-pushback-ms).
+ * Answers an RPC with an error outside the Connect adapter, for the one case
+ * Connect cannot: the request watchdog's DEADLINE_EXCEEDED for a body that
+ * never arrives (request-watchdog.ts; connect-compat.ts item 3). Every other
+ * refusal is thrown from the request gate and written by Connect. Written in
+ * the caller's protocol: a gRPC or gRPC-Web "trailers-only" response, or a
+ * Connect streaming end-of-stream message, or a Connect unary JSON error
+ * with the matching HTTP status (504).
  */
 export function writeRpcError(req: Req, res: Res, code: Code, message: string, headers: Record<string, string> = {}): void {
   const contentType = String(req.headers["content-type"] ?? "");
@@ -45,6 +47,16 @@ export function writeRpcError(req: Req, res: Res, code: Code, message: string, h
     res.statusCode = 200;
     for (const [name, value] of Object.entries(all)) res.setHeader(name, value);
     res.end();
+    return;
+  }
+  if (contentType.startsWith("application/connect+")) {
+    // Connect streaming: HTTP 200 and one end-of-stream message (flag 0x02) carrying the error.
+    const json = Buffer.from(JSON.stringify({ error: { code: codeLabel(code), message } }));
+    const head = Buffer.alloc(5);
+    head[0] = 0x02;
+    head.writeUInt32BE(json.length, 1);
+    writeHead(res, 200, { "content-type": contentType.split(";")[0]!, "content-length": head.length + json.length, ...headers });
+    res.end(Buffer.concat([head, json]));
     return;
   }
   const body = JSON.stringify({ code: codeLabel(code), message });

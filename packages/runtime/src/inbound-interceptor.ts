@@ -218,7 +218,9 @@ function abortError(scope: CallScope): ConnectError {
  */
 function toInboundError(e: unknown, scope: CallScope, requestId: string, logger: Logger, procedure: string): ConnectError {
   if (e instanceof ConnectError) {
-    // A fresh error: never re-send headers a downstream response carried.
+    // A fresh error: the request id goes into its metadata, which connect-es
+    // would not send for an error parsed from the wire (2.2+, #1717); only
+    // the pushback hint crosses the hop with it.
     const out = new ConnectError(e.rawMessage, e.code);
     out.details.push(...e.details);
     for (const [k, v] of e.metadata) if (k === "retry-after" || k === "grpc-retry-pushback-ms") out.metadata.set(k, v);

@@ -6,7 +6,8 @@ import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
  * The request compressions a server accepts (gzip, br): connect-node's own,
  * except that a truncated compressed body is the caller's error.
  *
- * connect-node 2.1.2 answers corrupt gzip/brotli data with INVALID_ARGUMENT
+ * connect-node (2.1.2 to 2.3.0; docs/upstream, connect-compat.ts item 2)
+ * answers corrupt gzip/brotli data with INVALID_ARGUMENT
  * but a truncated stream (zlib's Z_BUF_ERROR, "unexpected end of file")
  * with INTERNAL, which tells the caller the server failed (HTTP 500) and
  * makes a retrying client retry bad input.

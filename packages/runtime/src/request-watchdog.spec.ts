@@ -45,6 +45,25 @@ describe("request watchdog", () => {
     server.destroy();
   });
 
+  test("Connect streaming: a body that never completes is answered with an end-of-stream error, the form a streaming client reads", async () => {
+    const answer = await new Promise<Buffer>((resolve) => {
+      const s = net.connect(server.port, "127.0.0.1", () =>
+        s.write("POST /x.v1.X/Y HTTP/1.1\r\nHost: x\r\ncontent-type: application/connect+json\r\ncontent-length: 50\r\n\r\n\x00\x00"),
+      );
+      const got: Buffer[] = [];
+      s.on("data", (d: Buffer) => got.push(d));
+      s.on("close", () => resolve(Buffer.concat(got)));
+    });
+    const text = answer.toString("latin1");
+    assert.match(text, /^HTTP\/1\.1 200 /);
+    assert.match(text, /content-type: application\/connect\+json/i);
+    const body = answer.subarray(answer.indexOf("\r\n\r\n") + 4);
+    assert.equal(body[0], 0x02, "an end-of-stream message");
+    assert.deepEqual(JSON.parse(body.subarray(5, 5 + body.readUInt32BE(1)).toString()), {
+      error: { code: "deadline_exceeded", message: "deadline exceeded before the request body arrived" },
+    });
+  });
+
   test("HTTP/1.1: a body that never completes is answered 504 at the deadline and the connection closed", async () => {
     const answer = await new Promise<string>((resolve) => {
       const s = net.connect(server.port, "127.0.0.1", () =>

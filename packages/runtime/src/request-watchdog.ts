@@ -16,9 +16,12 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
  *   client that sends its headers and then stalls (slowloris) is never
  *   answered: at its deadline it gets DEADLINE_EXCEEDED;
  * - an answer the Connect adapter never finishes writing (unpatched,
- *   connect-es 2.1.2 never answered a gRPC error whose message held a lone
- *   UTF-16 surrogate; patches/README.md) gets DEADLINE_EXCEEDED `graceMs`
+ *   connect-es up to 2.3.0 never answers a gRPC error whose message holds a
+ *   lone UTF-16 surrogate; patches/README.md) gets DEADLINE_EXCEEDED `graceMs`
  *   after the deadline, once the handler's own deadline answer had its chance;
+ * (Why this stays beside Connect's requestGate, and when it can go:
+ * connect-compat.ts, items 3 and 4.)
+ *
  * - an HTTP/2 stream answered while the client is still sending (an
  *   oversized body refused early, a stalled upload answered above) is
  *   reset once the answer is out, so the client stops and the stream ends;

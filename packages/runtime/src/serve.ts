@@ -12,12 +12,13 @@ import { faultEndpoints } from "./admin-faults.js";
 import { configEndpoint } from "./effective-config.js";
 import { createAdmissionGate, propagatedCriticality, type CriticalityPolicy } from "./admission-gate.js";
 import { createIntake, type IntakeConfig } from "./intake.js";
-import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
+import type { AuthConfig } from "./edge-auth.js";
 import { handleCors, type CorsConfig } from "./cors.js";
 import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
-import { writeRpcError } from "./error-response.js";
+import { createRequestGate } from "./request-gate.js";
+import { NodeExchanges } from "./node-exchange.js";
+import { checkConnectPatch } from "./connect-compat.js";
 import { requestCompressions } from "./request-compression.js";
-import { pushbackHeaders } from "@platform/resilience";
 import { initTracing } from "./tracing.js";
 import { setFaults } from "@platform/resilience";
 
@@ -74,6 +75,7 @@ export interface RunningServer {
 export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const { config } = opts;
   const logger = opts.logger ?? createLogger(config.serviceName, config.logLevel);
+  checkConnectPatch(logger);
   collectProcessMetrics();
   const flushTraces = initTracing(config.serviceName, config.otlpEndpoint);
   setFaults(config.faults);
@@ -83,9 +85,20 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
 
   let inFlight = 0;
   let starting = opts.startup !== undefined;
-  /** Arrival tokens of requests that reached the interceptors (and so got their own log line). */
+  /** Arrival tokens of requests that reached the interceptors or were refused by the request gate (both log their own line). */
   const handled = new Set<string>();
   let drained: (() => void) | undefined;
+  const admission =
+    config.profile.kind === "naive"
+      ? undefined // the naive profile queues without bound: no admission control at all
+      : createAdmissionGate({
+          ...(intake ? { intake: intake.controller, onShed: () => intake.record(Code.ResourceExhausted, 0) } : {}),
+          config: config.admission,
+          defaultTimeoutMs: config.deadline.defaultMs,
+          maxTimeoutMs: config.deadline.maxMs,
+          criticality: opts.criticality ?? propagatedCriticality,
+        });
+  const exchanges = new NodeExchanges();
   const adapter = connectNodeAdapter({
     routes(router) {
       opts.routes(router);
@@ -110,41 +123,23 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     // DEADLINE_MAX_MS by the inbound interceptor.
     maxTimeoutMs: 2_147_483_647,
     shutdownSignal: shutdownController.signal,
+    // Auth, rate limit, "starting", admission: from the headers, before the
+    // body is read; Connect answers a refusal in the caller's protocol.
+    requestGate: createRequestGate({
+      logger,
+      ...(opts.edge ? { edge: { auth: opts.edge.auth, limiter: new RateLimiter(opts.edge.rateLimit) } } : {}),
+      waitingFor: () => (starting ? opts.startup?.waitingFor : undefined),
+      ...(admission ? { admission } : {}),
+      onRefused: (token) => handled.add(token),
+    }),
+    contextValues: exchanges.contextValues,
     fallback(_req, res) {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
       res.end("not found\n");
     },
   });
 
-  const admission = createAdmissionGate({
-    ...(intake ? { intake: intake.controller, onShed: () => intake.record(Code.ResourceExhausted, 0) } : {}),
-    config: config.admission,
-    defaultTimeoutMs: config.deadline.defaultMs,
-    maxTimeoutMs: config.deadline.maxMs,
-    criticality: opts.criticality ?? propagatedCriticality,
-  });
   const publicEndpoints = probeEndpoints(health);
-  const limiter = opts.edge ? new RateLimiter(opts.edge.rateLimit) : undefined;
-  /** The edge's checks, from headers alone; false when the request was answered. */
-  const passesEdge = (req: Parameters<typeof dispatchEndpoint>[1], res: Parameters<typeof dispatchEndpoint>[2]): boolean => {
-    if (!opts.edge) return true;
-    if (handleCors(opts.edge.cors, req, res)) return false; // a preflight, answered
-    if ((req.url ?? "").startsWith("/grpc.health.v1.Health/")) return true; // probes carry no credentials
-    const auth = authenticate(opts.edge.auth, req);
-    if (!auth.ok) {
-      writeRpcError(req, res, Code.Unauthenticated, auth.message);
-      return false;
-    }
-    // Inner services trust this header; only the edge sets it.
-    req.headers[callerHeader] = auth.caller;
-    const client = opts.edge.auth.mode === "none" ? (req.socket?.remoteAddress ?? "unknown") : auth.caller;
-    const waitMs = limiter!.take(client);
-    if (waitMs > 0) {
-      writeRpcError(req, res, Code.ResourceExhausted, "rate limit exceeded for this client; slow down", pushbackHeaders(waitMs));
-      return false;
-    }
-    return true;
-  };
   const main = await listen({
     host: config.host,
     port: config.port,
@@ -157,8 +152,8 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       const token = String(arrival);
       req.headers[arrivalHeader] = token;
       res.once("close", () => {
-        // Refused before any handler ran (admission, auth, a body Connect
-        // could not parse, an unknown method): still one log line.
+        // Refused before any handler ran and not by the request gate (which
+        // logs its own): a body Connect could not parse, an unknown method.
         if (!handled.delete(token)) {
           const grpcStatus = res.getHeader("grpc-status");
           logger.info(
@@ -167,18 +162,14 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
           );
         }
       });
-      if (!passesEdge(req, res)) return;
-      if (starting && !(req.url ?? "").startsWith("/grpc.health.v1.Health/")) {
-        writeRpcError(req, res, Code.Unavailable, `starting: waiting for ${opts.startup?.waitingFor}`);
-        return;
-      }
+      // A CORS preflight is plain HTTP, not an RPC: answered here.
+      if (opts.edge && handleCors(opts.edge.cors, req, res)) return;
       inFlight++;
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
       });
-      // The naive profile queues without bound: no admission control at all.
-      if (config.profile.kind === "naive") adapter(req, res);
-      else admission.handle(req, res, () => adapter(req, res));
+      exchanges.register({ req, res, arrivedAt: arrival });
+      adapter(req, res);
     },
   });
 

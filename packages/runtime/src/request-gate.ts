@@ -1,0 +1,79 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { pushbackHeaders } from "@platform/resilience";
+import type { AdmissionGate } from "./admission-gate.js";
+import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
+import { arrivalHeader } from "./inbound-interceptor.js";
+import type { Logger } from "./logger.js";
+import { nodeExchange } from "./node-exchange.js";
+import type { RateLimiter } from "./rate-limit.js";
+import { endUnreadBody } from "./request-watchdog.js";
+import { requestIdFrom, requestIdHeader } from "./request-id.js";
+import { codeLabel } from "./code-label.js";
+
+export interface RequestGateOptions {
+  logger: Logger;
+  /** The edge's checks: authentication and a per-client rate limit (the gateway only). */
+  edge?: { auth: AuthConfig; limiter: RateLimiter };
+  /** What start-up still waits for; undefined once the server serves. */
+  waitingFor: () => string | undefined;
+  /** Admission control; undefined in the naive profile, which queues without bound. */
+  admission?: AdmissionGate;
+  /** Told the arrival token of each request this gate refused (it wrote the request's log line). */
+  onRefused: (arrivalToken: string) => void;
+}
+
+const healthService = "grpc.health.v1.Health";
+
+/**
+ * Everything decided from an RPC's headers alone, as Connect's
+ * `requestGate`: it runs after the headers are parsed and before the body is
+ * read, and Connect writes what it throws in the caller's own protocol (gRPC
+ * and gRPC-Web status, Connect unary JSON with the HTTP status, Connect
+ * streaming end-of-stream), with the error's metadata as response headers or
+ * trailers (the pushback hint) and the x-request-id set here. In order:
+ * health checks pass untouched (probes carry no credentials, and a probe shed
+ * under load would get a busy instance restarted), then authentication, the
+ * client's rate limit, "still starting", and admission control.
+ */
+export function createRequestGate(opts: RequestGateOptions): (context: HandlerContext) => Promise<void> {
+  return async (context) => {
+    const exchange = nodeExchange(context);
+    if (context.service.typeName === healthService) {
+      if (exchange) endUnreadBody(exchange.req, exchange.res);
+      return;
+    }
+    // The same id for the refusal, the log line, and (when admitted) the handler.
+    const requestId = requestIdFrom(context.requestHeader);
+    context.requestHeader.set(requestIdHeader, requestId);
+    try {
+      if (opts.edge) {
+        const auth = authenticate(opts.edge.auth, context.requestHeader);
+        if (!auth.ok) throw new ConnectError(auth.message, Code.Unauthenticated);
+        // Inner services trust this header; only the edge sets it.
+        context.requestHeader.set(callerHeader, auth.caller);
+        const client = opts.edge.auth.mode === "none" ? (exchange?.req.socket?.remoteAddress ?? "unknown") : auth.caller;
+        const waitMs = opts.edge.limiter.take(client);
+        if (waitMs > 0) throw new ConnectError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, pushbackHeaders(waitMs));
+      }
+      const waitingFor = opts.waitingFor();
+      if (waitingFor !== undefined) throw new ConnectError(`starting: waiting for ${waitingFor}`, Code.Unavailable);
+      await opts.admission?.admit(context, exchange);
+    } catch (e) {
+      const error = ConnectError.from(e);
+      context.responseHeader.set(requestIdHeader, requestId);
+      const token = context.requestHeader.get(arrivalHeader);
+      if (token !== null) opts.onRefused(token);
+      opts.logger.info(
+        {
+          procedure: `/${context.service.typeName}/${context.method.name}`,
+          code: codeLabel(error.code),
+          error: error.rawMessage,
+          requestId,
+          ...(exchange ? { durationMs: Math.round((performance.now() - exchange.arrivedAt) * 10) / 10 } : {}),
+        },
+        "rpc refused before the handler",
+      );
+      throw error;
+    }
+  };
+}
