@@ -30,7 +30,10 @@ export interface ImageSpec {
 }
 
 export function readDockerfile(root: string): ImageSpec {
-  const text = readFileSync(join(root, "Dockerfile"), "utf8");
+  return parseDockerfile(readFileSync(join(root, "Dockerfile"), "utf8"));
+}
+
+export function parseDockerfile(text: string): ImageSpec {
   const dockerfile = DockerfileParser.parse(text);
   const globalArgs: Record<string, string> = {};
   for (const a of dockerfile.getInitialARGs()) Object.assign(globalArgs, argDefault(a));
