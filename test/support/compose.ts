@@ -18,8 +18,8 @@ export function readCompose(root: string): { services: Record<string, ComposeSer
   return parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, ComposeService> };
 }
 
-/** A service's environment with every variable resolved; a required one missing from `values` is an error, as in compose. */
-export function composeEnvironment(service: ComposeService, values: Record<string, string>): Record<string, string> {
+/** A service's environment with every variable resolved; a required one `values` does not give is an error, as in compose. */
+export function composeEnvironment(service: ComposeService, values: (name: string) => string | undefined): Record<string, string> {
   const raw = service.environment ?? {};
   const entries: [string, string][] = Array.isArray(raw)
     ? raw.map((l) => [l.split("=")[0]!, l.slice(l.indexOf("=") + 1)])
@@ -28,7 +28,8 @@ export function composeEnvironment(service: ComposeService, values: Record<strin
     entries.map(([k, v]) => [
       k,
       v.replace(/\$\{(\w+)(?::([?-])([^}]*))?\}/g, (_all, name: string, op: string | undefined, arg: string | undefined) => {
-        if (values[name] !== undefined) return values[name];
+        const given = values(name);
+        if (given !== undefined) return given;
         if (op === "-") return arg ?? "";
         throw new Error(`docker-compose.yml: ${k} needs ${name}${op === "?" ? ` (${arg})` : ""}`);
       }),
