@@ -13,7 +13,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { compileWorkspace, emitOptions, exportProblems, isShipped } from "../scripts/build/compile.js";
+import { compileWorkspace, emitOptions, exportProblems, outputPath, shippedAs } from "../scripts/build/compile.js";
 import { listWorkspaces } from "../scripts/build/workspaces.js";
 import { launcherForm, serviceEntry } from "@platform/launcher";
 
@@ -30,14 +30,17 @@ function repository(files: Record<string, string>): string {
 
 const builtExports = JSON.stringify({ name: "@platform/lib", type: "module", exports: { ".": { types: "./src/index.ts", default: "./dist/index.js" } } });
 
-test("which files ship: sources, not tests, test helpers or declarations", () => {
-  assert.equal(isShipped("index.ts"), true);
-  assert.equal(isShipped("a/b/deep.ts"), true);
-  assert.equal(isShipped("index.spec.ts"), false);
-  assert.equal(isShipped("x.test.ts"), false);
-  assert.equal(isShipped("testing/tcp-proxy.ts"), false);
-  assert.equal(isShipped("types.d.ts"), false);
-  assert.equal(isShipped("README.md"), false);
+test("which files ship: sources compiled, other files copied; not tests, test helpers or declarations", () => {
+  assert.equal(shippedAs("index.ts"), "compile");
+  assert.equal(shippedAs("a/b/deep.ts"), "compile");
+  assert.equal(shippedAs("gen/catalogue.json"), "copy");
+  assert.equal(shippedAs("index.spec.ts"), undefined);
+  assert.equal(shippedAs("x.test.ts"), undefined);
+  assert.equal(shippedAs("testing/tcp-proxy.ts"), undefined);
+  assert.equal(shippedAs("testing/fixture.json"), undefined);
+  assert.equal(shippedAs("types.d.ts"), undefined);
+  assert.equal(outputPath("a/b/deep.ts"), "a/b/deep.js");
+  assert.equal(outputPath("gen/catalogue.json"), "gen/catalogue.json");
 });
 
 test("exports must send node to dist/*.js; types may name the sources", () => {
@@ -71,25 +74,27 @@ test("compile: dist mirrors src, types erased; a second run writes nothing; stal
     "packages/lib/src/shape.ts": "export interface Shape { side: number }\nexport class Square { constructor(readonly side: number) {} }\nexport const area = (s: Shape): number => s.side ** 2;\n",
     "packages/lib/src/shape.spec.ts": 'import { test } from "node:test";\n',
     "packages/lib/src/testing/helper.ts": "export const h = 1;\n",
+    "packages/lib/src/defaults.json": '{ "side": 2 }\n',
   });
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const [w] = listWorkspaces(dir);
   const options = emitOptions(dir);
-  assert.deepEqual(compileWorkspace(dir, w!, options), { files: 2, written: 2, removed: 0 });
+  assert.deepEqual(compileWorkspace(dir, w!, options), { files: 3, written: 3, removed: 0 });
   const dist = join(dir, "packages/lib/dist");
-  assert.deepEqual(readdirSync(dist, { recursive: true }).sort(), ["index.js", "shape.js"]);
+  assert.deepEqual(readdirSync(dist, { recursive: true }).sort(), ["defaults.json", "index.js", "shape.js"]);
+  assert.equal(readFileSync(join(dist, "defaults.json"), "utf8"), '{ "side": 2 }\n', "a data file is copied as it is");
   const index = readFileSync(join(dist, "index.js"), "utf8");
   assert.doesNotMatch(index, /Shape|import type/, "type-only imports are erased");
   assert.match(index, /export \{ area \} from "\.\/shape\.js";/, "imports stay as written (ESM, .js)");
   assert.match(readFileSync(join(dist, "shape.js"), "utf8"), /this\.side = side/, "parameter properties become assignments");
 
   const before = statSync(join(dist, "index.js")).mtimeMs;
-  assert.deepEqual(compileWorkspace(dir, w!, options), { files: 2, written: 0, removed: 0 });
+  assert.deepEqual(compileWorkspace(dir, w!, options), { files: 3, written: 0, removed: 0 });
   assert.equal(statSync(join(dist, "index.js")).mtimeMs, before, "an unchanged output is not rewritten");
 
   rmSync(join(dir, "packages/lib/src/shape.ts"));
   writeFileSync(join(dir, "packages/lib/src/index.ts"), "export const unit = 1;\n");
-  assert.deepEqual(compileWorkspace(dir, w!, options), { files: 1, written: 1, removed: 1 });
+  assert.deepEqual(compileWorkspace(dir, w!, options), { files: 2, written: 1, removed: 1 });
   assert.ok(!existsSync(join(dist, "shape.js")), "the output of a deleted source is removed");
 
   writeFileSync(join(dir, "packages/lib/src/broken.ts"), "export const = ;\n");
@@ -106,8 +111,8 @@ test("npm run build on this repository: every shipped source has its output, and
     const expected = readdirSync(src, { recursive: true, withFileTypes: true })
       .filter((e) => e.isFile())
       .map((e) => join(e.parentPath, e.name).slice(src.length + 1))
-      .filter(isShipped)
-      .map((f) => f.replace(/\.ts$/, ".js"))
+      .filter((f) => shippedAs(f) !== undefined)
+      .map(outputPath)
       .sort();
     const dist = join(root, w.dir, "dist");
     const built = readdirSync(dist, { recursive: true, withFileTypes: true })

@@ -3,11 +3,21 @@ import { dirname, join, relative } from "node:path";
 import ts from "typescript";
 import type { Workspace } from "./workspaces.js";
 
-/** Files under src/ that are not shipped: unit tests and their helpers. */
-export function isShipped(relativePath: string): boolean {
+/**
+ * What becomes of a file under src/ in dist/: TypeScript is compiled, any
+ * other file (JSON, SQL... read at run time next to the code) is copied as
+ * it is; unit tests, test helpers (testing/) and declarations are left out.
+ */
+export function shippedAs(relativePath: string): "compile" | "copy" | undefined {
   const parts = relativePath.split("/");
   const name = parts[parts.length - 1]!;
-  return name.endsWith(".ts") && !name.endsWith(".d.ts") && !/\.(spec|test)\.ts$/.test(name) && !parts.includes("testing");
+  if (parts.includes("testing") || /\.(spec|test)\.[cm]?[jt]s$/.test(name) || /\.d\.[cm]?ts$/.test(name)) return undefined;
+  return name.endsWith(".ts") ? "compile" : "copy";
+}
+
+/** The dist/ path of a shipped src/ file. */
+export function outputPath(relativePath: string): string {
+  return shippedAs(relativePath) === "compile" ? relativePath.replace(/\.ts$/, ".js") : relativePath;
 }
 
 /**
@@ -40,7 +50,7 @@ export interface CompileResult {
 }
 
 /**
- * One workspace's src/**.ts to dist/**.js, file by file (types erased, one
+ * One workspace's src/**.ts to dist/**.js (other files copied), file by file (types erased, one
  * output per input, same folder layout, so paths computed from
  * import.meta.url such as `../migrations/` stay right).
  *
@@ -65,16 +75,22 @@ export function compileWorkspace(root: string, w: Workspace, compilerOptions: ts
     if (!e.isFile()) continue;
     const file = join(e.parentPath, e.name);
     const rel = relative(src, file);
-    if (!isShipped(rel)) continue;
-    const out = ts.transpileModule(readFileSync(file, "utf8"), { fileName: file, compilerOptions, reportDiagnostics: true });
-    for (const d of out.diagnostics ?? []) errors.push(`${relative(root, file)}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
-    const target = join(dist, rel.replace(/\.ts$/, ".js"));
+    const how = shippedAs(rel);
+    if (how === undefined) continue;
+    let output: Buffer;
+    if (how === "copy") output = readFileSync(file);
+    else {
+      const out = ts.transpileModule(readFileSync(file, "utf8"), { fileName: file, compilerOptions, reportDiagnostics: true });
+      for (const d of out.diagnostics ?? []) errors.push(`${relative(root, file)}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
+      output = Buffer.from(out.outputText);
+    }
+    const target = join(dist, outputPath(rel));
     wanted.add(target);
     result.files++;
-    if (existsSync(target) && readFileSync(target, "utf8") === out.outputText) continue;
+    if (existsSync(target) && readFileSync(target).equals(output)) continue;
     mkdirSync(dirname(target), { recursive: true });
     const temporary = `${target}.${process.pid}.tmp`;
-    writeFileSync(temporary, out.outputText);
+    writeFileSync(temporary, output);
     renameSync(temporary, target);
     result.written++;
   }
