@@ -6,7 +6,7 @@
  *   npm test                     everything
  *   npm test -- path/to/x.test.ts  only the given files
  */
-import "./require-node.js";
+import "../packages/launcher/src/require-node.js";
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join, relative } from "node:path";

@@ -281,7 +281,8 @@ describe("npm run new-service", () => {
       await e2e; // one platform at a time on two cores
       const dataDir = mkdtempSync(join(tmpdir(), "new-service-start-"));
       chmodSync(dataDir, 0o755); // the embedded database runs as an unprivileged user when we are root
-      const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+      // npm start itself: it builds the copy (the new services included), then runs it compiled.
+      const child = spawn("npm", ["start"], {
         cwd: copy,
         env: {
           ...childEnv(),
@@ -307,6 +308,12 @@ describe("npm run new-service", () => {
         assert.ok(started, `npm start did not get ready:\n${out}`);
         assert.match(out, /^\[platform\] greeter +ready on http:\/\/127\.0\.0\.1:\d+/m);
         assert.match(out, /^\[platform\] stock-level +ready on http:\/\/127\.0\.0\.1:\d+/m);
+        if (existsSync("/proc/self/cmdline")) {
+          for (const name of ["greeter", "stock-level"]) {
+            const pid = new RegExp(`^\\[platform\\] ${name} +ready on \\S+ \\(pid (\\d+)`, "m").exec(out)?.[1];
+            assert.match(readFileSync(`/proc/${pid}/cmdline`, "utf8"), new RegExp(`services/${name}/dist/main\\.js`), `${name} runs from its build`);
+          }
+        }
         const gatewayUrl = /gateway listening on (http:\/\/\S+)/.exec(out)?.[1];
         const res = await fetch(`${gatewayUrl}/greeter.v1.GreeterService/GetItem`, {
           method: "POST",

@@ -74,7 +74,9 @@ export function packageJson(s: ServiceSpec): string {
       description: `The ${s.name} service.`,
       type: "module",
       dependencies: deps,
-      scripts: { start: "node --import tsx src/main.ts" },
+      // Built by \`npm run build\` (src/ to dist/), shipped as "files" (docs/deployment.md).
+      scripts: { start: "node dist/main.js" },
+      files: s.database ? ["dist", "migrations"] : ["dist"],
       // Read by \`npm start\` (the launcher starts every service that has it): the ports
       // its config defaults to, and whether it gets its own database role and schema.
       platform: { port: s.port, adminPort: s.adminPort, database: s.database },

@@ -1,12 +1,14 @@
 /**
- * `npm start` as a user runs it: one command starts PostgreSQL and four
- * service processes and prints a ready line; SIGTERM stops all of them with
- * no orphan; a second start reuses the data.
+ * `npm start` as a user runs it (npm itself: the build first, then the
+ * compiled launcher): one command starts PostgreSQL and four service
+ * processes, each plain node on its compiled dist/main.js, and prints a
+ * ready line; SIGTERM to npm stops all of them with no orphan; a second
+ * start reuses the data.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { once } from "node:events";
 import { createClient } from "@connectrpc/connect";
@@ -21,7 +23,7 @@ interface Started {
 }
 
 async function npmStart(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("npm", ["start"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -74,6 +76,13 @@ test("npm start: ready line, working API, clean SIGTERM, data kept for the next 
     const servicePids = [...first.output().matchAll(/pid (\d+)/g)].map((m) => Number(m[1]));
     assert.equal(servicePids.length, 4, `four service pids printed:\n${first.output()}`);
     assert.ok(alive(postgresPid));
+    assert.match(first.output(), /^\[build\] \d+ workspaces, \d+ files to dist\//m, "npm start builds first");
+    if (existsSync("/proc/self/cmdline")) {
+      for (const pid of servicePids) {
+        const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+        assert.match(args.slice(1).join(" "), /^\S+\/services\/(gateway|checkout|orders|pricing)\/dist\/main\.js$/, `service ${pid} runs compiled JavaScript on plain node: ${args.join(" ")}`);
+      }
+    }
 
     first.kill("SIGTERM");
     assert.equal(await first.exit, 0, first.output());

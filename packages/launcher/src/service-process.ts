@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, existsSync, type WriteStream } from "node:fs";
+import { dirname, join } from "node:path";
 import { once } from "node:events";
 
 /** The service exited on its own with this status: bad configuration, don't restart. */
@@ -7,7 +8,10 @@ export const exitConfigError = 78;
 
 export interface ServiceSpec {
   name: string;
-  /** Path of the service's main.ts. */
+  /**
+   * The service's entry: compiled JavaScript (`dist/main.js`) runs on plain
+   * node; a TypeScript file (`src/main.ts`) runs through tsx.
+   */
   entry: string;
   env: Record<string, string>;
   /** File that receives the service's stdout and stderr (JSON log lines). */
@@ -50,8 +54,8 @@ export class ServiceProcess {
 
   start(): void {
     const child = fork(this.spec.entry, [], {
-      env: { ...process.env, ...this.spec.env },
-      execArgv: ["--import", "tsx"],
+      env: { ...process.env, ...this.spec.env, ...sourceEnv(this.spec.entry) },
+      execArgv: this.spec.entry.endsWith(".ts") ? ["--import", "tsx"] : [],
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       // Its own process group: a terminal's Ctrl-C reaches only the
       // supervisor, which then stops services before the database.
@@ -118,4 +122,17 @@ export class ServiceProcess {
     }
     await new Promise<void>((resolve) => this.log.end(resolve));
   }
+}
+
+/**
+ * A TypeScript entry imports the workspaces as sources through the paths in
+ * the repository's tsconfig.json; tsx looks for that file in the working
+ * directory, so name it, whatever the directory.
+ */
+function sourceEnv(entry: string): Record<string, string> {
+  if (!entry.endsWith(".ts")) return {};
+  for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, "tsconfig.json"))) return { TSX_TSCONFIG_PATH: join(dir, "tsconfig.json") };
+  }
+  return {};
 }

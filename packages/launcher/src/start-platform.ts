@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { findFreePort, startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
@@ -37,6 +37,24 @@ export interface PlatformOptions {
   readyTimeoutMs?: number;
   /** Services beyond the four, e.g. made by `npm run new-service` (docs/adding-a-service.md). */
   extraServices?: ExtraService[];
+  /**
+   * Run each service from its compiled `dist/main.js` ("build", what `npm
+   * start` and the image run; `npm run build` first) or from `src/main.ts`
+   * through tsx ("source"). Default: the way this launcher itself runs, so
+   * the compiled `npm start` starts compiled services and the tests and the
+   * lab, which run on tsx, start the sources they were given.
+   */
+  from?: "build" | "source";
+}
+
+/** "build" when this module is the compiled one (dist/*.js), "source" under tsx. */
+export const launcherForm: "build" | "source" = import.meta.url.endsWith(".ts") ? "source" : "build";
+
+/** A service's entry file for the given form; a missing build is an error saying what to run. */
+export function serviceEntry(name: string, from: "build" | "source"): string {
+  const entry = from === "build" ? join(repoRoot, "services", name, "dist", "main.js") : join(repoRoot, "services", name, "src", "main.ts");
+  if (!existsSync(entry)) throw new Error(`${entry} does not exist${from === "build" ? " (run `npm run build`)" : ""}`);
+  return entry;
 }
 
 /**
@@ -86,9 +104,20 @@ export interface Platform {
  */
 export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const host = opts.host ?? "127.0.0.1";
+  const from = opts.from ?? launcherForm;
   const progress = opts.onProgress ?? (() => {});
   const logDir = join(opts.dataDir, "logs");
   mkdirSync(logDir, { recursive: true });
+
+  const extras = opts.extraServices ?? [];
+  const roleOf = (name: string) => name.replaceAll("-", "_");
+  for (const x of extras) {
+    if (!/^[a-z][a-z0-9-]*$/.test(x.name) || (serviceNames as readonly string[]).includes(x.name) || extras.filter((y) => y.name === x.name).length > 1) {
+      throw new Error(`extra service name ${JSON.stringify(x.name)} is invalid or taken`);
+    }
+  }
+  // Before anything starts: a missing build fails here, not with a database left running.
+  const entries = Object.fromEntries([...serviceNames, ...extras.map((x) => x.name)].map((name) => [name, serviceEntry(name, from)]));
 
   let postgres: EmbeddedPostgres | undefined;
   let databaseUrl = opts.databaseUrl;
@@ -103,13 +132,6 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     progress(`postgres   ready on ${host}:${postgres.port} (embedded, ${Math.round(performance.now() - started)} ms, data in ${join(opts.dataDir, "postgres")})`);
   }
 
-  const extras = opts.extraServices ?? [];
-  const roleOf = (name: string) => name.replaceAll("-", "_");
-  for (const x of extras) {
-    if (!/^[a-z][a-z0-9-]*$/.test(x.name) || (serviceNames as readonly string[]).includes(x.name) || extras.filter((y) => y.name === x.name).length > 1) {
-      throw new Error(`extra service name ${JSON.stringify(x.name)} is invalid or taken`);
-    }
-  }
 
   // With the embedded database we own the server: one role per service. An
   // external DATABASE_URL is used as given (its operator manages roles).
@@ -149,7 +171,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       ...opts.serviceEnv?.[name],
     };
     const proc = new ServiceProcess(
-      { name, entry: join(repoRoot, "services", name, "src", "main.ts"), env, logFile },
+      { name, entry: entries[name]!, env, logFile },
       {
         onExit: (n, code, signal, restartInMs) =>
           progress(
@@ -185,7 +207,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       ...x.env,
     };
     const proc = new ServiceProcess(
-      { name: x.name, entry: join(repoRoot, "services", x.name, "src", "main.ts"), env, logFile },
+      { name: x.name, entry: entries[x.name]!, env, logFile },
       { onExit: (n, code, signal, restartInMs) => progress(`${n} exited (${signal ?? code})${restartInMs === undefined ? " and will not be restarted" : `; restarting in ${restartInMs} ms`}`) },
     );
     extraServices[x.name] = { name: x.name, ...p, url: `http://${host}:${p.port}`, adminUrl: `http://${host}:${p.adminPort}`, process: proc, logFile };

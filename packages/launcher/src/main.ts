@@ -2,11 +2,17 @@
  * `npm start`: PostgreSQL (embedded unless DATABASE_URL is set) and the four
  * services as separate processes, plus every service `npm run new-service`
  * added (discoverServices). Ctrl-C or SIGTERM stops everything.
+ *
+ * npm runs it compiled (packages/launcher/dist/main.js, after `npm run
+ * build`), and then it starts every service from its dist/main.js: no tsx
+ * anywhere. Run from source (`node --import tsx packages/launcher/src/main.ts`)
+ * it starts the services from source too (startPlatform's `from`).
  */
 import "./require-node.js";
 import { resolve } from "node:path";
 import { findFreePort } from "@platform/embedded-postgres";
-import { discoverServices, startPlatform } from "@platform/launcher";
+import { discoverServices } from "./discover-services.js";
+import { startPlatform } from "./start-platform.js";
 
 const started = performance.now();
 const say = (line: string) => process.stdout.write(`[platform] ${line}\n`);

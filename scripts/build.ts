@@ -1,0 +1,34 @@
+/**
+ * `npm run build` (also run by `npm start` first, and by the Dockerfile):
+ * every workspace's src/ compiled to dist/ (JavaScript, no tests), which is
+ * what `npm start` and the image run. Tests and the lab keep running the
+ * TypeScript sources through tsx (docs/deployment.md).
+ *
+ *   npm run build
+ */
+import { compileWorkspace, emitOptions, exportProblems } from "./build/compile.js";
+import { listWorkspaces } from "./build/workspaces.js";
+
+const root = process.cwd();
+const started = performance.now();
+try {
+  const workspaces = listWorkspaces(root);
+  const problems = workspaces.flatMap(exportProblems);
+  if (problems.length > 0) throw new Error(problems.join("\n"));
+  const options = emitOptions(root);
+  let files = 0;
+  let written = 0;
+  let removed = 0;
+  for (const w of workspaces) {
+    const r = compileWorkspace(root, w, options);
+    files += r.files;
+    written += r.written;
+    removed += r.removed;
+  }
+  process.stdout.write(
+    `[build] ${workspaces.length} workspaces, ${files} files to dist/ (${written} changed, ${removed} removed) in ${Math.round(performance.now() - started)} ms\n`,
+  );
+} catch (e) {
+  process.stderr.write(`[build] failed: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+}
