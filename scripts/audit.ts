@@ -10,7 +10,7 @@
  *
  * Exit status 1 on any violation, 2 on bad usage.
  */
-import "./require-node.js";
+import "../packages/launcher/src/require-node.js";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { advise, auditTarget, samplePools, composeTarget, defaultsTarget, formatAdvice, formatTargetAudit, kubernetesTarget, liveTarget, repoRoot, scrape, shippedOverlays, type Target } from "@platform/audit";

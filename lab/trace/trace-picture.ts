@@ -4,7 +4,7 @@
  * 3 s deadline, and draws that order's trace to docs/tracing/place-order-trace.svg
  * (the picture in the README). Stops everything it started.
  */
-import "../../scripts/require-node.js";
+import "../../packages/launcher/src/require-node.js";
 import { mkdirSync, mkdtempSync, chmodSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
