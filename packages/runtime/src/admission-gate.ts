@@ -12,6 +12,7 @@ import {
 import { admissionMetrics } from "./metrics.js";
 import { writeRpcError } from "./error-response.js";
 import { endUnreadBody, watchRequest } from "./request-watchdog.js";
+import { isReflectionPath } from "./reflection.js";
 import type { AdmissionConfig } from "./server-config.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -40,7 +41,8 @@ export interface AdmissionGate {
  * Connect adapter: decided from the headers alone, before the body is read
  * or parsed, so refusing work costs almost nothing. Health checks are never
  * queued or shed: a probe failing under load would get a busy instance
- * restarted, which is the opposite of help.
+ * restarted, which is the opposite of help. Nor is server reflection: a
+ * tool asking for the schema costs a table lookup.
  */
 export function createAdmissionGate(opts: {
   config: AdmissionConfig;
@@ -63,7 +65,7 @@ export function createAdmissionGate(opts: {
     controller,
     handle(req, res, serve) {
       const procedure = (req.url ?? "/").split("?")[0]!;
-      if (procedure.startsWith("/grpc.health.v1.Health/")) {
+      if (procedure.startsWith("/grpc.health.v1.Health/") || isReflectionPath(procedure)) {
         endUnreadBody(req, res);
         return serve();
       }

@@ -1,0 +1,171 @@
+/**
+ * gRPC server reflection as outside tools use it: `buf curl` without
+ * `--schema`, run from an empty directory (no proto files anywhere near it),
+ * and a reflection client written independently of the server's code:
+ * @grpc/grpc-js with the vendored reflection.proto loaded by
+ * @grpc/proto-loader (protobufjs), nothing from connect-es. The gateway
+ * describes its public API only; each internal service describes its own.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { startTestPlatform, type TestPlatform } from "../support/platform.js";
+
+const run = promisify(execFile);
+const buf = resolve("node_modules/.bin/buf");
+/** No proto/ here: whatever buf curl learns, it learns from the server. */
+const emptyDir = mkdtempSync(join(tmpdir(), "reflection-cwd-"));
+let p: TestPlatform;
+before(async () => {
+  p = await startTestPlatform();
+});
+after(async () => {
+  await p?.close();
+  rmSync(emptyDir, { recursive: true, force: true });
+});
+
+async function bufCurl(args: string[]) {
+  return run(buf, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", ...args], { cwd: emptyDir });
+}
+
+describe("buf curl without --schema", () => {
+  test("lists the gateway's public services and nothing internal", async () => {
+    const { stdout } = await bufCurl(["--list-services", p.gatewayUrl]);
+    const listed = stdout.trim().split("\n").sort();
+    assert.deepEqual(listed, ["checkout.v1.CheckoutService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
+  });
+
+  test("lists the methods of the public API", async () => {
+    const { stdout } = await bufCurl(["--list-methods", p.gatewayUrl]);
+    const methods = stdout.trim().split("\n");
+    assert.deepEqual(methods.filter((m) => m.startsWith("checkout.")).sort(), [
+      "checkout.v1.CheckoutService/GetOrder",
+      "checkout.v1.CheckoutService/ListProducts",
+      "checkout.v1.CheckoutService/PlaceOrder",
+    ]);
+    assert.ok(methods.includes("grpc.health.v1.Health/Check"));
+    assert.deepEqual(methods.filter((m) => /^(orders|pricing)\./.test(m)), []);
+  });
+
+  test("calls ListProducts and PlaceOrder with the schema it got from the gateway", async () => {
+    const list = JSON.parse((await bufCurl(["-d", "{}", `${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`])).stdout) as { products: { sku: string; unitPrice: { amountMinor: string } }[] };
+    assert.ok(list.products.some((x) => x.sku === "MUG-CERAMIC" && x.unitPrice.amountMinor === "1200"));
+    const body = JSON.stringify({ customerId: "reflection", items: [{ sku: "MUG-CERAMIC", quantity: 2 }] });
+    const placed = JSON.parse((await bufCurl(["-H", "Idempotency-Key: reflection-1", "-d", body, `${p.gatewayUrl}/checkout.v1.CheckoutService/PlaceOrder`])).stdout) as {
+      order: { id: string; status: string; total: { amountMinor: string } };
+    };
+    assert.equal(placed.order.total.amountMinor, "2400");
+    assert.equal(placed.order.status, "ORDER_STATUS_PLACED", "enum names come from the reflected schema");
+  });
+
+  test("works with the older v1alpha protocol too", async () => {
+    const { stdout } = await bufCurl(["--reflect-protocol", "grpc-v1alpha", "--list-methods", p.gatewayUrl]);
+    assert.match(stdout, /checkout\.v1\.CheckoutService\/PlaceOrder/);
+  });
+
+  test("cannot see or call an internal API through the gateway", async () => {
+    await assert.rejects(bufCurl(["-d", "{}", `${p.gatewayUrl}/orders.v1.OrdersService/GetOrder`]), (e: { stderr: string }) => {
+      assert.match(e.stderr, /failed to find service named "orders\.v1\.OrdersService"/);
+      return true;
+    });
+  });
+
+  test("an internal service describes its own API on its RPC port", async () => {
+    const { stdout } = await bufCurl(["--list-services", p.services.orders.url]);
+    assert.deepEqual(stdout.trim().split("\n").sort(), ["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection", "orders.v1.OrdersService"]);
+  });
+});
+
+// --- An independent reflection client: grpc-js + proto-loader over the vendored proto. ---
+
+interface ReflectionResponse {
+  listServicesResponse?: { service: { name: string }[] };
+  fileDescriptorResponse?: { fileDescriptorProto: Buffer[] };
+  errorResponse?: { errorCode: number; errorMessage: string };
+  allExtensionNumbersResponse?: { baseTypeName: string; extensionNumber: number[] };
+  messageResponse?: string;
+}
+type ReflectionRequest = Record<string, unknown>;
+
+function reflectionClient(version: "v1" | "v1alpha", address: string): grpc.Client & Record<string, (...args: unknown[]) => grpc.ClientDuplexStream<ReflectionRequest, ReflectionResponse>> {
+  const definition = protoLoader.loadSync(`grpc/reflection/${version}/reflection.proto`, { includeDirs: [resolve("proto")], oneofs: true, longs: String, defaults: true });
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as { grpc: { reflection: Record<string, { ServerReflection: grpc.ServiceClientConstructor }> } };
+  const Ctor = pkg.grpc.reflection[version]!.ServerReflection;
+  return new Ctor(address, grpc.credentials.createInsecure()) as never;
+}
+
+/** Sends the requests one by one on one stream, collecting an answer for each. */
+async function ask(version: "v1" | "v1alpha", baseUrl: string, requests: ReflectionRequest[]): Promise<ReflectionResponse[]> {
+  const client = reflectionClient(version, new URL(baseUrl).host);
+  try {
+    const call = client["serverReflectionInfo"]!({ deadline: Date.now() + 5000 });
+    const answers: ReflectionResponse[] = [];
+    const done = new Promise<void>((resolve, reject) => {
+      call.on("data", (r: ReflectionResponse) => answers.push(r));
+      call.on("error", reject);
+      call.on("end", resolve);
+    });
+    for (const r of requests) call.write(r);
+    call.end();
+    await done;
+    return answers;
+  } finally {
+    client.close();
+  }
+}
+
+const fileNames = (r: ReflectionResponse | undefined) => (r?.fileDescriptorResponse?.fileDescriptorProto ?? []).map((b) => fromBinary(FileDescriptorProtoSchema, b).name);
+
+describe("an independent grpc-js reflection client", () => {
+  for (const version of ["v1", "v1alpha"] as const) {
+    test(`${version}: services, the file of a symbol, and NOT_FOUND for anything internal`, async () => {
+      const [services, bySymbol, byMethod, again, internalFile, internalSymbol, extensions, empty] = await ask(version, p.gatewayUrl, [
+        { listServices: "" },
+        { fileContainingSymbol: "checkout.v1.CheckoutService" },
+        { fileContainingSymbol: "checkout.v1.CheckoutService.PlaceOrder" },
+        { fileByFilename: "checkout/v1/checkout.proto" },
+        { fileByFilename: "orders/v1/orders.proto" },
+        { fileContainingSymbol: "pricing.v1.PricingService" },
+        { allExtensionNumbersOfType: "checkout.v1.Order" },
+        {},
+      ]);
+      assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "checkout.v1.CheckoutService"));
+      assert.ok(!services?.listServicesResponse?.service.some((s) => /^(orders|pricing)\./.test(s.name)));
+
+      assert.deepEqual(fileNames(bySymbol), ["checkout/v1/checkout.proto"]);
+      const file = fromBinary(FileDescriptorProtoSchema, bySymbol!.fileDescriptorResponse!.fileDescriptorProto[0]!);
+      assert.deepEqual(
+        file.service[0]?.method.map((m) => [m.name, m.inputType, m.outputType]),
+        [
+          ["ListProducts", ".checkout.v1.ListProductsRequest", ".checkout.v1.ListProductsResponse"],
+          ["PlaceOrder", ".checkout.v1.PlaceOrderRequest", ".checkout.v1.PlaceOrderResponse"],
+          ["GetOrder", ".checkout.v1.GetOrderRequest", ".checkout.v1.GetOrderResponse"],
+        ],
+      );
+      assert.ok(file.messageType.some((m) => m.name === "Money"));
+      // A method's name finds its file; a file asked for by name comes again even though this stream was sent it.
+      assert.deepEqual(fileNames(byMethod), ["checkout/v1/checkout.proto"]);
+      assert.deepEqual(fileNames(again), ["checkout/v1/checkout.proto"]);
+
+      assert.deepEqual(internalFile?.errorResponse, { errorCode: grpc.status.NOT_FOUND, errorMessage: 'file "orders/v1/orders.proto" not found' });
+      assert.deepEqual(internalSymbol?.errorResponse, { errorCode: grpc.status.NOT_FOUND, errorMessage: 'symbol "pricing.v1.PricingService" not found' });
+      assert.deepEqual(extensions?.allExtensionNumbersResponse, { baseTypeName: "checkout.v1.Order", extensionNumber: [] });
+      assert.equal(empty?.errorResponse?.errorCode, grpc.status.INVALID_ARGUMENT);
+    });
+  }
+
+  test("pricing describes pricing.v1 on its own port", async () => {
+    const [services, file] = await ask("v1", p.services.pricing.url, [{ listServices: "" }, { fileContainingSymbol: "pricing.v1.PricingService" }]);
+    assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "pricing.v1.PricingService"));
+    // pricing.proto imports checkout.proto (Money): the dependency comes along, as clients need it to decode.
+    assert.deepEqual(fileNames(file), ["pricing/v1/pricing.proto", "checkout/v1/checkout.proto"]);
+  });
+});
