@@ -9,6 +9,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -81,6 +82,63 @@ describe("buf curl without --schema", () => {
   test("an internal service describes its own API on its RPC port", async () => {
     const { stdout } = await bufCurl(["--list-services", p.services.orders.url]);
     assert.deepEqual(stdout.trim().split("\n").sort(), ["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection", "orders.v1.OrdersService"]);
+  });
+});
+
+describe("at an edge with authentication on and admission full", () => {
+  const key = randomUUID();
+  let q: TestPlatform;
+  before(async () => {
+    q = await startTestPlatform({
+      serviceEnv: {
+        // One request at a time and no queue; the gateway's calls to checkout take 5 s, so one call fills admission.
+        gateway: {
+          AUTH_MODE: "api-key",
+          AUTH_API_KEYS: `alice=${key}`,
+          ADMISSION_MAX_CONCURRENT: "1",
+          ADMISSION_MAX_QUEUE: "0",
+          FAULTS: JSON.stringify({ dependencies: { checkout: { latencyMs: 5000 } } }),
+        },
+      },
+    });
+  });
+  after(async () => {
+    await q?.close();
+  });
+
+  const listProducts = (timeoutMs: number) =>
+    fetch(`${q.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "connect-timeout-ms": String(timeoutMs) },
+      body: "{}",
+    });
+
+  test("reflection needs the API key, as every call does", async () => {
+    await assert.rejects(ask("v1", q.gatewayUrl, [{ listServices: "" }]), (e: grpc.ServiceError) => {
+      assert.equal(e.code, grpc.status.UNAUTHENTICATED);
+      return true;
+    });
+    // buf curl sends -H headers with the call only; --reflect-header with the reflection requests.
+    const { stdout } = await bufCurl(["--reflect-header", `Authorization: Bearer ${key}`, "--list-services", q.gatewayUrl]);
+    assert.match(stdout, /^checkout\.v1\.CheckoutService$/m);
+  });
+
+  test("reflection is answered while admission refuses the API (exempt, as health is)", async () => {
+    const holding = listProducts(4000);
+    // The slot is taken once the first call is in; then the API is refused at once.
+    let refused: Response | undefined;
+    for (let i = 0; i < 50 && refused?.status !== 429; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      refused = await listProducts(1000);
+      await refused.arrayBuffer();
+    }
+    assert.equal(refused?.status, 429, "admission is full");
+    const { stdout } = await bufCurl(["--reflect-header", `Authorization: Bearer ${key}`, "--list-methods", q.gatewayUrl]);
+    assert.match(stdout, /^checkout\.v1\.CheckoutService\/PlaceOrder$/m);
+    const still = await listProducts(1000);
+    assert.equal(still.status, 429, "and still full while reflection was answered");
+    await still.arrayBuffer();
+    await (await holding).arrayBuffer();
   });
 });
 

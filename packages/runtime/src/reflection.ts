@@ -66,7 +66,8 @@ export class ReflectionIndex {
         this.messages.add(type.typeName);
         for (const f of type.fields) this.fileOfSymbol.set(`${type.typeName}.${f.name}`, file);
       }
-      if (type.kind === "enum") for (const v of type.values) this.fileOfSymbol.set(`${type.typeName}.${v.name}`, file);
+      // Enum values are scoped like C++ enumerators: siblings of their enum (checkout.v1.ORDER_STATUS_PLACED).
+      if (type.kind === "enum") for (const v of type.values) this.fileOfSymbol.set(`${type.typeName.slice(0, type.typeName.lastIndexOf(".") + 1)}${v.name}`, file);
       if (type.kind === "extension") {
         const byNumber = this.extensions.get(type.extendee.typeName) ?? new Map<number, DescFile>();
         byNumber.set(type.number, file);
