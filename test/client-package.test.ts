@@ -64,15 +64,15 @@ test("npm pack ships the JavaScript, the declarations and the README, no sources
   assert.equal(pack?.name, "@platform/client");
   assert.deepEqual(pack.files.map((f) => f.path).sort(), [
     "README.md",
-    "dist/gen/checkout/v1/checkout_pb.d.ts",
     "dist/gen/checkout/v1/checkout_pb.js",
-    "dist/index.d.ts",
     "dist/index.js",
     "package.json",
+    "types/gen/checkout/v1/checkout_pb.d.ts",
+    "types/index.d.ts",
   ]);
   const manifest = JSON.parse(readFileSync("packages/client/package.json", "utf8")) as { private?: boolean; exports: Record<string, Record<string, string>> };
   assert.equal(manifest.private, undefined, "publishable");
-  assert.deepEqual(manifest.exports["."], { types: "./dist/index.d.ts", default: "./dist/index.js" });
+  assert.deepEqual(manifest.exports["."], { types: "./types/index.d.ts", default: "./dist/index.js" });
 });
 
 test("the examples type-check against the package's declarations", async () => {
