@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { checkoutV1, pricingV1 } from "@platform/proto";
-import { ReflectionIndex } from "./reflection.js";
+import { isReflectionPath, ReflectionIndex } from "./reflection.js";
 
 type Answer = ReturnType<ReflectionIndex["answer"]>;
 const fileNames = (a: Answer) => (a.case === "fileDescriptorResponse" ? a.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name) : a);
@@ -43,4 +43,12 @@ test("only what the server was given is described", () => {
     value: { errorCode: 5, errorMessage: 'message type "pricing.v1.GetPricesRequest" not found' },
   });
   assert.deepEqual(index.answer({ case: undefined }, new Set()), { case: "errorResponse", value: { errorCode: 3, errorMessage: "empty reflection request: set one of its message_request fields" } });
+});
+
+test("the reflection paths, both versions, and nothing that merely starts like them", () => {
+  assert.equal(isReflectionPath("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"), true);
+  assert.equal(isReflectionPath("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"), true);
+  assert.equal(isReflectionPath("/grpc.reflection.v1.ServerReflectionX/ServerReflectionInfo"), false);
+  assert.equal(isReflectionPath("/grpc.health.v1.Health/Check"), false);
+  assert.equal(isReflectionPath("/checkout.v1.CheckoutService/PlaceOrder"), false);
 });

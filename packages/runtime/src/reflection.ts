@@ -19,11 +19,21 @@ import { healthV1, reflectionV1, reflectionV1alpha } from "@platform/proto";
  * so nothing about the internal services can be learnt through it.
  */
 
-/** The paths of the reflection services: exempt from admission, as health is (a tool asking for the schema does no work). */
-export const reflectionPathPrefixes = [`/${reflectionV1.ServerReflection.typeName}/`, `/${reflectionV1alpha.ServerReflection.typeName}/`];
+const reflectionServices: readonly string[] = [reflectionV1.ServerReflection.typeName, reflectionV1alpha.ServerReflection.typeName];
 
+/**
+ * Reflection is exempt from admission control and from "still starting", as
+ * health is: a tool asking for the schema costs a table lookup, and the
+ * schema does not wait for the database. It still passes the edge's
+ * authentication and rate limit, like any API call.
+ */
+export function isReflectionService(typeName: string): boolean {
+  return reflectionServices.includes(typeName);
+}
+
+/** The same, for a request path ("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"). */
 export function isReflectionPath(path: string): boolean {
-  return reflectionPathPrefixes.some((p) => path.startsWith(p));
+  return isReflectionService(path.split("/")[1] ?? "");
 }
 
 /** One answer, in a shape both protocol versions accept (their messages have the same fields and numbers). */
