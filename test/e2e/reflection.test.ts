@@ -8,7 +8,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,7 +18,8 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { findFreePort } from "@platform/embedded-postgres";
+import { eventually, startTestPlatform, type TestPlatform } from "../support/platform.js";
 
 const run = promisify(execFile);
 const buf = resolve("node_modules/.bin/buf");
@@ -225,5 +226,29 @@ describe("an independent grpc-js reflection client", () => {
     assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "pricing.v1.PricingService"));
     // pricing.proto imports checkout.proto (Money): the dependency comes along, as clients need it to decode.
     assert.deepEqual(fileNames(file), ["pricing/v1/pricing.proto", "checkout/v1/checkout.proto"]);
+  });
+});
+
+test("while a service still waits for its database, it describes its API (exempt from 'starting', as health is)", async (t) => {
+  const [port, adminPort, deadDb] = [await findFreePort("127.0.0.1"), await findFreePort("127.0.0.1"), await findFreePort("127.0.0.1")];
+  // Orders alone, its database address refusing connections: it listens, NOT_SERVING, and waits.
+  const orders = spawn(process.execPath, ["--import", "tsx", "services/orders/src/main.ts"], {
+    env: { ...process.env, PORT: String(port), ADMIN_PORT: String(adminPort), DATABASE_URL: `postgres://orders@127.0.0.1:${deadDb}/platform`, DB_STARTUP_TIMEOUT_MS: "120000", LOG_LEVEL: "warn" },
+    stdio: "ignore",
+  });
+  t.after(() => orders.kill("SIGKILL"));
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`).catch(() => undefined))?.status === 503, "orders listening, not ready");
+
+  const [services, file] = await ask("v1", url, [{ listServices: "" }, { fileContainingSymbol: "orders.v1.OrdersService" }]);
+  assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "orders.v1.OrdersService"));
+  assert.equal(fileNames(file)[0], "orders/v1/orders.proto");
+  const { stdout } = await bufCurl(["--list-methods", url]);
+  assert.match(stdout, /^orders\.v1\.OrdersService\/GetOrder$/m);
+  // ...while its API is still refused.
+  await assert.rejects(bufCurl(["-d", '{"orderId":"x"}', `${url}/orders.v1.OrdersService/GetOrder`]), (e: { stderr: string }) => {
+    assert.match(e.stderr, /"code": "unavailable"/);
+    assert.match(e.stderr, /"message": "starting: waiting for the database"/);
+    return true;
   });
 });
