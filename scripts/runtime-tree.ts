@@ -34,7 +34,9 @@ if (!existsSync(join(root, "node_modules"))) fail("no node_modules: run npm ci f
 
 mkdirSync(out, { recursive: true });
 for (const f of ["package.json", "package-lock.json"]) copyFileSync(join(root, f), join(out, f));
-for (const w of listWorkspaces(root)) {
+// The image runs the services: the private workspaces. A published library
+// (the typed client) ships to the registry with its declarations instead.
+for (const w of listWorkspaces(root).filter((w) => w.manifest.private === true)) {
   const files = w.manifest.files;
   if (!Array.isArray(files) || files.length === 0 || !files.every((f): f is string => typeof f === "string")) {
     fail(`${w.dir}/package.json: "files" must list what the workspace ships (e.g. ["dist"]); see docs/deployment.md`);

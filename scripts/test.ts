@@ -1,5 +1,5 @@
 /**
- * `npm test`: proto lint and format, type check, then every test file
+ * `npm test`: proto lint, format and breaking-change check (against main), type check, then every test file
  * (unit tests beside the code as *.spec.ts, integration and end-to-end tests
  * under test/ as *.test.ts) with node's test runner.
  *
@@ -38,6 +38,7 @@ const files =
 if (only.length === 0) {
   run("buf lint", "npx", ["buf", "lint"]);
   run("buf format", "npx", ["buf", "format", "--diff", "--exit-code"]);
+  run("buf breaking", process.execPath, ["--import", "tsx", "scripts/proto-breaking.ts"]);
   run("typecheck", "npx", ["tsc", "--noEmit", "-p", "tsconfig.json"]);
 }
 

@@ -9,6 +9,8 @@ export interface Workspace {
 
 export interface WorkspaceManifest {
   name?: string;
+  /** Not private: a library published to the registry (packages/client), not part of the services' runtime. */
+  private?: boolean;
   exports?: unknown;
   files?: unknown;
   scripts?: Record<string, string>;

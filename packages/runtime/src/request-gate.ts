@@ -2,6 +2,7 @@ import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { pushbackHeaders } from "@platform/resilience";
 import type { AdmissionGate } from "./admission-gate.js";
 import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
+import { isReflectionService } from "./reflection.js";
 import { arrivalHeader } from "./inbound-interceptor.js";
 import type { Logger } from "./logger.js";
 import { nodeExchange } from "./node-exchange.js";
@@ -55,6 +56,10 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
         const waitMs = opts.edge.limiter.take(client);
         if (waitMs > 0) throw new ConnectError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, pushbackHeaders(waitMs));
       }
+      // Server reflection is answered while starting and never queued or
+      // shed, like health: a tool asking for the schema costs a table lookup.
+      // It still needs the edge's credentials and counts against its rate limit.
+      if (isReflectionService(context.service.typeName)) return;
       const waitingFor = opts.waitingFor();
       if (waitingFor !== undefined) throw new ConnectError(`starting: waiting for ${waitingFor}`, Code.Unavailable);
       await opts.admission?.admit(context, exchange);

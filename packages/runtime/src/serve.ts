@@ -4,6 +4,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createLogger, type Logger } from "./logger.js";
 import { collectProcessMetrics } from "./metrics.js";
 import { HealthState, registerHealthService } from "./health.js";
+import { registerReflectionService } from "./reflection.js";
 import { arrivalHeader, inboundInterceptor } from "./inbound-interceptor.js";
 import { listen, type Listener } from "./listen.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
@@ -69,8 +70,9 @@ export interface RunningServer {
 /**
  * One call that serves a set of Connect routes the platform way: Connect,
  * gRPC and gRPC-Web on one port (HTTP/1.1 and h2c), deadline capture and
- * propagation, request logs, metrics, grpc.health.v1 and HTTP probes, an
- * operator port, and graceful shutdown.
+ * propagation, request logs, metrics, grpc.health.v1 and HTTP probes,
+ * gRPC server reflection (v1 and v1alpha) of the served APIs, an operator
+ * port, and graceful shutdown.
  */
 export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const { config } = opts;
@@ -103,6 +105,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     routes(router) {
       opts.routes(router);
       registerHealthService(router, health);
+      registerReflectionService(router, opts.services);
     },
     interceptors: [
       inboundInterceptor({
