@@ -53,7 +53,7 @@ export function watchStatements(connectionString: string, where: { applicationNa
             s.ranAtMostMs = now - s.startedAt;
           }
         }
-        if (!last) await new Promise((r) => setTimeout(r, 5));
+        if (!last) await new Promise((r) => setTimeout(r, 15));
       }
     } finally {
       await client.end().catch(() => {});
