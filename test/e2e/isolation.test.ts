@@ -172,6 +172,10 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
         "every refusal tells the caller when to come back",
       );
       assert.ok(samples >= 10, `the metrics were read throughout the slowdown (${samples} times)`);
+      // Guards "a slow pricing fills only its own slots": read while the PlaceOrders were held (the
+      // samples saw them in flight above orders), no bulkhead of the gateway or checkout was full.
+      const peakInUse = (key: string) => Number((peaks[key] ?? "0/0").split("/")[0]);
+      assert.ok(peakInUse("checkout->orders/CreateOrder") > 0, `the samples saw PlaceOrders in flight above orders: ${JSON.stringify(peaks)}`);
       assert.deepEqual(overfull, [], "no bulkhead of the gateway or checkout filled");
       assert.ok(breakerOpened, "a breaker on the PlaceOrder path opened");
       assert.deepEqual(getOrderBreakers, [0, 0], "GetOrder's breakers stayed closed");
