@@ -147,18 +147,22 @@ describe("the shipped configuration under a fault", () => {
       await load.stop();
       stoppedAt = performance.now();
     }
+    // Normal traffic again: the intake controller readmits it step by step (it judges on the
+    // requests it sees, one step per 2 s: 8 steps from a cut to 20 %) until it is back to normal.
     const intakeNormal = async () => metricValue(await p.metrics("gateway"), "intake_state", { state: "normal" }) === 1;
-    await eventually(intakeNormal, "the intake controller is back to normal once the overload is gone", 300, 100);
     const calm = new OrderLoad(p, { tag: "defcalm", workers: 2, timeoutMs });
     try {
       await eventually(() => calm.successesSince(stoppedAt) >= 10, "orders succeed after the overload, with no help", 300, 100);
+      await eventually(intakeNormal, "the intake controller is back to normal under normal traffic", 600, 100);
     } finally {
       await calm.stop();
     }
+    const intakeStates = await p.metrics("gateway");
     const resolved = await load.resolveUncertain();
     const refused = load.calls.filter((c) => c.code === Code.ResourceExhausted || c.code === Code.Unavailable);
     const ok = load.calls.filter((c) => c.code === "ok");
-    console.log(`[default overload] ${load.calls.length} calls ${histogram(load.calls)}; ${load.orders.length} logical orders, ${resolved} resolved by asking again`);
+    const cuts = metricValue(intakeStates, "intake_transitions_total", { to: "cut" });
+    console.log(`[default overload] ${load.calls.length} calls ${histogram(load.calls)}; intake cut ${cuts} times; ${load.orders.length} logical orders, ${resolved} resolved by asking again`);
     assert.deepEqual(unexpected(load.calls), [], "only clear, retryable failures");
     assert.deepEqual(lateCalls(load.calls), [], "every call settled within its deadline");
     assert.ok(refused.length > 0, "the excess was refused ('not now'), not queued without bound");
