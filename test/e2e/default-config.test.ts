@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
 import { eventually, metricValue, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
-import { OrderLoad, codeName, histogram, reconcile, sleep, type CallRecord } from "../hardening/order-load.js";
+import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected, type CallRecord } from "../hardening/order-load.js";
 import { watchStatements } from "../../packages/database/src/testing/statement-watch.js";
 
 let p: TestPlatform;
@@ -35,16 +35,6 @@ const settleSlackMs = 2000;
 const cancelGraceMs = 400;
 /** What a caller may see while a dependency is slow, dead or overloaded: clear and retryable. */
 const allowed = new Set<CallRecord["code"]>(["ok", Code.Unavailable, Code.DeadlineExceeded, Code.ResourceExhausted]);
-
-function unexpected(calls: CallRecord[]): string[] {
-  return calls.filter((c) => !allowed.has(c.code)).map((c) => `${c.protocol} ${codeName(c.code)}: ${c.message}`);
-}
-
-function lateCalls(calls: CallRecord[]): string[] {
-  return calls
-    .filter((c) => c.settledAt - c.startedAt > c.timeoutMs + settleSlackMs)
-    .map((c) => `${c.protocol} ${codeName(c.code)} after ${Math.round(c.settledAt - c.startedAt)} ms (deadline ${c.timeoutMs} ms): ${c.message}`);
-}
 
 const withDb = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => withFreshConnection(p.databaseUrl, fn);
 
@@ -71,8 +61,8 @@ describe("the shipped configuration under a fault", () => {
       `[default slow db] ${load.calls.length} calls ${histogram(load.calls)}; ${statements.length} slow statements seen, the longest ran at most ${Math.round(longest)} ms; ` +
         `${load.orders.length} logical orders, ${resolved} resolved by asking again`,
     );
-    assert.deepEqual(unexpected(load.calls), [], "only clear, retryable failures");
-    assert.deepEqual(lateCalls(load.calls), [], "every call settled within its deadline");
+    assert.deepEqual(unexpected(load.calls, allowed), [], "only clear, retryable failures");
+    assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline");
     // No work past the deadline: each slow statement is gone from the server (by its clock)
     // within the caller's deadline (the statement started after the caller did) plus a grace.
     assert.ok(statements.length >= 1, "slow statements reached the database (the fault was in force)");
@@ -105,8 +95,8 @@ describe("the shipped configuration under a fault", () => {
     }
     const resolved = await load.resolveUncertain();
     console.log(`[default dead dependency] ${load.calls.length} calls ${histogram(load.calls)}; ${load.orders.length} logical orders, ${resolved} resolved by asking again`);
-    assert.deepEqual(unexpected(load.calls), [], "only clear, retryable failures");
-    assert.deepEqual(lateCalls(load.calls), [], "every call settled within its deadline, though pricing never answered");
+    assert.deepEqual(unexpected(load.calls, allowed), [], "only clear, retryable failures");
+    assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline, though pricing never answered");
     assert.deepEqual(await withDb((db) => reconcile(db, load)), [], "every acknowledged order stored once, nothing else");
 
     // The requests that reached a frozen pricing: their callers have gone by the time it runs
@@ -163,8 +153,8 @@ describe("the shipped configuration under a fault", () => {
     const ok = load.calls.filter((c) => c.code === "ok");
     const cuts = metricValue(intakeStates, "intake_transitions_total", { to: "cut" });
     console.log(`[default overload] ${load.calls.length} calls ${histogram(load.calls)}; intake cut ${cuts} times; ${load.orders.length} logical orders, ${resolved} resolved by asking again`);
-    assert.deepEqual(unexpected(load.calls), [], "only clear, retryable failures");
-    assert.deepEqual(lateCalls(load.calls), [], "every call settled within its deadline");
+    assert.deepEqual(unexpected(load.calls, allowed), [], "only clear, retryable failures");
+    assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline");
     assert.ok(refused.length > 0, "the excess was refused ('not now'), not queued without bound");
     assert.ok(ok.length > 0, "the platform kept serving while overloaded");
     assert.deepEqual(await withDb((db) => reconcile(db, load)), [], "every acknowledged order stored once, nothing else");
