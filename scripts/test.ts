@@ -5,11 +5,18 @@
  *
  *   npm test                     everything
  *   npm test -- path/to/x.test.ts  only the given files
+ *
+ * At the end it lists every failing, skipped and todo test. With CI set
+ * (CI=true), a skipped or todo test fails the run unless
+ * test/skip-allowlist.json names it with a reason: node's runner exits 0 on
+ * skips, and a check that silently stops running is a check that cannot fail.
  */
 import "../packages/launcher/src/require-node.js";
-import { spawn, spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
 
 const root = process.cwd();
 
@@ -43,72 +50,36 @@ if (only.length === 0) {
 }
 
 /**
- * The test run's TAP goes through as it comes; failures are repeated at the
- * end, because a long run's log is often read from its tail (CI keeps the
- * last few kilobytes) and the failing test would otherwise scroll away.
+ * The run's output goes to the terminal as it comes (node's spec reporter on
+ * a terminal, TAP in a log); a second TAP copy goes to a file for the summary.
+ * Failures and skips are repeated at the end, because a long run's log is
+ * often read from its tail (CI keeps the last few kilobytes).
  */
-function runTests(title: string, args: string[]): void {
+function runTests(title: string, testArgs: string[]): void {
   process.stdout.write(`\n== ${title}\n`);
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ["inherit", "pipe", "inherit"] });
-  const failures = new FailureCollector();
-  let partial = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-    process.stdout.write(chunk);
-    const lines = (partial + chunk).split("\n");
-    partial = lines.pop() ?? "";
-    for (const line of lines) failures.line(line);
-  });
-  child.on("close", (status, signal) => {
-    if (partial) failures.line(partial);
-    const summary = failures.summary();
-    if (summary) process.stdout.write(`\n== failing tests\n${summary}`);
-    if (status !== 0) {
-      process.stdout.write(`\n${title} failed (exit ${status ?? signal})\n`);
-      process.exit(status ?? 1);
-    }
-  });
-}
-
-/** Picks the leaf failures (not TODO, not "a subtest failed") out of node's TAP, with their YAML blocks. */
-class FailureCollector {
-  private readonly found: string[] = [];
-  private current: string[] | undefined;
-  private readonly names: string[] = [];
-
-  line(line: string): void {
-    const subtest = /^(\s*)# Subtest: (.*)$/.exec(line);
-    if (subtest) {
-      const depth = (subtest[1]?.length ?? 0) / 4;
-      this.names.length = depth;
-      this.names[depth] = subtest[2] ?? "";
-    }
-    if (this.current) {
-      this.current.push(line);
-      if (/^\s*\.\.\.$/.test(line)) this.finish();
-      return;
-    }
-    const m = /^(\s*)not ok \d+ - (.*)$/.exec(line);
-    if (m && !/ # (TODO|SKIP)\b/.test(m[2] ?? "")) {
-      const depth = (m[1]?.length ?? 0) / 4;
-      this.current = [`not ok: ${[...this.names.slice(0, depth), m[2]].join(" > ")}`];
-    }
+  const dir = mkdtempSync(join(tmpdir(), "npm-test-"));
+  const tapFile = join(dir, "run.tap");
+  const reporters = ["--test-reporter", process.stdout.isTTY ? "spec" : "tap", "--test-reporter-destination", "stdout", "--test-reporter", "tap", "--test-reporter-destination", tapFile];
+  const r = spawnSync(process.execPath, [...reporters, ...testArgs], { stdio: "inherit", cwd: root });
+  const summary = summarizeTap(readFileSync(tapFile, "utf8"));
+  rmSync(dir, { recursive: true, force: true });
+  const section = (heading: string, lines: string[]) => {
+    if (lines.length > 0) process.stdout.write(`\n== ${heading} (${lines.length})\n${lines.map((l) => `${l}\n`).join("")}`);
+  };
+  section("failing tests", summary.failures);
+  section("skipped tests", summary.skipped);
+  section("todo tests", summary.todo);
+  if (r.status !== 0) {
+    process.stdout.write(`\n${title} failed (exit ${r.status ?? r.signal})\n`);
+    process.exit(r.status ?? 1);
   }
-
-  private finish(): void {
-    const block = this.current ?? [];
-    this.current = undefined;
-    // A parent that failed because a child did, or a child cancelled because its parent's hook failed, repeats what is already listed.
-    if (block.some((l) => /failureType: '(subtestsFailed|cancelledByParent)'/.test(l))) return;
-    this.found.push(block.slice(0, 24).join("\n"));
-  }
-
-  summary(): string {
-    return this.found.map((f) => `${f}\n`).join("");
+  if (process.env["CI"]) {
+    const unlisted = unlistedSkips(summary, readSkipAllowlist(join(root, "test/skip-allowlist.json")));
+    if (unlisted.length > 0) {
+      process.stdout.write(`\n${title} failed: with CI set, these were skipped or left todo and test/skip-allowlist.json does not name them:\n${unlisted.map((n) => `  ${n}\n`).join("")}`);
+      process.exit(1);
+    }
   }
 }
 
-const testArgs = ["--import", "tsx", "--test", "--test-timeout=300000", ...files];
-// On a terminal node's own spec reporter lists the failures at the end; in a log (CI), TAP plus our summary
-// (asked for by name: node 20 wrote TAP to a pipe by default, node 22 and later write spec everywhere).
-if (process.stdout.isTTY) run(`tests (${files.length} files)`, process.execPath, testArgs);
-else runTests(`tests (${files.length} files)`, ["--test-reporter=tap", ...testArgs]);
+runTests(`tests (${files.length} files)`, ["--import", "tsx", "--test", "--test-timeout=300000", ...files]);

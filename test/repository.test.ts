@@ -38,8 +38,8 @@ const composeSecrets = { POSTGRES_PASSWORD: "test-only", ORDERS_DB_PASSWORD: "te
 test("docker-compose.yml is valid, and only the gateway is published", (t) => {
   const hasCompose = spawnSync("docker-compose", ["version"], { stdio: "ignore" }).status === 0;
   if (!hasCompose) {
-    // CI installs it (.ci/run); on a developer machine without it, say so loudly.
-    if (process.env["CI"]) assert.fail("docker-compose is not installed");
+    // .ci/run installs it. Elsewhere the skip is listed at the end of npm test;
+    // with CI set, npm test fails on it (scripts/test.ts, test/skip-allowlist.json).
     t.skip("docker-compose not installed (apt-get install docker-compose)");
     return;
   }

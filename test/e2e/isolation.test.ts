@@ -172,6 +172,10 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
         "every refusal tells the caller when to come back",
       );
       assert.ok(samples >= 10, `the metrics were read throughout the slowdown (${samples} times)`);
+      // Guards "a slow pricing fills only its own slots": read while the PlaceOrders were held (the
+      // samples saw them in flight above orders), no bulkhead of the gateway or checkout was full.
+      const peakInUse = (key: string) => Number((peaks[key] ?? "0/0").split("/")[0]);
+      assert.ok(peakInUse("checkout->orders/CreateOrder") > 0, `the samples saw PlaceOrders in flight above orders: ${JSON.stringify(peaks)}`);
       assert.deepEqual(overfull, [], "no bulkhead of the gateway or checkout filled");
       assert.ok(breakerOpened, "a breaker on the PlaceOrder path opened");
       assert.deepEqual(getOrderBreakers, [0, 0], "GetOrder's breakers stayed closed");
@@ -217,26 +221,46 @@ describe("pricing failing every call", () => {
     );
     await setServiceFaults(p, "pricing", { db: { errorRate: 1 } });
     const calls = async () => metricValue(await p.metrics("pricing"), "rpc_server_requests_total", { procedure: "/pricing.v1.PricingService/GetPrices" });
-    const before = await calls();
+    const ordersBreaker = async () => metricValue(await p.metrics("orders"), "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" });
     const client = p.client("grpc");
-    const n = 40;
+    const breaker = loadOrdersConfig({ DATABASE_URL: "postgres://orders@127.0.0.1/platform" }).pricing.isolation.breaker;
     let circuitOpenMessages = 0;
-    for (let i = 0; i < n; i++) {
+    const placeFailing = async (tag: string) => {
       try {
-        await client.placeOrder({ customerId: `brk-${i}`, items: [item] });
+        await client.placeOrder({ customerId: `brk-${tag}-${randomUUID()}`, items: [item] });
+        assert.fail("no order can be placed while pricing fails");
       } catch (e) {
         const err = ConnectError.from(e);
-        assert.equal(Code[err.code], "Unavailable");
+        assert.equal(Code[err.code], "Unavailable", err.rawMessage);
         if (/circuit open/.test(err.rawMessage)) circuitOpenMessages++;
       }
+    };
+    // Phase 1: failing calls until orders' breaker for pricing opens (it needs its minimum volume).
+    const before = await calls();
+    let sent = 0;
+    while ((await ordersBreaker()) !== 2 && sent < 3 * breaker.volumeThreshold) {
+      await placeFailing(`open-${sent}`);
+      sent++;
     }
-    const reached = (await calls()) - before;
+    const reachedWhileClosed = (await calls()) - before;
+    assert.equal(await ordersBreaker(), 2, `orders' breaker opened within ${sent} user requests`);
+    // Phase 2, the behaviour the breaker exists for: once open, user requests no longer reach pricing
+    // at all (but for the one half-open trial per reset period, should this phase outlast one).
+    const n = 20;
+    const openAt = await calls();
+    const phaseStarted = performance.now();
+    for (let i = 0; i < n; i++) await placeFailing(`while-open-${i}`);
+    const elapsed = performance.now() - phaseStarted;
+    const reachedWhileOpen = (await calls()) - openAt;
+    const trialsAllowed = Math.floor(elapsed / breaker.resetTimeoutMs);
     const orders = await p.metrics("orders");
-    console.log(`[breaker] ${n} user requests; ${reached} reached pricing; ${circuitOpenMessages} answered "circuit open"`);
-    assert.equal(metricValue(orders, "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" }), 2, "open");
+    console.log(
+      `[breaker] ${sent} user requests opened it (${reachedWhileClosed} reached pricing); then ${n} user requests in ${Math.round(elapsed)} ms: ` +
+        `${reachedWhileOpen} reached pricing; ${circuitOpenMessages} answered "circuit open"`,
+    );
+    assert.ok(reachedWhileOpen <= trialsAllowed, `${reachedWhileOpen} calls reached pricing while the breaker was open (half-open trials allowed: ${trialsAllowed})`);
     assert.ok(metricValue(orders, "circuit_breaker_rejected_total", { dependency: "pricing" }) > 0);
     assert.ok(circuitOpenMessages > 0, "callers are told the circuit is open, naming the dependency");
-    assert.ok(reached < n, `calls reaching pricing (${reached}) fewer than user requests (${n})`);
     // Reading an order never needs pricing: it keeps working during the outage.
     const read = await client.getOrder({ orderId: existing!.id });
     assert.equal(read.order?.id, existing!.id);

@@ -161,6 +161,18 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** Calls that settled later than their deadline plus `slackMs` (a bound against hangs, not a speed claim), described. */
+export function lateCalls(calls: CallRecord[], slackMs: number): string[] {
+  return calls
+    .filter((c) => c.settledAt - c.startedAt > c.timeoutMs + slackMs)
+    .map((c) => `${c.protocol} ${codeName(c.code)} after ${Math.round(c.settledAt - c.startedAt)} ms (deadline ${c.timeoutMs} ms): ${c.message}`);
+}
+
+/** Calls whose outcome is not one of `allowed`, described. */
+export function unexpected(calls: CallRecord[], allowed: Set<CallRecord["code"]>): string[] {
+  return calls.filter((c) => !allowed.has(c.code)).map((c) => `${c.protocol} ${codeName(c.code)}: ${c.message}`);
+}
+
 /** A call's outcome by name: "ok" or the Code's name. */
 export function codeName(c: CallRecord["code"]): string {
   return c === "ok" ? "ok" : Code[c];

@@ -1,19 +1,60 @@
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
+/** The lowest port the platform's free-port picker uses: clear of the well-known and registered ports most tools default to. */
+const lowestPort = 10_000;
+
 /**
- * Asks the kernel for a free TCP port on `host`. Another process could take
- * it before postgres binds it; postgres then fails with a clear "could not
- * bind" in its log, which the caller sees in the start error.
+ * Finds a free TCP port on `host` for a server that will bind it a little
+ * later (postgres, a service process). Between the check and the bind,
+ * something else could take the port; this picker makes that unlikely by
+ * choosing, at random, a port BELOW the kernel's ephemeral range: the kernel
+ * hands ports from that range to every outgoing connection and every
+ * listen(0) on the machine, so a port from it (what listen(0) here would
+ * return) is the one most likely to be taken in the meantime. That race
+ * showed as EADDRINUSE in the end-to-end tests on a busy machine. If the
+ * port is taken anyway, postgres or the service fails to start with a clear
+ * bind error in its log.
  */
-export function findFreePort(host: string): Promise<number> {
+export async function findFreePort(host: string): Promise<number> {
+  const below = ephemeralRangeStart();
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = lowestPort + Math.floor(Math.random() * (below - lowestPort));
+    if (await canListen(host, port)) return port;
+  }
+  // Everything we tried is busy: fall back to the kernel's choice.
+  return listenAndRelease(host, 0);
+}
+
+/** The first port of the kernel's ephemeral range (Linux reads it; others use the IANA range). */
+export function ephemeralRangeStart(): number {
+  try {
+    const first = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    if (Number.isInteger(first) && first > lowestPort + 1000) return first;
+  } catch {
+    // not Linux
+  }
+  return 49_152;
+}
+
+async function canListen(host: string, port: number): Promise<boolean> {
+  try {
+    await listenAndRelease(host, port);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function listenAndRelease(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
     server.once("error", reject);
-    server.listen(0, host, () => {
+    server.listen(port, host, () => {
       const addr = server.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      server.close(() => (port > 0 ? resolve(port) : reject(new Error("embedded-postgres: no free port"))));
+      const bound = typeof addr === "object" && addr ? addr.port : 0;
+      server.close(() => (bound > 0 ? resolve(bound) : reject(new Error("embedded-postgres: no free port"))));
     });
   });
 }

@@ -100,4 +100,107 @@ describe("AdmissionController", () => {
     running.release();
     assert.equal(ac.stats().inFlight, 0);
   });
+
+  test("the pushback hint is the queue's drain time from the measured service time, within [50 ms, 5 s]", async () => {
+    const { ac, clock } = setup(2, 4);
+    // Service time measured at 1000 ms per request: the EWMA moves a fifth of the way each time.
+    for (let i = 0; i < 40; i++) {
+      const r = await admitted(ac.admit("critical", undefined).outcome);
+      clock.advance(1000);
+      r.release();
+    }
+    const a = await admitted(ac.admit("critical", undefined).outcome);
+    const b = await admitted(ac.admit("critical", undefined).outcome);
+    const queued = [1, 2, 3, 4].map(() => ac.admit("critical", undefined));
+    const full = await refused(ac.admit("critical", undefined).outcome, "queue_full", Code.ResourceExhausted);
+    // ~1000 ms x (4 queued + this one) / 2 slots = 2500 ms
+    assert.ok(!full.admitted && full.pushbackMs! >= 2400 && full.pushbackMs! <= 2500, `hint ${!full.admitted && full.pushbackMs}`);
+    for (const q of queued) q.abandon();
+    a.release();
+    b.release();
+    // Long service times: the hint is capped at 5 s.
+    for (let i = 0; i < 40; i++) {
+      const r = await admitted(ac.admit("critical", undefined).outcome);
+      clock.advance(60_000);
+      r.release();
+    }
+    await admitted(ac.admit("critical", undefined).outcome);
+    await admitted(ac.admit("critical", undefined).outcome);
+    for (let i = 0; i < 4; i++) void ac.admit("critical", undefined).outcome;
+    const capped = await refused(ac.admit("critical", undefined).outcome, "queue_full", Code.ResourceExhausted);
+    assert.equal(!capped.admitted && capped.pushbackMs, 5000);
+  });
+
+  test("a deadline refusal carries no pushback hint (coming back will not help); overload refusals do", async () => {
+    const { ac, clock } = setup(1, 1);
+    const expired = await refused(ac.admit("critical", clock.now()).outcome, "expired", Code.DeadlineExceeded);
+    assert.equal(!expired.admitted && expired.pushbackMs, undefined);
+    assert.equal(!expired.admitted && expired.message, "deadline already passed on arrival");
+  });
+
+  test("a queued request reports how long it waited; the in-flight count never exceeds maxConcurrent", async () => {
+    const { ac, clock } = setup(1, 4);
+    const first = await admitted(ac.admit("critical", undefined).outcome);
+    const second = ac.admit("critical", clock.now() + 5000).outcome;
+    clock.advance(300);
+    first.release();
+    const started = await admitted(second);
+    assert.equal(started.waitedMs, 300);
+    assert.deepEqual(ac.stats(), { inFlight: 1, queued: 0, queuedCritical: 0, queuedSheddable: 0 });
+    started.release();
+    assert.equal(ac.stats().inFlight, 0);
+  });
+
+  test("when a slot frees, queued work whose deadline has passed is skipped, and the next one starts", async () => {
+    // The expiry timers must not have fired yet: a scheduler that never runs them.
+    const clock = new FakeScheduler();
+    const lazy = { now: () => clock.now(), setTimeout: () => () => {} };
+    const ac = new AdmissionController({ maxConcurrent: 1, maxQueue: 4, maxQueueWaitMs: 10_000, clock, scheduler: lazy });
+    const running = await admitted(ac.admit("critical", undefined).outcome);
+    const stale = ac.admit("critical", clock.now() + 100).outcome;
+    const fresh = ac.admit("critical", clock.now() + 5000).outcome;
+    clock.advance(100);
+    running.release();
+    const r = await refused(stale, "expired", Code.DeadlineExceeded);
+    assert.equal(!r.admitted && r.message, "deadline passed while queued");
+    await admitted(fresh);
+    assert.equal(ac.stats().inFlight, 1, "only the fresh one started");
+  });
+
+  test("queue wait and deadline: whichever comes first decides, and names it", async () => {
+    const { ac, clock } = setup(1, 4, 200);
+    await admitted(ac.admit("critical", undefined).outcome);
+    const deadlineFirst = ac.admit("critical", clock.now() + 200).outcome; // deadline == max wait: the deadline
+    const waitFirst = ac.admit("critical", clock.now() + 201).outcome;
+    const noDeadline = ac.admit("critical", undefined).outcome;
+    clock.advance(199);
+    assert.equal(ac.stats().queued, 3, "nothing refused before its time");
+    clock.advance(1);
+    await refused(deadlineFirst, "expired", Code.DeadlineExceeded);
+    const w = await refused(waitFirst, "queue_timeout", Code.ResourceExhausted);
+    assert.equal(!w.admitted && w.message, "overloaded: queued longer than 200 ms");
+    await refused(noDeadline, "queue_timeout", Code.ResourceExhausted);
+    assert.equal(ac.stats().queued, 0);
+  });
+
+  test("abandoning after the request started, or twice, changes nothing", async () => {
+    const { ac } = setup(1, 2);
+    const first = ac.admit("critical", undefined);
+    const running = await admitted(first.outcome);
+    first.abandon();
+    assert.equal(ac.stats().inFlight, 1);
+    const queued = ac.admit("critical", undefined);
+    queued.abandon();
+    queued.abandon();
+    const r = await refused(queued.outcome, "cancelled", Code.Canceled);
+    assert.equal(!r.admitted && r.message, "caller went away while queued");
+    running.release();
+    assert.equal(ac.stats().inFlight, 0);
+  });
+
+  test("refuses nonsensical limits", () => {
+    assert.throws(() => new AdmissionController({ maxConcurrent: 0, maxQueue: 1, maxQueueWaitMs: 1 }), /maxConcurrent must be at least 1/);
+    assert.throws(() => new AdmissionController({ maxConcurrent: 1, maxQueue: -1, maxQueueWaitMs: 1 }), /maxQueue must not be negative/);
+    assert.doesNotThrow(() => new AdmissionController({ maxConcurrent: 1, maxQueue: 0, maxQueueWaitMs: 1 }));
+  });
 });

@@ -72,7 +72,11 @@ describe("Bulkhead", () => {
     await bulkhead.acquire();
     void bulkhead.acquire();
     void bulkhead.acquire();
-    const err = await bulkhead.acquire().catch((e: unknown) => e);
+    // Guards the bounded queue: the third waiter is refused at once, not queued (an unbounded queue would leave it pending).
+    const third = watch(bulkhead.acquire());
+    await flush();
+    assert.equal(third.state, "rejected", "refused at once, not queued");
+    const err = third.error;
     assertConnectError(err, Code.Unavailable, /^pricing-db: bulkhead full \(2 in use, 2 queued\)$/);
     // No history yet: the hint is the 1 ms floor ("0" would read as "at once").
     assert.deepEqual(localRejection(err), { kind: "bulkhead_full", dependency: "pricing-db", retryAfterMs: 1 });
@@ -85,8 +89,10 @@ describe("Bulkhead", () => {
   it("with maxQueue 0 rejects as soon as all slots are busy", async () => {
     const { bulkhead } = setup({ maxConcurrent: 1, maxQueue: 0 });
     await bulkhead.acquire();
-    const err = await bulkhead.acquire().catch((e: unknown) => e);
-    assertConnectError(err, Code.Unavailable, /bulkhead full \(1 in use, 0 queued\)/);
+    const second = watch(bulkhead.acquire());
+    await flush();
+    assert.equal(second.state, "rejected", "refused at once, not queued");
+    assertConnectError(second.error, Code.Unavailable, /bulkhead full \(1 in use, 0 queued\)/);
   });
 
   it("drops a queued entry whose deadline passes, with DEADLINE_EXCEEDED", async () => {

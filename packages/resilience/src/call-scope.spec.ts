@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { abortReason, createScope, currentScope, remainingMs, runInScope } from "./call-scope.js";
+import { abortReason, createScope, currentScope, remainingMs, runInScope, scopeTelemetry, setScopeTelemetry } from "./call-scope.js";
 import { FakeClock } from "./clock.js";
 
 describe("call scope", () => {
@@ -51,5 +51,94 @@ describe("call scope", () => {
     });
     assert.equal(currentScope(), undefined);
     s.dispose();
+  });
+
+  test("the deadline fires on the real timer with reason 'deadline', counted from arrival", async () => {
+    const clock = { now: () => performance.now() };
+    const s = createScope({ timeoutMs: 30, startedAt: clock.now() - 10, requestId: "r", procedure: "/p", clock });
+    assert.equal(abortReason(s), undefined, "live until its deadline");
+    await new Promise((resolve) => s.signal.addEventListener("abort", resolve, { once: true }));
+    assert.equal(s.signal.reason, "deadline");
+    assert.equal(abortReason(s), "deadline");
+    s.dispose();
+  });
+
+  test("an already-expired arrival aborts with 'deadline' at once; dispose() stops the timer", async () => {
+    const clock = new FakeClock(1000);
+    const expired = createScope({ timeoutMs: 100, startedAt: 800, requestId: "r", procedure: "/p", clock });
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(abortReason(expired), "deadline");
+    const disposed = createScope({ timeoutMs: 20, requestId: "d", procedure: "/p" });
+    disposed.dispose();
+    await new Promise((r) => setTimeout(r, 40));
+    assert.equal(disposed.signal.aborted, false, "a disposed scope's deadline timer no longer fires");
+  });
+
+  test("a parent that aborted before the scope was created aborts it at once, classified the same way", () => {
+    const clock = new FakeClock(0);
+    const gone = new AbortController();
+    gone.abort("client went away");
+    const early = createScope({ timeoutMs: 1000, requestId: "a", procedure: "/p", clock, parentSignals: [gone.signal] });
+    assert.equal(abortReason(early), "cancelled");
+    const shut = new AbortController();
+    shut.abort("shutdown");
+    assert.equal(abortReason(createScope({ timeoutMs: 1000, requestId: "b", procedure: "/p", clock, parentSignals: [new AbortController().signal, shut.signal] })), "shutdown");
+    clock.advance(950);
+    const nearDeadline = createScope({ timeoutMs: 1000, startedAt: 0, requestId: "c", procedure: "/p", clock, parentSignals: [gone.signal] });
+    assert.equal(abortReason(nearDeadline), "deadline", "already within max(50 ms, 10 %) of the deadline");
+    for (const s of [early, nearDeadline]) s.dispose();
+  });
+
+  test("'near the deadline' is max(50 ms, 10 % of the timeout) before it, inclusive", () => {
+    const at = (timeoutMs: number, leaveAt: number) => {
+      const clock = new FakeClock(0);
+      const parent = new AbortController();
+      const s = createScope({ timeoutMs, requestId: "r", procedure: "/p", clock, parentSignals: [parent.signal] });
+      clock.advance(leaveAt);
+      parent.abort();
+      s.dispose();
+      return abortReason(s);
+    };
+    // 10 % of 1000 ms is 100 ms: from 900 ms on it is the deadline.
+    assert.equal(at(1000, 899), "cancelled");
+    assert.equal(at(1000, 900), "deadline");
+    // 10 % of 200 ms is 20 ms, below the 50 ms floor: from 150 ms on.
+    assert.equal(at(200, 149), "cancelled");
+    assert.equal(at(200, 150), "deadline");
+  });
+
+  test("an unknown abort reason reads as a cancellation; a live scope has none", () => {
+    const parent = new AbortController();
+    const s = createScope({ timeoutMs: 1000, requestId: "r", procedure: "/p", clock: new FakeClock(0), parentSignals: [parent.signal] });
+    assert.equal(abortReason(s), undefined);
+    parent.abort(new Error("socket closed"));
+    assert.equal(abortReason(s), "cancelled");
+    s.dispose();
+  });
+
+  test("after dispose(), a parent's abort no longer reaches the scope", () => {
+    const parent = new AbortController();
+    const s = createScope({ timeoutMs: 1000, requestId: "r", procedure: "/p", clock: new FakeClock(0), parentSignals: [parent.signal] });
+    s.dispose();
+    parent.abort();
+    assert.equal(s.signal.aborted, false);
+  });
+
+  test("criticality and caller are carried only when given", () => {
+    const plain = createScope({ timeoutMs: 1000, requestId: "r", procedure: "/p" });
+    assert.equal("criticality" in plain || "caller" in plain, false);
+    const full = createScope({ timeoutMs: 1000, requestId: "r", procedure: "/p", criticality: "sheddable", caller: "alice" });
+    assert.equal(full.criticality, "sheddable");
+    assert.equal(full.caller, "alice");
+    for (const s of [plain, full]) s.dispose();
+  });
+
+  test("a scope's telemetry slot holds what the runtime put there, per scope", () => {
+    const a = createScope({ timeoutMs: 1000, requestId: "a", procedure: "/p" });
+    const b = createScope({ timeoutMs: 1000, requestId: "b", procedure: "/p" });
+    setScopeTelemetry(a, { span: 1 });
+    assert.deepEqual(scopeTelemetry(a), { span: 1 });
+    assert.equal(scopeTelemetry(b), undefined);
+    for (const s of [a, b]) s.dispose();
   });
 });

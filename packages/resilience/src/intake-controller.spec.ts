@@ -285,4 +285,80 @@ describe("IntakeController", () => {
       assert.ok(arrive(t, 40, 1) < 40, "an operator's fraction holds even when few requests arrive");
     });
   });
+
+  describe("edges the mutation run found unguarded", () => {
+    it("cuts for latency only above the mean limit, and never for latency when none is set", () => {
+      const at = setup({ maxMeanLatencyMs: 500 });
+      at.ok(20, 500);
+      assert.deepEqual(state(at.ctl), ["normal", 1], "a mean exactly at the limit is fine");
+      at.ok(1, 600);
+      assert.equal(at.ctl.snapshot().state, "cut");
+      assert.equal(at.transitions.at(-1)?.reason, "latency");
+      const unset = setup();
+      unset.ok(100, 60_000);
+      assert.deepEqual(state(unset.ctl), ["normal", 1]);
+    });
+
+    it("a cut starts a fresh latency window: the slow calls before it do not cut again", () => {
+      const { ctl, clock, ok } = setup({ maxMeanLatencyMs: 500 });
+      ok(20, 800);
+      assert.deepEqual(state(ctl), ["cut", 0.2]);
+      clock.advance(10);
+      ok(20, 5); // fast calls, started after the cut
+      assert.deepEqual(state(ctl), ["cut", 0.2], "judged on the new calls alone");
+    });
+
+    it("counts an outcome whose request started exactly at the change, not one that started before", () => {
+      const { ctl, clock, fail } = setup();
+      fail(20);
+      clock.advance(100);
+      fail(1, 100); // started at the cut
+      assert.equal(ctl.snapshot().window.calls, 1);
+      fail(1, 101); // started before it
+      assert.equal(ctl.snapshot().window.calls, 1);
+    });
+
+    it("in manual operation, outcomes are not judged: releasing it does not cut at once for failures seen meanwhile", () => {
+      const { ctl, fail } = setup();
+      ctl.setManual(0.5);
+      fail(100);
+      assert.deepEqual(state(ctl), ["manual", 0.5]);
+      ctl.setManual(null);
+      assert.deepEqual(state(ctl), ["recovering", 0.5]);
+      fail(1);
+      assert.deepEqual(state(ctl), ["recovering", 0.5], "one failure after the release is below the minimum volume");
+    });
+
+    it("listeners can subscribe and unsubscribe after construction", () => {
+      const clock = new FakeClock(0);
+      const ctl = new IntakeController({ clock });
+      const seen: string[] = [];
+      const off = ctl.onTransition((t) => seen.push(t.to));
+      ctl.setManual(0.3);
+      off();
+      ctl.setManual(null);
+      assert.deepEqual(seen, ["manual"]);
+    });
+
+    it("refuses settings outside their ranges, naming them", () => {
+      const clock = new FakeClock(0);
+      assert.throws(() => new IntakeController({ clock, minSuccessRate: 1.5 }), /^RangeError: minSuccessRate must be in \[0, 1\], got 1.5$/);
+      assert.throws(() => new IntakeController({ clock, cutFraction: -0.1 }), /cutFraction must be in \[0, 1\]/);
+      assert.throws(() => new IntakeController({ clock, stepFraction: 1.5 }), /stepFraction/);
+      assert.throws(() => new IntakeController({ clock, stepIntervalMs: -1 }), /stepIntervalMs must be positive/);
+      assert.throws(() => new IntakeController({ clock, minVolume: 0.5 }), /minVolume must be >= 1/);
+      assert.throws(() => new IntakeController({ clock, cutFraction: 0.2, minFraction: 0.3 }), /minFraction must not exceed/);
+      assert.doesNotThrow(() => new IntakeController({ clock, stepFraction: 1, minVolume: 1, cutFraction: 0.2, minFraction: 0.2 }));
+      const ctl = new IntakeController({ clock });
+      assert.throws(() => ctl.setManual(1.1), /^RangeError: manual fraction must be in \[0, 1\], got 1.1$/);
+    });
+
+    it("steps from a cut to normal when the next step reaches 100 %, reason step_up", () => {
+      const { ctl, clock, fail, transitions } = setup({ cutFraction: 0.95, minFraction: 0.05 });
+      fail(20);
+      clock.advance(3_000);
+      assert.deepEqual(state(ctl), ["normal", 1]);
+      assert.deepEqual(transitions.at(-1), { from: "cut", to: "normal", admitFraction: 1, reason: "step_up", at: clock.now() });
+    });
+  });
 });

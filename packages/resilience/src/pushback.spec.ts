@@ -5,6 +5,10 @@ import { pushbackHeaders, readPushback } from "./pushback.js";
 const now = Date.UTC(2025, 0, 15, 12, 0, 0);
 
 describe("readPushback", () => {
+  it("reads a Retry-After of several digits as that many seconds", () => {
+    assert.equal(readPushback(new Headers({ "retry-after": "120" }), 0), 120_000);
+  });
+
   it("reads grpc-retry-pushback-ms", () => {
     assert.equal(readPushback(new Headers({ "grpc-retry-pushback-ms": "250" }), now), 250);
     assert.equal(readPushback(new Headers({ "grpc-retry-pushback-ms": "0" }), now), 0);

@@ -147,4 +147,32 @@ describe("RetryBudget", () => {
     assert.throws(() => budget(clock, { minRetriesPerSec: -1 }), RangeError);
     assert.throws(() => budget(clock, { ttlMs: 0 }), RangeError);
   });
+
+  it("counts deposits, grants and refusals for the metrics", () => {
+    const clock = new FakeClock(0);
+    const b = new RetryBudget({ percentCanRetry: 0.5, minRetriesPerSec: 0, ttlMs: 10_000, clock });
+    for (let i = 0; i < 4; i++) b.deposit();
+    assert.deepEqual([b.tryWithdraw(), b.tryWithdraw(), b.tryWithdraw()], [true, true, false]);
+    assert.deepEqual(b.stats(), { deposits: 4, withdrawals: 2, exhausted: 1 });
+  });
+
+  it("with percentCanRetry 0, requests earn nothing and only the reserve is spent", () => {
+    const clock = new FakeClock(0);
+    const b = new RetryBudget({ percentCanRetry: 0, minRetriesPerSec: 0.2, ttlMs: 10_000, clock });
+    for (let i = 0; i < 1_000; i++) b.deposit();
+    assert.equal(b.balance(), 2);
+    assert.deepEqual([b.tryWithdraw(), b.tryWithdraw(), b.tryWithdraw()], [true, true, false]);
+  });
+
+  it("refuses settings outside their ranges, naming them", () => {
+    const clock = new FakeClock(0);
+    const make = (o: Partial<{ percentCanRetry: number; minRetriesPerSec: number; ttlMs: number }>) => () =>
+      new RetryBudget({ percentCanRetry: 0.1, minRetriesPerSec: 1, ttlMs: 10_000, clock, ...o });
+    assert.throws(make({ percentCanRetry: -0.1 }), /^RangeError: percentCanRetry must be within \[0, 1000\], got -0.1$/);
+    assert.throws(make({ percentCanRetry: 1_001 }), /percentCanRetry/);
+    assert.doesNotThrow(make({ percentCanRetry: 1_000 }));
+    assert.throws(make({ minRetriesPerSec: Infinity }), /^RangeError: minRetriesPerSec must be a non-negative number, got Infinity$/);
+    assert.throws(make({ ttlMs: 0 }), /^RangeError: ttlMs must be positive, got 0$/);
+    assert.throws(make({ ttlMs: Infinity }), /ttlMs must be positive/);
+  });
 });

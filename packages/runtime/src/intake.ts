@@ -1,5 +1,5 @@
 import { Code } from "@connectrpc/connect";
-import { IntakeController, systemClock } from "@platform/resilience";
+import { IntakeController, systemClock, type IntakeControllerOptions } from "@platform/resilience";
 import { intakeMetrics } from "./metrics.js";
 import type { EnvReader } from "./config.js";
 import { readBody, sendJson, type HttpEndpoint } from "./http-endpoints.js";
@@ -25,6 +25,18 @@ export function readIntakeConfig(r: EnvReader): IntakeConfig {
     cutFraction: r.number("INTAKE_CUT_FRACTION", 0.2, { min: 0.01, max: 1 }),
     stepIntervalMs: r.int("INTAKE_STEP_MS", 2_000, { min: 100, max: 600_000 }),
     stepFraction: r.number("INTAKE_STEP_FRACTION", 0.1, { min: 0.01, max: 1 }),
+  };
+}
+
+/** The controller's settings at the edge (its specs run with these too: intake.spec.ts). */
+export function intakeControllerOptions(config: IntakeConfig): Omit<IntakeControllerOptions, "clock"> {
+  return {
+    windowMs: config.windowMs,
+    minVolume: config.minVolume,
+    minSuccessRate: config.minSuccessRate,
+    cutFraction: config.cutFraction,
+    stepIntervalMs: config.stepIntervalMs,
+    stepFraction: config.stepFraction,
   };
 }
 
@@ -61,12 +73,7 @@ export function createIntake(config: IntakeConfig, logger: Logger): Intake {
   };
   const controller = new IntakeController({
     clock: systemClock,
-    windowMs: config.windowMs,
-    minVolume: config.minVolume,
-    minSuccessRate: config.minSuccessRate,
-    cutFraction: config.cutFraction,
-    stepIntervalMs: config.stepIntervalMs,
-    stepFraction: config.stepFraction,
+    ...intakeControllerOptions(config),
     onTransition(t) {
       transitions.inc({ from: t.from, to: t.to, reason: t.reason });
       show(t.to, t.admitFraction);

@@ -1,0 +1,70 @@
+import pg from "pg";
+
+/** One statement seen running on the server, timed by the server's own clock (milliseconds since the epoch). */
+export interface WatchedStatement {
+  pid: number;
+  query: string;
+  /** pg_stat_activity.query_start. */
+  startedAt: number;
+  /** The server's clock at the first poll that no longer showed it: an upper bound of when it ended. Undefined while it runs. */
+  goneBy: number | undefined;
+  /** goneBy - startedAt: at most how long it ran. */
+  ranAtMostMs: number | undefined;
+}
+
+/**
+ * Watches pg_stat_activity for the active statements of one application
+ * (optionally only those whose text contains `queryContains`) and times
+ * each from the server's clock: when it started, and by when it was gone.
+ * Tests use it to claim "the statement was cancelled on the server within
+ * N ms of its deadline" without trusting a loaded client's timers.
+ */
+export function watchStatements(connectionString: string, where: { applicationName: string; queryContains?: string }): {
+  /** Everything seen so far. */
+  seen(): WatchedStatement[];
+  /** Stops polling (after one last poll) and returns everything seen. */
+  stop(): Promise<WatchedStatement[]>;
+} {
+  const byKey = new Map<string, WatchedStatement>();
+  let polling = true;
+  const loop = (async () => {
+    const client = new pg.Client({ connectionString });
+    client.on("error", () => {});
+    await client.connect();
+    try {
+      for (let last = false; !last; ) {
+        last = !polling;
+        const { rows } = await client.query<{ pid: number; query: string; started: string; now: string }>(
+          `SELECT pid, query, extract(epoch FROM query_start) * 1000 AS started, extract(epoch FROM clock_timestamp()) * 1000 AS now
+             FROM pg_stat_activity
+            WHERE application_name = $1 AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%' || $2 || '%'`,
+          [where.applicationName, where.queryContains ?? ""],
+        );
+        const now = Number((await client.query<{ now: string }>("SELECT extract(epoch FROM clock_timestamp()) * 1000 AS now")).rows[0]!.now);
+        const running = new Set<string>();
+        for (const r of rows) {
+          const key = `${r.pid}@${r.started}`;
+          running.add(key);
+          if (!byKey.has(key)) byKey.set(key, { pid: r.pid, query: r.query, startedAt: Number(r.started), goneBy: undefined, ranAtMostMs: undefined });
+        }
+        for (const [key, s] of byKey) {
+          if (s.goneBy === undefined && !running.has(key)) {
+            s.goneBy = now;
+            s.ranAtMostMs = now - s.startedAt;
+          }
+        }
+        if (!last) await new Promise((r) => setTimeout(r, 15));
+      }
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  return {
+    seen: () => [...byKey.values()],
+    async stop() {
+      polling = false;
+      await loop;
+      return [...byKey.values()];
+    },
+  };
+}
