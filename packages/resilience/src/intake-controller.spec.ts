@@ -319,9 +319,11 @@ describe("IntakeController", () => {
     });
 
     it("in manual operation, outcomes are not judged: releasing it does not cut at once for failures seen meanwhile", () => {
-      const { ctl, fail } = setup();
+      const { ctl, clock, fail } = setup();
       ctl.setManual(0.5);
-      fail(100);
+      clock.advance(100);
+      fail(100, 10); // started after the switch to manual: counted, but not judged
+      assert.equal(ctl.snapshot().window.calls, 100);
       assert.deepEqual(state(ctl), ["manual", 0.5]);
       ctl.setManual(null);
       assert.deepEqual(state(ctl), ["recovering", 0.5]);
