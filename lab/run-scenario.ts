@@ -126,7 +126,8 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
   const timing = timingOf(scenario, profile, opts.quick);
   const tag = `${profile}-${randomBytes(4).toString("hex")}`;
   const started = performance.now();
-  const user = opts.user ?? { maxTries: defaultUserModel.maxTries, errorPauseMs: defaultUserModel.errorPauseMs, honourRetryAfter: defaultUserModel.honourRetryAfter, maxRetryAfterMs: defaultUserModel.maxRetryAfterMs };
+  const base = opts.user ?? { maxTries: defaultUserModel.maxTries, errorPauseMs: defaultUserModel.errorPauseMs, honourRetryAfter: defaultUserModel.honourRetryAfter, maxRetryAfterMs: defaultUserModel.maxRetryAfterMs };
+  const user = scenario.maxTries === undefined ? base : { ...base, maxTries: scenario.maxTries };
   // Request logs (and the database's per-transaction lines) only where work is attributed per request: they cost CPU.
   const p = await startLabPlatform(profile, { env: variant.env, ...(scenario.attribution ? { logLevel: "debug" } : {}) });
   opts.log(`  ${label}: platform up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
