@@ -84,6 +84,8 @@ export interface RunResult {
     longStatementSeconds: number;
     /** Orders stored for PlaceOrder calls the user saw fail. */
     ordersForFailedCalls: number;
+    /** Transactions that ended more than 0.25 s after their user gave up (from the services' logs; absent where they were not read). */
+    transactionsAfterCallerLeft?: number;
   };
   orders: { stored: number; duplicates: number };
   recovery: {
@@ -247,6 +249,7 @@ export function analyze(raw: RawRun): RunResult {
       longStatements: raw.longStatements.count,
       longStatementSeconds: raw.longStatements.seconds,
       ordersForFailedCalls: raw.orders.ordersForFailedCalls,
+      ...(raw.transactionsAfterCallerLeft !== undefined ? { transactionsAfterCallerLeft: raw.transactionsAfterCallerLeft } : {}),
     },
     orders: { stored: raw.orders.orders, duplicates: raw.orders.duplicates },
     recovery: {

@@ -9,12 +9,15 @@ export interface RequestWork {
   received: Record<ServiceName, number>;
   /** Transactions that reached each database (one "db transaction" line each), e.g. { "pricing-db": 27 }. */
   transactions: Record<string, number>;
+  /** When each of those transactions ended (epoch ms of its log line). */
+  transactionEnds: number[];
 }
 
 interface LogLine {
   msg?: string;
   requestId?: string;
   db?: string;
+  time?: string;
 }
 
 /**
@@ -30,7 +33,7 @@ export function workByRequest(logFiles: Record<ServiceName, string>, prefix: str
   const entry = (id: string) => {
     let w = work.get(id);
     if (!w) {
-      w = { received: { gateway: 0, checkout: 0, orders: 0, pricing: 0 }, transactions: {} };
+      w = { received: { gateway: 0, checkout: 0, orders: 0, pricing: 0 }, transactions: {}, transactionEnds: [] };
       work.set(id, w);
     }
     return w;
@@ -56,6 +59,8 @@ export function workByRequest(logFiles: Record<ServiceName, string>, prefix: str
       else if (l.msg === "db transaction" && l.db) {
         const w = entry(l.requestId);
         w.transactions[l.db] = (w.transactions[l.db] ?? 0) + 1;
+        const at = l.time === undefined ? Number.NaN : Date.parse(l.time);
+        if (Number.isFinite(at)) w.transactionEnds.push(at);
       }
     }
   }
@@ -124,4 +129,21 @@ export function attribute(tries: readonly TryRecord[], work: Map<string, Request
     byKind,
     unseenAtGateway: inWindow.filter((t) => (work.get(t.id)?.received.gateway ?? 0) === 0).length,
   };
+}
+
+/**
+ * Database work for callers who had left: transactions that ended more
+ * than `slackMs` after the user of the request that caused them gave up
+ * (its send time plus the user's patience). A transaction the platform
+ * cancels at the deadline ends at it; a naive one runs to its end.
+ */
+export function transactionsAfterCallerLeft(tries: readonly TryRecord[], work: Map<string, RequestWork>, startAt: number, patienceMs: number, slackMs = 250): number {
+  let n = 0;
+  for (const t of tries) {
+    const w = work.get(t.id);
+    if (!w) continue;
+    const gaveUpAt = startAt + t.sentAtMs + patienceMs;
+    for (const end of w.transactionEnds) if (end > gaveUpAt + slackMs) n++;
+  }
+  return n;
 }

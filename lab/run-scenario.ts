@@ -4,7 +4,7 @@ import { DatabaseObserver, type LateStatements, type OrderCounts } from "./db/da
 import { runLoad } from "./load/run-load.js";
 import type { LoadResult } from "./load/protocol.js";
 import { MetricsRecorder } from "./metrics/scraper.js";
-import { attribute, workByRequest, type Attribution } from "./attribution.js";
+import { attribute, transactionsAfterCallerLeft, workByRequest, type Attribution } from "./attribution.js";
 import { defaultUserModel, type UserModel } from "./load/protocol.js";
 import { startLabPlatform, type LabPlatform, type Profile } from "./platform/lab-platform.js";
 import { failoverByFault, timingOf, type Scenario, type ScenarioTiming, type Trigger } from "./scenarios.js";
@@ -66,6 +66,8 @@ export interface RawRun {
   serviceExits: string[];
   /** Work per user request, from the services' logs (scenarios with `attribution` only). */
   attribution?: Attribution;
+  /** Transactions that ended more than 0.25 s after their user gave up, from the logs (scenarios that read them). */
+  transactionsAfterCallerLeft?: number;
   user: Omit<UserModel, "patienceMs">;
 }
 
@@ -129,7 +131,8 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
   const base = opts.user ?? { maxTries: defaultUserModel.maxTries, errorPauseMs: defaultUserModel.errorPauseMs, honourRetryAfter: defaultUserModel.honourRetryAfter, maxRetryAfterMs: defaultUserModel.maxRetryAfterMs };
   const user = scenario.maxTries === undefined ? base : { ...base, maxTries: scenario.maxTries };
   // Request logs (and the database's per-transaction lines) only where work is attributed per request: they cost CPU.
-  const p = await startLabPlatform(profile, { env: variant.env, ...(scenario.attribution ? { logLevel: "debug" } : {}) });
+  const readsLogs = scenario.attribution !== undefined || scenario.logWork === true;
+  const p = await startLabPlatform(profile, { env: variant.env, ...(readsLogs ? { logLevel: "debug" } : {}) });
   opts.log(`  ${label}: platform up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   let raw: RawRun | undefined;
   let readAttribution: (() => void) | undefined;
@@ -160,7 +163,7 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
       },
       clientTimeoutMs: opts.clientTimeoutMs,
       user,
-      recordTries: scenario.attribution !== undefined,
+      recordTries: readsLogs,
       bucketMs,
       customerPrefix,
       startDelayMs: 300,
@@ -216,15 +219,18 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
     await observer.close();
     opts.log(`  ${label}: ${load.sent} requests sent, ${load.succeeded} succeeded${settled ? "" : "; still busy when the settle time ran out"}`);
     for (const e of p.exits) opts.log(`  ${label}: ${e}`);
-    if (scenario.attribution && load.tries) {
+    if (readsLogs && load.tries) {
       const tries = load.tries;
-      const fromMs = triggerOnAt - startAt;
-      // Only requests whose whole retry chain fits inside the trigger: every attempt they cause meets the outage.
-      const chain = scenario.attribution.chainMs[profile];
+      const attribution = scenario.attribution;
+      const chain = attribution?.chainMs[profile];
       const offMs = triggerOffAt - startAt;
-      const toMs = { placeOrder: offMs - chain.placeOrder, listProducts: offMs - chain.listProducts, getOrder: offMs - chain.getOrder };
+      const fromMs = triggerOnAt - startAt;
       readAttribution = () => {
-        if (raw) raw.attribution = attribute(tries, workByRequest(p.logFiles, customerPrefix), fromMs, toMs);
+        if (!raw) return;
+        const work = workByRequest(p.logFiles, customerPrefix);
+        raw.transactionsAfterCallerLeft = transactionsAfterCallerLeft(tries, work, startAt, opts.clientTimeoutMs);
+        // Only requests whose whole retry chain fits inside the trigger: every attempt they cause meets the outage.
+        if (chain) raw.attribution = attribute(tries, work, fromMs, { placeOrder: offMs - chain.placeOrder, listProducts: offMs - chain.listProducts, getOrder: offMs - chain.getOrder });
       };
     }
     raw = {

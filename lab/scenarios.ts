@@ -33,6 +33,12 @@ export interface Scenario {
    */
   attribution?: { chainMs: Record<"naive" | "platform", Record<"placeOrder" | "listProducts" | "getOrder", number>> };
   /**
+   * Read the services' request and transaction logs (debug level) to count
+   * database work that ended after its user had given up. Implied by
+   * `attribution`.
+   */
+  logWork?: boolean;
+  /**
    * The trigger's length for the platform's runs, when it differs: the full
    * outage has to outlast the naive retry chain (about 24 s), the platform's
    * chain is one user's patience (2 s); a shorter outage measures it as well
@@ -92,6 +98,7 @@ export const scenarios: readonly Scenario[] = [
       start: (p) => p.setFaults("pricing", { db: { latencyMs: 2000 } }),
       stop: (p) => p.setFaults("pricing", {}),
     },
+    logWork: true,
   },
   {
     name: "overload",
@@ -139,6 +146,7 @@ export const scenarios: readonly Scenario[] = [
     timing: timing(6000, 4000),
     load: { base: 0.6, during: 0.6 },
     trigger: lockTable("pricing.products"),
+    logWork: true,
     heldOut: true,
   },
 ];

@@ -74,5 +74,5 @@ export const ablations: readonly Ablation[] = [
   { mechanism: "bulkheads", scenario: "slow-dependency", baseline: platform, ablated: without("bulkheads"), metric: "GetOrder served / sent during the trigger" },
   { mechanism: "admission and shedding", scenario: "overload", baseline: platform, ablated: without("admission and shedding"), metric: "goodput during the trigger / capacity" },
   { mechanism: "intake controller", scenario: "metastable", baseline: platform, ablated: without("intake controller"), metric: "goodput after the spike / before it" },
-  { mechanism: "deadline propagation", scenario: "slow-query", baseline: platform, metric: "statements running after their caller gave up" },
+  { mechanism: "deadline propagation", scenario: "slow-query", baseline: platform, metric: "transactions that ended after their user gave up" },
 ];

@@ -49,7 +49,8 @@ export const columnHelp = [
   "served    share of the users who started during the trigger and were served on one of their tries",
   "GetOrder  the fast method (never needs pricing) during the trigger: served / sent per second",
   "hops      requests received by checkout / orders / pricing per request sent, whole run with its tail (metrics)",
-  "late      handlers finished after their deadline / statements seen running after their caller gave up / orders stored for users who saw a failure",
+  "late      handlers finished after their deadline / database transactions that ended more than 0.25 s after their user gave up (from the services' logs; '-' where",
+  "          not read: failover, overload, metastable) / orders stored for users who saw every try fail",
   "dup       duplicate orders (more than one order for one user operation)",
   "recovery  seconds from the trigger's removal until goodput over 1 s is back to 95% of before (and averages 90% from there on), found to 0.25 s; 'never' = not within the run",
   "With --repeat N each cell is the median over N runs, with [min-max].",
@@ -57,7 +58,7 @@ export const columnHelp = [
 
 export function resultsTable(results: readonly RunResult[]): string {
   const rows: string[][] = [
-    ["scenario", "variant", "cap", "sent/s pre->trig", "goodput pre/trig/post", "trig/cap", "served", "GetOrder/s", "hops co/or/pr", "late dl/stmt/orders", "dup", "recovery"],
+    ["scenario", "variant", "cap", "sent/s pre->trig", "goodput pre/trig/post", "trig/cap", "served", "GetOrder/s", "hops co/or/pr", "late dl/tx/orders", "dup", "recovery"],
   ];
   for (const g of groups(results)) {
     const r = g[0]!;
@@ -72,7 +73,7 @@ export function resultsTable(results: readonly RunResult[]): string {
       stat(g.map((x) => x.windows.trigger.usersServedRatio * 100), 0, "%"),
       `${w((x) => x.windows.trigger.readsPerSec, 1)}/${w((x) => x.windows.trigger.readsOfferedPerSec, 1)}`,
       `${w((x) => x.amplification.hopsPerRequest.checkout, 2)}/${w((x) => x.amplification.hopsPerRequest.orders, 2)}/${w((x) => x.amplification.hopsPerRequest.pricing, 2)}`,
-      `${w((x) => x.lateWork.handlersAfterDeadline)}/${w((x) => x.lateWork.longStatements)}/${w((x) => x.lateWork.ordersForFailedCalls)}`,
+      `${w((x) => x.lateWork.handlersAfterDeadline)}/${r.lateWork.transactionsAfterCallerLeft === undefined ? "-" : w((x) => x.lateWork.transactionsAfterCallerLeft ?? Number.NaN)}/${w((x) => x.lateWork.ordersForFailedCalls)}`,
       w((x) => x.orders.duplicates),
       stat(g.map((x) => x.recovery.recoveredAfterSec), 2, " s"),
     ]);
