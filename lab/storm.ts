@@ -9,10 +9,10 @@ export interface StormOptions {
   profiles: readonly Profile[];
   quick: boolean;
   clientTimeoutMs: number;
-  /** Fixed reference capacity (req/s); otherwise each repetition's first run measures it and every run of that repetition uses it. */
+  /** Fixed reference capacity (req/s); otherwise each scenario's first run measures it and every run of that scenario uses it. */
   capacity?: number;
   failover: RunOptions["failover"];
-  /** Measure capacity in every run for the report (else only in the first of each repetition). */
+  /** Measure capacity in every run for the report (else only in the first of each scenario). */
   measureEachRun: boolean;
   /** Run the platform with one mechanism off at a time where it matters (docs/storm-lab.md, "Ablation"). */
   ablation: boolean;
@@ -59,7 +59,7 @@ export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "a
         const t = timingOf(scenario, variant.profile, opts.quick);
         let estimateMs = t.preMs + t.triggerMs + t.postMs + overheadMs[mode];
         if (scenario.attribution && variant.profile === "naive") estimateMs += naiveSettleMs[mode];
-        if (runs.length === 0 || (runs.at(-1)!.repetition !== repetition && opts.capacity === undefined)) estimateMs += capacityMs[mode];
+        if (opts.capacity === undefined && (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition)) estimateMs += capacityMs[mode];
         runs.push({ scenario, variant, repetition, estimateMs });
       }
     }
@@ -74,8 +74,8 @@ export const formatDuration = (ms: number) => {
 
 /**
  * Runs the plan, each run on a fresh platform, one after the other. Every
- * run of a repetition offers the same rates: fractions of one reference
- * capacity, measured at the start of the repetition (or given), so that the
+ * variant of a scenario offers the same rates: fractions of one reference
+ * capacity, measured at the start of the scenario (or given), so that the
  * variants differ in nothing but their configuration. Prints a counter and
  * the time left, re-estimated from the runs so far.
  */
@@ -87,12 +87,13 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   const started = performance.now();
   let estimatedDone = 0;
   let reference = opts.capacity;
-  let repetition = 0;
+  let current: PlannedRun | undefined;
   for (const [i, run] of plan.entries()) {
-    if (run.repetition !== repetition) {
-      repetition = run.repetition;
-      reference = opts.capacity;
-    }
+    // Each scenario measures the capacity at its start, in its first run (the platform's), and
+    // every variant of it uses that number: measured seconds, not minutes, before it is used,
+    // so that what the machine can do (others may be using it) has little time to change.
+    if (current === undefined || current.scenario !== run.scenario || current.repetition !== run.repetition) reference = opts.capacity;
+    current = run;
     const elapsed = performance.now() - started;
     // Scale what is left by how the estimate has held so far (a busy machine runs slower than planned).
     const pace = estimatedDone > 0 ? elapsed / estimatedDone : 1;

@@ -42,7 +42,7 @@ export function groups(results: readonly RunResult[]): RunResult[][] {
 }
 
 export const columnHelp = [
-  "cap       the reference capacity (req/s, closed loop, measured at the start of each repetition); every rate is a fraction of it",
+  "cap       the reference capacity (req/s, closed loop, measured at the start of each scenario); every rate is a fraction of it",
   "sent/s    requests actually sent per second before -> during the trigger: new users and their retries (the schedule asks for 0.6x cap new users)",
   "goodput   successful requests per second before / during / after the trigger (by send time)",
   "trig/cap  goodput during the trigger / cap",
