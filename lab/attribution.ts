@@ -83,6 +83,13 @@ export interface Attribution {
   fromMs: number;
   toMs: Record<string, number>;
   all: AttributedWork;
+  /**
+   * Per request of the load's mix: the per-kind means weighted by the mix
+   * (40% PlaceOrder, 40% ListProducts, 20% GetOrder). The kinds are
+   * attributed over windows of different lengths (a write's chain is longer),
+   * so the plain mean over `all` would over-represent reads.
+   */
+  mixWeighted: { transactionsPerRequest: Record<string, number>; receivedPerRequest: Record<ServiceName, number> };
   /** Requests whose handling needs pricing (PlaceOrder, ListProducts): the failing dependency's own amplification. */
   needingPricing: AttributedWork;
   byKind: Record<string, AttributedWork>;
@@ -116,8 +123,28 @@ function summarize(tries: readonly TryRecord[], work: Map<string, RequestWork>):
   };
 }
 
-/** Attributes the logged work to the requests sent between `fromMs` and `toMs[kind]`. */
-export function attribute(tries: readonly TryRecord[], work: Map<string, RequestWork>, fromMs: number, toMs: Record<TryRecord["kind"], number>): Attribution {
+function weighted(byKind: Record<string, AttributedWork>, mix: Record<string, number>): Attribution["mixWeighted"] {
+  const total = Object.values(mix).reduce((a, b) => a + b, 0) || 1;
+  const tx: Record<string, number> = {};
+  const received: Record<ServiceName, number> = { gateway: 0, checkout: 0, orders: 0, pricing: 0 };
+  for (const [kind, share] of Object.entries(mix)) {
+    const w = byKind[kind];
+    if (!w || w.requests === 0) continue;
+    for (const [db, v] of Object.entries(w.transactionsPerRequest)) tx[db] = (tx[db] ?? 0) + (v * share) / total;
+    for (const s of Object.keys(received) as ServiceName[]) received[s] += (w.receivedPerRequest[s] * share) / total;
+  }
+  const r2 = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round(v, 2)]));
+  return { transactionsPerRequest: r2(tx), receivedPerRequest: r2(received) as Record<ServiceName, number> };
+}
+
+/** Attributes the logged work to the requests sent between `fromMs` and `toMs[kind]`; `mix` weighs the kinds (see mixWeighted). */
+export function attribute(
+  tries: readonly TryRecord[],
+  work: Map<string, RequestWork>,
+  fromMs: number,
+  toMs: Record<TryRecord["kind"], number>,
+  mix: Record<TryRecord["kind"], number>,
+): Attribution {
   const inWindow = tries.filter((t) => t.sentAtMs >= fromMs && t.sentAtMs < toMs[t.kind]);
   const byKind: Record<string, AttributedWork> = {};
   for (const kind of ["placeOrder", "listProducts", "getOrder"]) byKind[kind] = summarize(inWindow.filter((t) => t.kind === kind), work);
@@ -125,6 +152,7 @@ export function attribute(tries: readonly TryRecord[], work: Map<string, Request
     fromMs: Math.round(fromMs),
     toMs: Object.fromEntries(Object.entries(toMs).map(([k, v]) => [k, Math.round(v)])),
     all: summarize(inWindow, work),
+    mixWeighted: weighted(byKind, mix),
     needingPricing: summarize(inWindow.filter((t) => t.kind !== "getOrder"), work),
     byKind,
     unseenAtGateway: inWindow.filter((t) => (work.get(t.id)?.received.gateway ?? 0) === 0).length,

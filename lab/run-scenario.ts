@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { serviceNames } from "@platform/launcher";
 import { DatabaseObserver, type LateStatements, type OrderCounts } from "./db/database-observer.js";
-import { runLoad } from "./load/run-load.js";
+import { defaultMix, runLoad } from "./load/run-load.js";
 import type { LoadResult } from "./load/protocol.js";
 import { MetricsRecorder } from "./metrics/scraper.js";
 import { attribute, transactionsAfterCallerLeft, workByRequest, type Attribution } from "./attribution.js";
@@ -100,7 +100,8 @@ async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): P
   // alike: a service fresh from start serves at half speed for seconds.
   await runLoad({
     gatewayUrl: p.gatewayUrl,
-    mode: { kind: "closed", concurrency: 16, durationMs: opts.quick ? 1500 : 3000 },
+    // At the measurement's own concurrency: a warm-up at 16 users left the first 64-user seconds ~30% slow.
+    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: opts.quick ? 1500 : 3000 },
     clientTimeoutMs: opts.clientTimeoutMs,
     customerPrefix: `warm-${tag}-`,
   });
@@ -230,7 +231,7 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
         const work = workByRequest(p.logFiles, customerPrefix);
         raw.transactionsAfterCallerLeft = transactionsAfterCallerLeft(tries, work, startAt, opts.clientTimeoutMs);
         // Only requests whose whole retry chain fits inside the trigger: every attempt they cause meets the outage.
-        if (chain) raw.attribution = attribute(tries, work, fromMs, { placeOrder: offMs - chain.placeOrder, listProducts: offMs - chain.listProducts, getOrder: offMs - chain.getOrder });
+        if (chain) raw.attribution = attribute(tries, work, fromMs, { placeOrder: offMs - chain.placeOrder, listProducts: offMs - chain.listProducts, getOrder: offMs - chain.getOrder }, defaultMix);
       };
     }
     raw = {

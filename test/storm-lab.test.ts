@@ -110,8 +110,8 @@ describe("storm lab (quick)", () => {
   test("full outage, breakers on: fewer attempts reach the database than with the budget alone", () => {
     const on = attributed("platform");
     const off = attributed("platform-no-breakers");
-    const a = on.a.all.transactionsPerRequest["pricing-db"] ?? 0;
-    const b = off.a.all.transactionsPerRequest["pricing-db"] ?? 0;
+    const a = on.a.mixWeighted.transactionsPerRequest["pricing-db"] ?? 0;
+    const b = off.a.mixWeighted.transactionsPerRequest["pricing-db"] ?? 0;
     assert.ok(a < b, `breakers on: ${a}, off: ${b} pricing-db transactions per request${context(on.r, off.r)}`);
   });
 

@@ -85,7 +85,8 @@ export const attributionHelp = [
   "Full outage, per user request: from the services' own log lines (every hop logs each request it served, each database each transaction, with the x-request-id the",
   "load generator minted for the request), counted once the platform was quiet, for the requests whose whole retry chain met the outage (sent early enough in it).",
   "requests        requests attributed (each try of a user is a request)",
-  "pricing-db/req  transactions at the failing database per request, every kind (GetOrder, 20% of the mix, never needs pricing); write / read: per PlaceOrder / ListProducts",
+  "pricing-db/req  transactions at the failing database per request of the load's mix (per-kind means weighted 40% PlaceOrder, 40% ListProducts, 20% GetOrder,",
+  "                which never needs pricing); write / read: per PlaceOrder / per ListProducts",
   "max             the most pricing-db transactions one request caused",
   "all-db/req      transactions at both databases per request (a failed write also looks its key up in orders-db)",
   "hops co/or/pr   requests received by checkout / orders / pricing per request (attempts at every hop)",
@@ -102,12 +103,12 @@ export function attributionTable(results: readonly RunResult[]): string {
       r.scenario,
       r.variant,
       a((x) => x.all.requests, 0),
-      a((x) => x.all.transactionsPerRequest["pricing-db"] ?? 0),
+      a((x) => x.mixWeighted.transactionsPerRequest["pricing-db"] ?? 0),
       a((x) => x.byKind.placeOrder?.transactionsPerRequest["pricing-db"] ?? 0),
       a((x) => x.byKind.listProducts?.transactionsPerRequest["pricing-db"] ?? 0),
       a((x) => x.needingPricing.maxPricingDb, 0),
-      a((x) => x.all.transactionsPerRequest.all ?? 0),
-      `${a((x) => x.all.receivedPerRequest.checkout)}/${a((x) => x.all.receivedPerRequest.orders)}/${a((x) => x.all.receivedPerRequest.pricing)}`,
+      a((x) => x.mixWeighted.transactionsPerRequest.all ?? 0),
+      `${a((x) => x.mixWeighted.receivedPerRequest.checkout)}/${a((x) => x.mixWeighted.receivedPerRequest.orders)}/${a((x) => x.mixWeighted.receivedPerRequest.pricing)}`,
       a((x) => x.unseenAtGateway, 0),
     ]);
   }
@@ -118,7 +119,7 @@ export function attributionTable(results: readonly RunResult[]): string {
 function ablationMetric(scenario: string, r: RunResult): number | null {
   switch (scenario) {
     case "full-outage":
-      return r.attribution?.all.transactionsPerRequest["pricing-db"] ?? Number.NaN;
+      return r.attribution?.mixWeighted.transactionsPerRequest["pricing-db"] ?? Number.NaN;
     case "slow-dependency":
       return r.windows.trigger.readsOfferedPerSec > 0 ? r.windows.trigger.readsPerSec / r.windows.trigger.readsOfferedPerSec : Number.NaN;
     case "overload":
