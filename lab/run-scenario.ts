@@ -101,13 +101,13 @@ async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): P
   await runLoad({
     gatewayUrl: p.gatewayUrl,
     // At the measurement's own concurrency: a warm-up at 16 users left the first 64-user seconds ~30% slow.
-    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: opts.quick ? 1500 : 3000 },
+    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: opts.quick ? 1500 : 2500 },
     clientTimeoutMs: opts.clientTimeoutMs,
     customerPrefix: `warm-${tag}-`,
   });
   const concurrency = capacityConcurrency;
   if (opts.measureCapacity === false && opts.referenceCapacity !== undefined) return { perSec: Number.NaN, concurrency, durationMs: 0 };
-  const durationMs = opts.quick ? 2000 : 3000;
+  const durationMs = opts.quick ? 2000 : 2500;
   const r = await runLoad({
     gatewayUrl: p.gatewayUrl,
     mode: { kind: "closed", concurrency, durationMs },

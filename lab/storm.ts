@@ -31,10 +31,10 @@ export interface PlannedRun {
 }
 
 /** Start, warm-up, readiness of the load process, users leaving, settling and stopping: per run, on 2 otherwise idle cores (a busy machine is slower; the progress line re-estimates from the pace). */
-const overheadMs = { full: 13_000, quick: 13_000 };
+const overheadMs = { full: 12_500, quick: 13_000 };
 /** A naive retry storm keeps the platform busy after its users have left; the run waits for it (see run-scenario.ts). */
 const naiveSettleMs = { full: 20_000, quick: 8_000 };
-const capacityMs = { full: 4000, quick: 3000 };
+const capacityMs = { full: 3500, quick: 3000 };
 
 /** The variants a scenario runs: both profiles; for the full outage also the platform without breakers (its retry budget alone); plus the ablations. */
 export function variantsFor(scenario: Scenario, opts: Pick<StormOptions, "profiles" | "ablation">): Variant[] {
@@ -59,7 +59,9 @@ export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "a
         const t = timingOf(scenario, variant.profile, opts.quick);
         let estimateMs = t.preMs + t.triggerMs + t.postMs + overheadMs[mode];
         if (scenario.attribution && variant.profile === "naive") estimateMs += naiveSettleMs[mode];
-        if (opts.capacity === undefined && (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition)) estimateMs += capacityMs[mode];
+        if (opts.capacity === undefined && (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition || scenario.sizedPerVariant)) {
+          estimateMs += capacityMs[mode];
+        }
         runs.push({ scenario, variant, repetition, estimateMs });
       }
     }
@@ -92,7 +94,7 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
     // Each scenario measures the capacity at its start, in its first run (the platform's), and
     // every variant of it uses that number: measured seconds, not minutes, before it is used,
     // so that what the machine can do (others may be using it) has little time to change.
-    if (current === undefined || current.scenario !== run.scenario || current.repetition !== run.repetition) reference = opts.capacity;
+    if (current === undefined || current.scenario !== run.scenario || current.repetition !== run.repetition || run.scenario.sizedPerVariant) reference = opts.capacity;
     current = run;
     const elapsed = performance.now() - started;
     // Scale what is left by how the estimate has held so far (a busy machine runs slower than planned).
