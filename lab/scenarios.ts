@@ -123,7 +123,9 @@ export const scenarios: readonly Scenario[] = [
     title: "4. Metastable: a spike over capacity, then normal load, with users who try again",
     summary:
       "Normal load (0.6x capacity), a spike to 1.5x, then normal load again. Users who time out or get an error try again (3 tries): goodput must come back by itself once the spike is gone.",
-    timing: timing(6000, 4000),
+    // Quick as long as full: at 1.5x a queue grows by half the capacity per second, so it takes
+    // 4 s or more before a request waits the users' 2 s and their retries take over.
+    timing: timing(6000, 6000),
     load: { base: 0.6, during: 1.5 },
     trigger: { start: noop, stop: noop },
     sizedPerVariant: true,

@@ -110,12 +110,16 @@ describe("storm lab (quick)", () => {
     assert.ok(naiveRead >= 10 * platformRead, `naive ${naiveRead} vs platform ${platformRead} pricing-db transactions per ListProducts${context(n.r, p.r)}`);
   });
 
-  test("full outage, breakers on: fewer attempts reach the database than with the budget alone", () => {
-    const on = attributed("platform");
-    const off = attributed("platform-no-breakers");
-    const a = on.a.mixWeighted.transactionsPerRequest["pricing-db"] ?? 0;
-    const b = off.a.mixWeighted.transactionsPerRequest["pricing-db"] ?? 0;
-    assert.ok(a < b, `breakers on: ${a}, off: ${b} pricing-db transactions per request${context(on.r, off.r)}`);
+  test("full outage, breakers on: the database work per request stays within the same budget", () => {
+    // Whether breakers cut it further depends on when they open within a short quick-mode
+    // outage (two runs: 1.04 vs 1.26 and 1.23 vs 1.11 without them); the full lab's ablation
+    // compares them over a 12 s outage. Here: breakers must not add work beyond the budget.
+    const { r, a } = attributed("platform");
+    const w = a.all;
+    const banked = 10 + 0.1 * r.windows.pre.sentPerSec * Math.min(10, r.timeline.preSec);
+    const allowed = 1.1 + (banked + 10 + 0.1 * r.windows.trigger.sentPerSec * 3) / w.requests;
+    const perRequest = w.transactionsPerRequest["pricing-db"] ?? 0;
+    assert.ok(perRequest <= allowed, `breakers on: ${perRequest} pricing-db transactions per request (allowed ${allowed.toFixed(2)})${context(r)}`);
   });
 
   test("the platform never stores two orders for one user operation", () => {
