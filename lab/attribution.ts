@@ -124,7 +124,9 @@ function summarize(tries: readonly TryRecord[], work: Map<string, RequestWork>):
 }
 
 function weighted(byKind: Record<string, AttributedWork>, mix: Record<string, number>): Attribution["mixWeighted"] {
-  const total = Object.values(mix).reduce((a, b) => a + b, 0) || 1;
+  // Over the kinds that had requests in their window (a quick run's naive writes have none).
+  const present = Object.entries(mix).filter(([kind]) => (byKind[kind]?.requests ?? 0) > 0);
+  const total = present.reduce((a, [, share]) => a + share, 0) || 1;
   const tx: Record<string, number> = {};
   const received: Record<ServiceName, number> = { gateway: 0, checkout: 0, orders: 0, pricing: 0 };
   for (const [kind, share] of Object.entries(mix)) {
