@@ -1,5 +1,6 @@
 import { serviceNames, type ServiceName } from "@platform/launcher";
-import type { Bucket } from "./load/protocol.js";
+import type { Attribution } from "./attribution.js";
+import type { Bucket, UserModel } from "./load/protocol.js";
 import type { RawRun } from "./run-scenario.js";
 import { mean, percentile, ratio, round, sum } from "./stats.js";
 
@@ -7,8 +8,13 @@ import { mean, percentile, ratio, round, sum } from "./stats.js";
 export interface WindowStats {
   fromSec: number;
   toSec: number;
+  /** New user operations per second (what the schedule asked for, as it was actually sent). */
   offeredPerSec: number;
+  /** Requests actually sent per second: first tries and the users' retries. */
+  sentPerSec: number;
   goodputPerSec: number;
+  /** Share of the user operations started in the window that were served on some try. */
+  usersServedRatio: number;
   ordersPerSec: number;
   /** GetOrder (the fast method: never needs pricing) sent and succeeded per second. */
   readsOfferedPerSec: number;
@@ -24,6 +30,12 @@ export interface WindowStats {
 export interface RunResult {
   scenario: string;
   profile: string;
+  /** "naive", "platform", or the platform with one mechanism off ("platform-no-breakers"...). */
+  variant: string;
+  mechanismOff?: string;
+  /** Which repetition of the plan (1-based). */
+  repetition?: number;
+  user: Omit<UserModel, "patienceMs">;
   quick: boolean;
   clientTimeoutMs: number;
   capacity: { measuredPerSec: number; referencePerSec: number; concurrency: number; durationMs: number };
@@ -72,6 +84,8 @@ export interface RunResult {
     longStatementSeconds: number;
     /** Orders stored for PlaceOrder calls the user saw fail. */
     ordersForFailedCalls: number;
+    /** Transactions that ended more than 0.25 s after their user gave up (from the services' logs; absent where they were not read). */
+    transactionsAfterCallerLeft?: number;
   };
   orders: { stored: number; duplicates: number };
   recovery: {
@@ -81,11 +95,17 @@ export interface RunResult {
     recoveredAfterSec: number | null;
     /** Goodput of the last seconds of the run / normal goodput. */
     endGoodputRatio: number;
+    /** Goodput over the whole post-trigger window / normal goodput. */
+    postGoodputRatio: number;
   };
+  /** Goodput during the trigger / the reference capacity. */
+  triggerGoodputVsCapacity: number;
+  /** Work per user request from the services' logs (scenarios that attribute it). */
+  attribution?: Attribution;
   /** Resilience machinery seen at work (increase over the run). */
   mechanisms: { retries: number; retriesRefused: number; shed: number; breakerRejected: number; bulkheadRejected: number; dbRejected: number; cancelledStatements: number };
   /** Per-second series from the load's start, by send time (goodput: requests sent that second that succeeded). */
-  series: { offered: number[]; goodput: number[]; orders: number[]; failed: number[]; p99Ms: number[] };
+  series: { bucketSec: number; offered: number[]; goodput: number[]; orders: number[]; failed: number[]; p99Ms: number[] };
   settled: boolean;
   /** Reasons to distrust this run's numbers (printed under the table). */
   warnings: string[];
@@ -101,7 +121,7 @@ export function analyze(raw: RawRun): RunResult {
   const { load, recorder, marks, timing } = raw;
   const bucketSec = load.bucketMs / 1000;
   const fullBuckets = Math.floor(load.scheduledMs / load.bucketMs);
-  const buckets = Array.from({ length: fullBuckets }, (_, i) => load.buckets[i] ?? { offered: 0, succeeded: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] });
+  const buckets = Array.from({ length: fullBuckets }, (_, i) => load.buckets[i] ?? { offered: 0, sent: 0, succeeded: 0, usersServed: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] });
   const at = (sec: number) => load.startedAt + sec * 1000;
   const preSec = timing.preMs / 1000;
   const triggerSec = timing.triggerMs / 1000;
@@ -113,7 +133,8 @@ export function analyze(raw: RawRun): RunResult {
     const i1 = Math.min(buckets.length, Math.ceil(toSec / bucketSec));
     const bs = buckets.slice(i0, i1);
     const secs = Math.max(bucketSec, (i1 - i0) * bucketSec);
-    const sent = sum(bs.map((b) => b.offered));
+    const sent = sum(bs.map((b) => b.sent ?? b.offered));
+    const ops = sum(bs.map((b) => b.offered));
     const lat = bs.flatMap((b) => b.latenciesMs);
     const from = at(i0 * bucketSec);
     const to = at(i1 * bucketSec);
@@ -122,7 +143,9 @@ export function analyze(raw: RawRun): RunResult {
     return {
       fromSec: i0 * bucketSec,
       toSec: i1 * bucketSec,
-      offeredPerSec: round(sent / secs, 1),
+      offeredPerSec: round(ops / secs, 1),
+      sentPerSec: round(sent / secs, 1),
+      usersServedRatio: round(ratio(sum(bs.map((b) => b.usersServed ?? 0)), ops)),
       goodputPerSec: round(sum(bs.map((b) => b.succeeded)) / secs, 1),
       ordersPerSec: round(sum(bs.map((b) => b.orders)) / secs, 1),
       // ?? 0: reports written before the column existed.
@@ -148,15 +171,18 @@ export function analyze(raw: RawRun): RunResult {
   const normal = mean(goodput.slice(Math.ceil(pre.fromSec / bucketSec), Math.floor(preSec / bucketSec)));
   const offSec = (marks.triggerOffAt - load.startedAt) / 1000;
 
+  // Recovered: from the first bucket after the trigger where goodput over the
+  // next second is back to 95% of normal and, from there to the end of the
+  // run, averages at least 90% of it (a brief spike does not count).
+  const perSecond = Math.max(1, Math.round(1 / bucketSec));
   let recoveredAfterSec: number | null = null;
-  for (let i = Math.max(0, Math.ceil(offSec / bucketSec)); i < goodput.length; i++) {
-    const next = goodput.slice(i, i + 3);
-    if (mean(next) >= 0.95 * normal) {
-      recoveredAfterSec = round(Math.max(0, i * bucketSec - offSec), 1);
+  for (let i = Math.max(0, Math.ceil(offSec / bucketSec)); i + perSecond <= goodput.length; i++) {
+    if (mean(goodput.slice(i, i + perSecond)) >= 0.95 * normal && mean(goodput.slice(i)) >= 0.9 * normal) {
+      recoveredAfterSec = round(Math.max(0, i * bucketSec - offSec), 2);
       break;
     }
   }
-  const tail = goodput.slice(Math.max(Math.ceil((preSec + triggerSec) / bucketSec), goodput.length - 3));
+  const tail = goodput.slice(Math.max(Math.ceil((preSec + triggerSec) / bucketSec), goodput.length - 3 * perSecond));
 
   const delta = (name: string, labels: Record<string, string> = {}) => recorder.deltaAll(first, marks.endAt, name, labels);
   const hopsPerRequest = {} as Record<ServiceName, number>;
@@ -178,6 +204,9 @@ export function analyze(raw: RawRun): RunResult {
   return {
     scenario: raw.scenario.name,
     profile: raw.profile,
+    variant: raw.variant.name,
+    ...(raw.variant.mechanismOff ? { mechanismOff: raw.variant.mechanismOff } : {}),
+    user: raw.user,
     quick: raw.quick,
     clientTimeoutMs: raw.clientTimeoutMs,
     capacity: {
@@ -197,7 +226,7 @@ export function analyze(raw: RawRun): RunResult {
       sent: load.sent,
       succeeded: load.succeeded,
       skipped: load.skipped,
-      offeredPerSec: round(sum(buckets.map((b) => b.offered)) / endSec, 1),
+      offeredPerSec: round(sum(buckets.map((b) => b.sent ?? b.offered)) / endSec, 1),
       goodputPerSec: round(totalSucceeded / endSec, 1),
       ordersPerSec: round(sum(buckets.map((b) => b.orders)) / endSec, 1),
       failures: totalsOf(load.buckets),
@@ -220,13 +249,17 @@ export function analyze(raw: RawRun): RunResult {
       longStatements: raw.longStatements.count,
       longStatementSeconds: raw.longStatements.seconds,
       ordersForFailedCalls: raw.orders.ordersForFailedCalls,
+      ...(raw.transactionsAfterCallerLeft !== undefined ? { transactionsAfterCallerLeft: raw.transactionsAfterCallerLeft } : {}),
     },
     orders: { stored: raw.orders.orders, duplicates: raw.orders.duplicates },
     recovery: {
       normalGoodputPerSec: round(normal, 1),
       recoveredAfterSec,
       endGoodputRatio: round(ratio(mean(tail), normal)),
+      postGoodputRatio: round(ratio(post.goodputPerSec, normal)),
     },
+    triggerGoodputVsCapacity: round(ratio(trigger.goodputPerSec, raw.capacity.referencePerSec)),
+    ...(raw.attribution ? { attribution: raw.attribution } : {}),
     mechanisms: {
       retries: delta("retry_retries_total"),
       retriesRefused: delta("retry_refused_total"),
@@ -237,7 +270,8 @@ export function analyze(raw: RawRun): RunResult {
       cancelledStatements: delta("db_statements_total", { outcome: "cancelled_deadline" }) + delta("db_statements_total", { outcome: "cancelled_caller" }),
     },
     series: {
-      offered: buckets.map((b) => b.offered / bucketSec),
+      bucketSec,
+      offered: buckets.map((b) => (b.sent ?? b.offered) / bucketSec),
       goodput,
       orders: buckets.map((b) => b.orders / bucketSec),
       failed: buckets.map((b) => sum(Object.values(b.failed)) / bucketSec),

@@ -1,11 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { serviceNames } from "@platform/launcher";
 import { DatabaseObserver, type LateStatements, type OrderCounts } from "./db/database-observer.js";
-import { runLoad } from "./load/run-load.js";
+import { defaultMix, runLoad } from "./load/run-load.js";
 import type { LoadResult } from "./load/protocol.js";
 import { MetricsRecorder } from "./metrics/scraper.js";
+import { attribute, transactionsAfterCallerLeft, workByRequest, type Attribution } from "./attribution.js";
+import { defaultUserModel, type UserModel } from "./load/protocol.js";
 import { startLabPlatform, type LabPlatform, type Profile } from "./platform/lab-platform.js";
-import { failoverByFault, type Scenario, type ScenarioTiming, type Trigger } from "./scenarios.js";
+import { failoverByFault, timingOf, type Scenario, type ScenarioTiming, type Trigger } from "./scenarios.js";
+import type { Variant } from "./variants.js";
 
 export interface RunOptions {
   quick: boolean;
@@ -17,8 +20,13 @@ export interface RunOptions {
   measureCapacity?: boolean;
   /** "stop": stop and restart the real PostgreSQL; "fault": db.unreachable on pricing and orders. */
   failover: "stop" | "fault";
+  /** The users (the same for every profile); patience is clientTimeoutMs. Default: defaultUserModel. */
+  user?: Omit<UserModel, "patienceMs">;
   log(line: string): void;
 }
+
+/** Outcomes are bucketed by send time at this resolution (recovery is found to the bucket). */
+export const bucketMs = 250;
 
 export interface CapacityMeasurement {
   /** Successful requests/s of a closed loop at `concurrency` users, measured in this run. */
@@ -33,6 +41,7 @@ export interface CapacityMeasurement {
 export interface RawRun {
   scenario: Scenario;
   profile: Profile;
+  variant: Variant;
   quick: boolean;
   clientTimeoutMs: number;
   timing: ScenarioTiming;
@@ -55,6 +64,11 @@ export interface RawRun {
   orders: OrderCounts;
   /** Service processes that exited during the run (the launcher restarted them). */
   serviceExits: string[];
+  /** Work per user request, from the services' logs (scenarios with `attribution` only). */
+  attribution?: Attribution;
+  /** Transactions that ended more than 0.25 s after their user gave up, from the logs (scenarios that read them). */
+  transactionsAfterCallerLeft?: number;
+  user: Omit<UserModel, "patienceMs">;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
@@ -86,13 +100,14 @@ async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): P
   // alike: a service fresh from start serves at half speed for seconds.
   await runLoad({
     gatewayUrl: p.gatewayUrl,
-    mode: { kind: "closed", concurrency: 16, durationMs: opts.quick ? 1500 : 4000 },
+    // At the measurement's own concurrency: a warm-up at 16 users left the first 64-user seconds ~30% slow.
+    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: opts.quick ? 1500 : 2500 },
     clientTimeoutMs: opts.clientTimeoutMs,
     customerPrefix: `warm-${tag}-`,
   });
   const concurrency = capacityConcurrency;
   if (opts.measureCapacity === false && opts.referenceCapacity !== undefined) return { perSec: Number.NaN, concurrency, durationMs: 0 };
-  const durationMs = opts.quick ? 2000 : 3000;
+  const durationMs = opts.quick ? 2000 : 2500;
   const r = await runLoad({
     gatewayUrl: p.gatewayUrl,
     mode: { kind: "closed", concurrency, durationMs },
@@ -108,19 +123,27 @@ async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): P
  * the trigger applied and removed on schedule, scraping every service's
  * metrics and watching the database throughout.
  */
-export async function runScenario(scenario: Scenario, profile: Profile, opts: RunOptions): Promise<RawRun> {
-  const timing = opts.quick ? scenario.timing.quick : scenario.timing.full;
+export async function runScenario(scenario: Scenario, variant: Variant, opts: RunOptions): Promise<RawRun> {
+  const profile = variant.profile;
+  const label = variant.name;
+  const timing = timingOf(scenario, profile, opts.quick);
   const tag = `${profile}-${randomBytes(4).toString("hex")}`;
   const started = performance.now();
-  const p = await startLabPlatform(profile);
-  opts.log(`  ${profile}: platform up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  const base = opts.user ?? { maxTries: defaultUserModel.maxTries, errorPauseMs: defaultUserModel.errorPauseMs, honourRetryAfter: defaultUserModel.honourRetryAfter, maxRetryAfterMs: defaultUserModel.maxRetryAfterMs };
+  const user = scenario.maxTries === undefined ? base : { ...base, maxTries: scenario.maxTries };
+  // Request logs (and the database's per-transaction lines) only where work is attributed per request: they cost CPU.
+  const readsLogs = scenario.attribution !== undefined || scenario.logWork === true;
+  const p = await startLabPlatform(profile, { env: variant.env, ...(readsLogs ? { logLevel: "debug" } : {}) });
+  opts.log(`  ${label}: platform up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  let raw: RawRun | undefined;
+  let readAttribution: (() => void) | undefined;
   try {
     const cap = await measureCapacity(p, opts, tag);
     const reference = opts.referenceCapacity ?? cap.perSec;
     if (!(reference > 0)) throw new Error(`${profile}: measured capacity is 0 req/s; is the platform serving?`);
     const rates = { base: scenario.load.base * reference, during: scenario.load.during * reference };
     const measured = Number.isNaN(cap.perSec) ? "not measured" : `${cap.perSec.toFixed(0)} req/s (closed loop, ${cap.concurrency} users)`;
-    opts.log(`  ${profile}: capacity ${measured}, reference ${reference.toFixed(0)} req/s; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`);
+    opts.log(`  ${label}: capacity ${measured}, reference ${reference.toFixed(0)} req/s; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`);
 
     await waitQuiet(new MetricsRecorder(targets(p)), opts.quick ? 3000 : 10_000);
     const recorder = new MetricsRecorder(targets(p));
@@ -140,6 +163,9 @@ export async function runScenario(scenario: Scenario, profile: Profile, opts: Ru
         ],
       },
       clientTimeoutMs: opts.clientTimeoutMs,
+      user,
+      recordTries: readsLogs,
+      bucketMs,
       customerPrefix,
       startDelayMs: 300,
       onStart,
@@ -173,27 +199,46 @@ export async function runScenario(scenario: Scenario, profile: Profile, opts: Ru
     const triggerOffAt = Date.now();
     await during;
     await recorder.scrapeNow();
-    opts.log(`  ${profile}: trigger applied for ${((triggerOffAt - triggerOnAt) / 1000).toFixed(1)} s`);
+    opts.log(`  ${label}: trigger applied for ${((triggerOffAt - triggerOnAt) / 1000).toFixed(1)} s`);
 
     const outcome = await loadOutcome;
     if (!outcome.ok) throw outcome.e;
     const load = outcome.r;
-    const usersGoneAt = startAt + load.scheduledMs + opts.clientTimeoutMs;
-    await sleep(usersGoneAt - Date.now());
+    // The load process reports once its last user has left (last try ended).
+    const usersGoneAt = Math.max(load.endedAt, startAt + load.scheduledMs);
     await recorder.scrapeNow();
     await recorder.stop();
-    // Work still going on now is work for users who have all left.
-    const settled = await waitQuiet(recorder, opts.quick ? 4000 : 12_000);
+    // Work still going on now is work for users who have all left. Where
+    // work is attributed per request, wait for it all: a naive retry chain
+    // goes on long after its user left.
+    const settleMs = scenario.attribution ? (opts.quick ? 12_000 : 40_000) : opts.quick ? 4000 : 12_000;
+    const settled = await waitQuiet(recorder, settleMs);
     const endAt = Date.now();
     observer.stop();
     const longStatements = observer.lateStatements();
     const orders = await observer.orderCounts(customerPrefix, load.failedOrderCustomers);
     await observer.close();
-    opts.log(`  ${profile}: ${load.sent} requests sent, ${load.succeeded} succeeded${settled ? "" : "; still busy when the settle time ran out"}`);
-    for (const e of p.exits) opts.log(`  ${profile}: ${e}`);
-    return {
+    opts.log(`  ${label}: ${load.sent} requests sent, ${load.succeeded} succeeded${settled ? "" : "; still busy when the settle time ran out"}`);
+    for (const e of p.exits) opts.log(`  ${label}: ${e}`);
+    if (readsLogs && load.tries) {
+      const tries = load.tries;
+      const attribution = scenario.attribution;
+      const chain = attribution?.chainMs[profile];
+      const offMs = triggerOffAt - startAt;
+      const fromMs = triggerOnAt - startAt;
+      readAttribution = () => {
+        if (!raw) return;
+        const work = workByRequest(p.logFiles, customerPrefix);
+        raw.transactionsAfterCallerLeft = transactionsAfterCallerLeft(tries, work, startAt, opts.clientTimeoutMs);
+        // Only requests whose whole retry chain fits inside the trigger: every attempt they cause meets the outage.
+        if (chain) raw.attribution = attribute(tries, work, fromMs, { placeOrder: offMs - chain.placeOrder, listProducts: offMs - chain.listProducts, getOrder: offMs - chain.getOrder }, defaultMix);
+      };
+    }
+    raw = {
       scenario,
       profile,
+      variant,
+      user,
       quick: opts.quick,
       clientTimeoutMs: opts.clientTimeoutMs,
       timing,
@@ -207,9 +252,11 @@ export async function runScenario(scenario: Scenario, profile: Profile, opts: Ru
       orders,
       serviceExits: [...p.exits],
     };
+    return raw;
   } finally {
     // Never leave a fault behind (the platform is thrown away anyway, but a stop can take a while).
     await p.clearAllFaults().catch(() => {});
-    await p.close();
+    // The logs are complete once the services have exited.
+    await p.close(readAttribution);
   }
 }

@@ -1,23 +1,24 @@
 /**
- * `npm run storm`: every scenario for both profiles, each on a fresh
- * platform; prints a table and writes JSON, the table and one SVG chart per
- * scenario under reports/storm/<time>/. See docs/storm-lab.md.
+ * `npm run storm`: every scenario for both profiles and the ablations, each
+ * on a fresh platform; prints tables and writes JSON, the tables, SVG charts
+ * and an index.html under reports/storm/<time>/. See docs/storm-lab.md.
  *
  *   npm run storm
+ *   npm run storm -- --repeat 3
  *   npm run storm -- --scenario full-outage --profile naive
  *   npm run storm -- --quick
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { profiles as allProfiles, type Profile } from "./platform/lab-platform.js";
-import { columnHelp, resultsTable, warningLines } from "./report/table.js";
+import { attributionHelp, columnHelp, fullReport } from "./report/table.js";
 import { writeReport } from "./report/write-report.js";
 import { scenarioNamed, scenarios as allScenarios } from "./scenarios.js";
-import { runStorm } from "./storm.js";
+import { formatDuration, planStorm, runStorm } from "./storm.js";
 
-const usage = `usage: npm run storm -- [--scenario NAME[,NAME]] [--profile naive|platform] [--quick]
-                          [--client-timeout-ms 2000] [--capacity REQ_PER_SEC] [--measure-each-run]
-                          [--failover stop|fault] [--out DIR]
+const usage = `usage: npm run storm -- [--scenario NAME[,NAME]] [--profile naive|platform] [--quick] [--repeat N]
+                          [--no-ablation] [--client-timeout-ms 2000] [--tries 3] [--capacity REQ_PER_SEC]
+                          [--measure-each-run] [--failover stop|fault] [--out DIR] [--dry-run]
 scenarios: ${allScenarios.map((s) => s.name).join(", ")}`;
 
 function list(values: string[] | undefined): string[] {
@@ -42,6 +43,10 @@ async function main(): Promise<void> {
       failover: { type: "string", default: "stop" },
       "measure-each-run": { type: "boolean", default: false },
       out: { type: "string" },
+      repeat: { type: "string" },
+      tries: { type: "string" },
+      "no-ablation": { type: "boolean", default: false },
+      "dry-run": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
     strict: true,
@@ -59,31 +64,57 @@ async function main(): Promise<void> {
   const capacity = positiveNumber(values.capacity, "capacity");
   const clientTimeoutMs = positiveNumber(values["client-timeout-ms"], "client-timeout-ms") ?? 2000;
 
-  const started = performance.now();
-  const results = await runStorm({
+  const repeat = Math.round(positiveNumber(values.repeat, "repeat") ?? 1);
+  const tries = Math.round(positiveNumber(values.tries, "tries") ?? 3);
+  const stormOpts = {
     scenarios: scenarios.length > 0 ? scenarios : allScenarios,
     profiles: profiles.length > 0 ? profiles : allProfiles,
     quick: values.quick,
     clientTimeoutMs: Math.round(clientTimeoutMs),
     ...(capacity !== undefined ? { capacity } : {}),
-    failover: values.failover,
+    failover: values.failover as "stop" | "fault",
     measureEachRun: values["measure-each-run"],
-    log: (line) => console.log(line),
-  });
-  const table = [resultsTable(results), ...warningLines(results)].join("\n");
-  console.log("\n" + table + "\n\n" + columnHelp.join("\n"));
-
+    ablation: !values["no-ablation"],
+    repeat,
+    user: { maxTries: tries, errorPauseMs: 500, honourRetryAfter: true, maxRetryAfterMs: 5000 },
+    log: (line: string) => console.log(line),
+  };
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   const dir = values.out ?? join(process.cwd(), "reports", "storm", stamp);
+  const plan = planStorm(stormOpts);
+  console.log(`report: ${dir}`);
+  console.log(`plan: ${plan.length} runs (${[...new Set(plan.map((r) => r.scenario.name))].join(", ")}; ${repeat} repetition${repeat > 1 ? "s" : ""}), estimated ${formatDuration(plan.reduce((s, r) => s + r.estimateMs, 0))} (m:ss) on 2 cores`);
+  if (values["dry-run"]) {
+    for (const r of plan) console.log(`  ${r.repetition} ${r.scenario.name} / ${r.variant.name}  ~${formatDuration(r.estimateMs)}`);
+    return;
+  }
+
+  const started = performance.now();
+  const results = await runStorm(stormOpts);
+  const table = fullReport(results);
+  const help = [...columnHelp, "", ...attributionHelp];
+  console.log("\n" + table + "\n\n" + help.join("\n"));
+
   const titles = Object.fromEntries(allScenarios.map((s) => [s.name, s.title]));
-  const files = writeReport(dir, results, table, titles, {
-    generatedAt: new Date().toISOString(),
-    quick: values.quick,
-    clientTimeoutMs,
-    scenarios: allScenarios.filter((s) => results.some((r) => r.scenario === s.name)).map((s) => ({ name: s.name, title: s.title, summary: s.summary, load: s.load })),
-  });
+  const files = writeReport(
+    dir,
+    results,
+    table,
+    titles,
+    {
+      generatedAt: new Date().toISOString(),
+      quick: values.quick,
+      repeat,
+      clientTimeoutMs,
+      user: stormOpts.user,
+      heldOut: allScenarios.filter((s) => s.heldOut).map((s) => s.name),
+      scenarios: allScenarios.filter((s) => results.some((r) => r.scenario === s.name)).map((s) => ({ name: s.name, title: s.title, summary: s.summary, load: s.load })),
+    },
+    help,
+  );
   console.log(`\nwrote ${files.json}\n      ${files.table}\n${files.charts.map((c) => `      ${c}`).join("\n")}`);
-  console.log(`(${((performance.now() - started) / 1000).toFixed(0)} s)`);
+  console.log(`(${formatDuration(performance.now() - started)} m:ss)`);
+  console.log(`report: ${files.index}`);
 }
 
 main().then(

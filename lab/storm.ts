@@ -1,43 +1,120 @@
 import { analyze, type RunResult } from "./analyze.js";
 import type { Profile } from "./platform/lab-platform.js";
 import { runScenario, type RunOptions } from "./run-scenario.js";
-import type { Scenario } from "./scenarios.js";
+import { timingOf, type Scenario } from "./scenarios.js";
+import { ablations, naive, platform, platformNoBreakers, type Variant } from "./variants.js";
 
 export interface StormOptions {
   scenarios: readonly Scenario[];
   profiles: readonly Profile[];
   quick: boolean;
   clientTimeoutMs: number;
-  /** Fixed reference capacity (req/s); otherwise the first run's measurement is used for every run. */
+  /** Fixed reference capacity (req/s); otherwise each scenario's first run measures it and every run of that scenario uses it. */
   capacity?: number;
   failover: RunOptions["failover"];
-  /** Measure capacity in every run for the report (else only in the first). */
+  /** Measure capacity in every run for the report (else only in the first of each scenario). */
   measureEachRun: boolean;
+  /** Run the platform with one mechanism off at a time where it matters (docs/storm-lab.md, "Ablation"). */
+  ablation: boolean;
+  /** Repetitions of the whole plan. */
+  repeat: number;
+  user?: RunOptions["user"];
   log(line: string): void;
 }
 
-/**
- * Runs every scenario for every profile, each on a fresh platform, one
- * after the other. All runs offer the same rates: fractions of one
- * reference capacity, so that the profiles differ in nothing but the profile.
- */
-export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
-  const results: RunResult[] = [];
-  let reference = opts.capacity;
-  for (const scenario of opts.scenarios) {
-    for (const profile of opts.profiles) {
-      opts.log(`${scenario.name} / ${profile}${opts.quick ? " (quick)" : ""}`);
-      const raw = await runScenario(scenario, profile, {
-        quick: opts.quick,
-        clientTimeoutMs: opts.clientTimeoutMs,
-        ...(reference !== undefined ? { referenceCapacity: reference } : {}),
-        measureCapacity: opts.measureEachRun || reference === undefined,
-        failover: opts.failover,
-        log: opts.log,
-      });
-      reference ??= raw.capacity.referencePerSec;
-      results.push(analyze(raw));
+export interface PlannedRun {
+  scenario: Scenario;
+  variant: Variant;
+  repetition: number;
+  /** Expected wall time, ms (schedule plus the measured overhead of a run). */
+  estimateMs: number;
+}
+
+/** Start, warm-up, readiness of the load process, users leaving, settling and stopping: per run, on 2 otherwise idle cores (a busy machine is slower; the progress line re-estimates from the pace). */
+const overheadMs = { full: 12_500, quick: 13_000 };
+/** A naive retry storm keeps the platform busy after its users have left; the run waits for it (see run-scenario.ts). */
+const naiveSettleMs = { full: 20_000, quick: 8_000 };
+const capacityMs = { full: 3500, quick: 3000 };
+
+/** The variants a scenario runs: both profiles; for the full outage also the platform without breakers (its retry budget alone); plus the ablations. */
+export function variantsFor(scenario: Scenario, opts: Pick<StormOptions, "profiles" | "ablation">): Variant[] {
+  // The platform first: the first run of a repetition measures the capacity every rate is a
+  // fraction of, and it is the platform's (the product's) capacity that the stories are sized from.
+  const list: Variant[] = scenario.attribution ? [platform, platformNoBreakers, naive] : [platform, naive];
+  if (opts.ablation) {
+    for (const a of ablations) {
+      if (a.scenario !== scenario.name || !a.ablated) continue;
+      if (!list.some((v) => v.name === a.ablated!.name)) list.push(a.ablated);
     }
   }
+  return list.filter((v) => opts.profiles.includes(v.profile));
+}
+
+export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "ablation" | "repeat" | "quick" | "capacity">): PlannedRun[] {
+  const mode = opts.quick ? "quick" : "full";
+  const runs: PlannedRun[] = [];
+  for (let repetition = 1; repetition <= opts.repeat; repetition++) {
+    for (const scenario of opts.scenarios) {
+      for (const variant of variantsFor(scenario, opts)) {
+        const t = timingOf(scenario, variant.profile, opts.quick);
+        let estimateMs = t.preMs + t.triggerMs + t.postMs + overheadMs[mode];
+        if (scenario.attribution && variant.profile === "naive") estimateMs += naiveSettleMs[mode];
+        if (opts.capacity === undefined && (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition || scenario.sizedPerVariant)) {
+          estimateMs += capacityMs[mode];
+        }
+        runs.push({ scenario, variant, repetition, estimateMs });
+      }
+    }
+  }
+  return runs;
+}
+
+export const formatDuration = (ms: number) => {
+  const s = Math.max(0, Math.round(ms / 1000));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+};
+
+/**
+ * Runs the plan, each run on a fresh platform, one after the other. Every
+ * variant of a scenario offers the same rates: fractions of one reference
+ * capacity, measured at the start of the scenario (or given), so that the
+ * variants differ in nothing but their configuration. Prints a counter and
+ * the time left, re-estimated from the runs so far.
+ */
+export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
+  const plan = planStorm(opts);
+  const results: RunResult[] = [];
+  const total = plan.reduce((s, r) => s + r.estimateMs, 0);
+  opts.log(`${plan.length} runs, estimated ${formatDuration(total)} (m:ss)`);
+  const started = performance.now();
+  let estimatedDone = 0;
+  let reference = opts.capacity;
+  let current: PlannedRun | undefined;
+  for (const [i, run] of plan.entries()) {
+    // Each scenario measures the capacity at its start, in its first run (the platform's), and
+    // every variant of it uses that number: measured seconds, not minutes, before it is used,
+    // so that what the machine can do (others may be using it) has little time to change.
+    if (current === undefined || current.scenario !== run.scenario || current.repetition !== run.repetition || run.scenario.sizedPerVariant) reference = opts.capacity;
+    current = run;
+    const elapsed = performance.now() - started;
+    // Scale what is left by how the estimate has held so far (a busy machine runs slower than planned).
+    const pace = estimatedDone > 0 ? elapsed / estimatedDone : 1;
+    const left = (total - estimatedDone) * pace;
+    const rep = opts.repeat > 1 ? ` repetition ${run.repetition}/${opts.repeat}` : "";
+    opts.log(`[${i + 1}/${plan.length}] ${run.scenario.name} / ${run.variant.name}${opts.quick ? " (quick)" : ""}${rep}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`);
+    const raw = await runScenario(run.scenario, run.variant, {
+      quick: opts.quick,
+      clientTimeoutMs: opts.clientTimeoutMs,
+      ...(reference !== undefined ? { referenceCapacity: reference } : {}),
+      measureCapacity: opts.measureEachRun || reference === undefined,
+      failover: opts.failover,
+      ...(opts.user ? { user: opts.user } : {}),
+      log: opts.log,
+    });
+    reference ??= raw.capacity.referencePerSec;
+    results.push({ ...analyze(raw), repetition: run.repetition });
+    estimatedDone += run.estimateMs;
+  }
+  opts.log(`done in ${formatDuration(performance.now() - started)} (estimated ${formatDuration(total)})`);
   return results;
 }

@@ -9,7 +9,7 @@ import { ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
 import { demoSkus, operation, RecentOrders } from "./request-mix.js";
-import type { Bucket, FromLoad, LoadConfig, LoadResult, ToLoad } from "./protocol.js";
+import type { Bucket, FromLoad, LoadConfig, LoadResult, ToLoad, TryRecord } from "./protocol.js";
 import { codeName } from "./code-name.js";
 
 type CheckoutClient = Client<typeof checkoutV1.CheckoutService>;
@@ -31,48 +31,100 @@ function assertLoopback(url: string): void {
 class Recorder {
   readonly buckets: Bucket[] = [];
   readonly failedOrderCustomers: string[] = [];
+  readonly tries: TryRecord[] = [];
   sent = 0;
   succeeded = 0;
+  operations = 0;
+  operationsServed = 0;
   skipped = 0;
+  /** User operations in flight (including their pauses between tries). */
   inFlight = 0;
   lastCompletion = 0;
   constructor(
-    private readonly startAt: number,
+    readonly startAt: number,
     private readonly bucketMs: number,
   ) {}
 
   bucket(at: number): Bucket {
     const i = Math.max(0, Math.floor((at - this.startAt) / this.bucketMs));
-    while (this.buckets.length <= i) this.buckets.push({ offered: 0, succeeded: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] });
+    while (this.buckets.length <= i) {
+      this.buckets.push({ offered: 0, sent: 0, succeeded: 0, usersServed: 0, timeouts: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] });
+    }
     return this.buckets[i]!;
   }
 }
 
-async function issue(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n: number, skus: string[], recent: RecentOrders): Promise<void> {
+const oneTry: NonNullable<LoadConfig["user"]> = { maxTries: 1, errorPauseMs: 0, honourRetryAfter: false, maxRetryAfterMs: 0 };
+
+/** The server's Retry-After (seconds) or grpc-retry-pushback-ms on a failure, in ms. */
+function pushbackMs(err: ConnectError): number | undefined {
+  const ms = Number(err.metadata.get("grpc-retry-pushback-ms"));
+  if (Number.isFinite(ms) && ms >= 0 && err.metadata.has("grpc-retry-pushback-ms")) return ms;
+  const after = err.metadata.get("retry-after");
+  const s = after === null ? Number.NaN : Number(after);
+  return Number.isFinite(s) && s >= 0 ? s * 1000 : undefined;
+}
+
+/**
+ * One user operation: up to `user.maxTries` requests (see UserModel). Each
+ * try carries its own x-request-id (`<prefix>u<n>.<try>`), so that the work
+ * it causes at every hop can be attributed to it, and goes to the bucket
+ * of its send time with its fate.
+ */
+async function operate(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n: number, skus: string[], recent: RecentOrders): Promise<void> {
   const op = operation(n, cfg.mix, cfg.customerPrefix, skus, recent);
-  // Every outcome goes to the bucket of its send time: one user request, one bucket.
-  const b = rec.bucket(Date.now());
-  const t0 = performance.now();
-  b.offered++;
-  if (op.kind === "getOrder") b.readsOffered++;
-  rec.sent++;
+  const user = cfg.user ?? oneTry;
+  const first = rec.bucket(Date.now());
+  first.offered++;
+  if (op.kind === "getOrder") first.readsOffered++;
+  rec.operations++;
   rec.inFlight++;
+  let served = false;
   try {
-    const res = await op.call(client, { timeoutMs: cfg.clientTimeoutMs });
-    b.succeeded++;
-    b.latenciesMs.push(Math.round((performance.now() - t0) * 10) / 10);
-    rec.succeeded++;
-    if (op.kind === "getOrder") b.reads++;
-    if (op.kind === "placeOrder") {
-      b.orders++;
-      const id = (res as checkoutV1.PlaceOrderResponse).order?.id;
-      if (id) op.onOrder?.(id);
+    for (let attempt = 1; attempt <= user.maxTries && rec.sent < cfg.maxRequests; attempt++) {
+      const sentAt = Date.now();
+      const b = rec.bucket(sentAt);
+      const id = `${cfg.customerPrefix}u${n}.${attempt}`;
+      const headers: Record<string, string> = { "x-request-id": id };
+      // One key for every try of one order: a resubmitted form must not buy twice.
+      if (op.kind === "placeOrder") headers["idempotency-key"] = `${cfg.customerPrefix}k${n}`;
+      b.sent = (b.sent ?? 0) + 1;
+      rec.sent++;
+      const t0 = performance.now();
+      let outcome = "ok";
+      let pause = 0;
+      try {
+        const res = await op.call(client, { timeoutMs: cfg.clientTimeoutMs, headers });
+        b.succeeded++;
+        b.latenciesMs.push(Math.round((performance.now() - t0) * 10) / 10);
+        rec.succeeded++;
+        if (op.kind === "getOrder") b.reads++;
+        if (op.kind === "placeOrder") {
+          b.orders++;
+          const orderId = (res as checkoutV1.PlaceOrderResponse).order?.id;
+          if (orderId) op.onOrder?.(orderId);
+        }
+        served = true;
+      } catch (e) {
+        const err = ConnectError.from(e);
+        // The user's own patience ran out (the client's deadline), or the server said so.
+        const timedOut = performance.now() - t0 >= cfg.clientTimeoutMs - 5;
+        outcome = timedOut ? "timeout" : codeName(err.code);
+        if (timedOut) b.timeouts = (b.timeouts ?? 0) + 1;
+        const code = codeName(err.code);
+        b.failed[code] = (b.failed[code] ?? 0) + 1;
+        const hint = user.honourRetryAfter ? pushbackMs(err) : undefined;
+        pause = timedOut ? 0 : hint !== undefined ? Math.min(hint, user.maxRetryAfterMs) : user.errorPauseMs;
+      }
+      if (cfg.recordTries) rec.tries.push({ id, kind: op.kind, sentAtMs: sentAt - rec.startAt, outcome });
+      if (served) break;
+      if (attempt < user.maxTries) await sleep(pause);
     }
-  } catch (e) {
-    const code = codeName(ConnectError.from(e).code);
-    b.failed[code] = (b.failed[code] ?? 0) + 1;
-    if (op.customerId !== undefined) rec.failedOrderCustomers.push(op.customerId);
   } finally {
+    if (served) {
+      first.usersServed = (first.usersServed ?? 0) + 1;
+      rec.operationsServed++;
+    } else if (op.customerId !== undefined) rec.failedOrderCustomers.push(op.customerId);
     rec.inFlight--;
     rec.lastCompletion = Date.now();
   }
@@ -113,7 +165,7 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
       rec.skipped++;
       return;
     }
-    const p = issue(clients[n % clients.length]!, cfg, rec, n, skus, recent);
+    const p = operate(clients[n % clients.length]!, cfg, rec, n, skus, recent);
     n++;
     pending.add(p);
     void p.finally(() => pending.delete(p));
@@ -148,12 +200,12 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
     const user = async () => {
       while (Date.now() < end && rec.sent < cfg.maxRequests) {
         const i = n++;
-        await issue(clients[i % clients.length]!, cfg, rec, i, skus, recent);
+        await operate(clients[i % clients.length]!, cfg, rec, i, skus, recent);
       }
     };
     await Promise.all(Array.from({ length: concurrency }, user));
   }
-  // Every call carries its timeout, so this ends within clientTimeoutMs (plus a little).
+  // Every try carries its timeout and pauses are bounded, so this ends within maxTries x (patience + pause).
   await Promise.all(pending);
   return {
     startedAt: cfg.startAt,
@@ -163,6 +215,9 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
     buckets: rec.buckets,
     sent: rec.sent,
     succeeded: rec.succeeded,
+    operations: rec.operations,
+    operationsServed: rec.operationsServed,
+    ...(cfg.recordTries ? { tries: rec.tries } : {}),
     skipped: rec.skipped,
     failedOrderCustomers: rec.failedOrderCustomers,
   };

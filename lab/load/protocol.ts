@@ -23,6 +23,36 @@ export interface RequestMix {
   getOrder: number;
 }
 
+/**
+ * How a user behaves, the same for both profiles: one user operation is up
+ * to `maxTries` requests. A try ends when it succeeds, fails, or the user's
+ * patience runs out (the call is abandoned then). After a timeout the user
+ * tries again at once (they have already waited); after an error, after
+ * `errorPauseMs`, or after the server's Retry-After when `honourRetryAfter`
+ * (capped at `maxRetryAfterMs`). A PlaceOrder carries one Idempotency-Key
+ * for all its tries, as a checkout page that resubmits its form would.
+ */
+export interface UserModel {
+  patienceMs: number;
+  maxTries: number;
+  errorPauseMs: number;
+  honourRetryAfter: boolean;
+  maxRetryAfterMs: number;
+}
+
+export const defaultUserModel: UserModel = { patienceMs: 2000, maxTries: 3, errorPauseMs: 500, honourRetryAfter: true, maxRetryAfterMs: 5000 };
+
+/** One request (one try of a user operation) as the load process saw it; for attributing work per request. */
+export interface TryRecord {
+  /** The x-request-id it carried: `<op id>.<try>`. */
+  id: string;
+  kind: "placeOrder" | "listProducts" | "getOrder";
+  /** ms since the load's start. */
+  sentAtMs: number;
+  /** "ok", a code name, or "timeout" (the user gave up). */
+  outcome: string;
+}
+
 export interface LoadConfig {
   gatewayUrl: string;
   /** Epoch ms at which the first phase starts (the runner schedules faults on the same clock). */
@@ -30,6 +60,10 @@ export interface LoadConfig {
   mode: LoadMode;
   /** The user's patience: each call carries it as its deadline and is abandoned when it passes. */
   clientTimeoutMs: number;
+  /** Tries per user operation and what the user does between them (patience is clientTimeoutMs). Default: one try. */
+  user?: Omit<UserModel, "patienceMs">;
+  /** Return every try's record (TryRecord) in the result. */
+  recordTries?: boolean;
   mix: RequestMix;
   /** PlaceOrder n uses customer_id `${customerPrefix}${n}`: one logical user operation, one id. */
   customerPrefix: string;
@@ -47,8 +81,16 @@ export interface LoadConfig {
  * outcomes to the send time keeps the last seconds of a run complete.
  */
 export interface Bucket {
+  /** User operations that started in this bucket (their first try). */
   offered: number;
+  /** Requests actually sent in this bucket: first tries and the users' retries. */
+  sent?: number;
+  /** Requests sent in this bucket that succeeded (goodput by send time). */
   succeeded: number;
+  /** User operations started in this bucket that succeeded on some try. */
+  usersServed?: number;
+  /** Tries that ended because the user's patience ran out. */
+  timeouts?: number;
   /** Successful PlaceOrder calls. */
   orders: number;
   /** GetOrder calls sent, and those that succeeded: the fast method, which never needs pricing. */
@@ -70,6 +112,10 @@ export interface LoadResult {
   buckets: Bucket[];
   sent: number;
   succeeded: number;
+  /** User operations started, and served on some try. */
+  operations?: number;
+  operationsServed?: number;
+  tries?: TryRecord[];
   /** Not sent because maxInFlight or maxRequests was reached. */
   skipped: number;
   /** customer_ids of PlaceOrder calls the user saw fail: an order stored for one of them is work nobody got. */

@@ -24,7 +24,7 @@ export function kindOf(n: number, mix: RequestMix): RequestKind {
 /** What one user operation sends; GetOrder reads an order placed earlier in the run. */
 export interface Operation {
   kind: RequestKind;
-  call(client: Client<typeof checkoutV1.CheckoutService>, opts: { timeoutMs: number }): Promise<unknown>;
+  call(client: Client<typeof checkoutV1.CheckoutService>, opts: { timeoutMs: number; headers?: Record<string, string> }): Promise<unknown>;
   /** Set for PlaceOrder: the operation's unique customer_id. */
   customerId?: string;
   /** Set for PlaceOrder: receives the stored order's id on success. */

@@ -58,7 +58,10 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
     child.on("message", (m: FromLoad) => {
       if (m.type === "ready") {
         const startAt = Date.now() + startDelayMs;
-        arm(startDelayMs + plannedMs(cfg.mode) + cfg.clientTimeoutMs + 30_000, "no result");
+        // The last user may still be on their last try: every try is bounded, and so is every pause.
+        const user = cfg.user ?? { maxTries: 1, maxRetryAfterMs: 0, errorPauseMs: 0 };
+        const lastUserMs = user.maxTries * (cfg.clientTimeoutMs + Math.max(user.maxRetryAfterMs, user.errorPauseMs));
+        arm(startDelayMs + plannedMs(cfg.mode) + lastUserMs + 30_000, "no result");
         child.send({ type: "start", startAt } satisfies ToLoad);
         onStart?.(startAt);
       } else if (m.type === "result") finish(() => resolve(m.result));

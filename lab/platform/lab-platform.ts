@@ -15,6 +15,8 @@ export interface LabPlatform {
   gatewayUrl: string;
   databaseUrl: string;
   services: Platform["services"];
+  /** Each service's log file (JSON lines), until close(). */
+  logFiles: Record<ServiceName, string>;
   /** PUT /admin/faults on one service (`{}` clears). */
   setFaults(service: ServiceName, faults: object): Promise<void>;
   clearAllFaults(): Promise<void>;
@@ -22,7 +24,8 @@ export interface LabPlatform {
   stopDatabase(): Promise<void>;
   /** Starts it again on the same data directory and port. */
   startDatabase(): Promise<void>;
-  close(): Promise<void>;
+  /** Stops everything; `onStopped` runs once the services have exited (their logs complete), before the data is removed. */
+  close(onStopped?: () => void | Promise<void>): Promise<void>;
 }
 
 /**
@@ -38,6 +41,8 @@ export async function startLabPlatform(
     onProgress?: (line: string) => void;
     /** LOG_LEVEL of the services: "warn" by default (the storm lab reads metrics, not logs); "shipped" leaves the services' default. */
     logLevel?: string;
+    /** Extra environment for every service (a variant's switches). */
+    env?: Record<string, string>;
   } = {},
 ): Promise<LabPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
@@ -48,7 +53,7 @@ export async function startLabPlatform(
     platform = await startPlatform({
       dataDir,
       freePorts: true,
-      env: { RESILIENCE_PROFILE: profile, ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }) },
+      env: { RESILIENCE_PROFILE: profile, ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }), ...opts.env },
       onProgress: (line) => {
         if (/ exited /.test(line)) exits.push(line);
         opts.onProgress?.(line);
@@ -77,6 +82,7 @@ export async function startLabPlatform(
     gatewayUrl: platform.gatewayUrl,
     databaseUrl: platform.databaseUrl,
     services: platform.services,
+    logFiles: Object.fromEntries(serviceNames.map((n) => [n, platform.services[n].logFile])) as Record<ServiceName, string>,
     setFaults,
     async clearAllFaults() {
       await Promise.all(serviceNames.map((s) => setFaults(s, {})));
@@ -91,10 +97,11 @@ export async function startLabPlatform(
       if (!first) throw new Error("startDatabase: the platform does not run an embedded database");
       restarted = await startEmbeddedPostgres({ dataDir: first.dataDir, port: first.port, host: "127.0.0.1" });
     },
-    async close() {
+    async close(onStopped) {
       try {
         await platform.stop();
         await restarted?.stop("fast");
+        await onStopped?.();
       } finally {
         if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
       }

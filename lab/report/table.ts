@@ -1,4 +1,6 @@
 import type { RunResult } from "../analyze.js";
+import { median } from "../stats.js";
+import { ablations } from "../variants.js";
 
 /** Renders rows as an aligned plain-text table (first row is the header). */
 export function renderTable(rows: string[][]): string {
@@ -10,50 +12,166 @@ export function renderTable(rows: string[][]): string {
   return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
 }
 
-const n = (x: number, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : "-");
+const fmt = (x: number, digits: number) => (Number.isFinite(x) ? x.toFixed(digits) : "-");
+
+/**
+ * One number over the repetitions of a run: the median, and the range when
+ * there is more than one ("12.0 [11.2-13.1]"). `null` values (a profile that
+ * did not recover) sort above every number and print as "never".
+ */
+export function stat(values: readonly (number | null)[], digits = 0, unit = ""): string {
+  const show = (v: number | null) => (v === null ? "never" : `${fmt(v, digits)}${unit}`);
+  if (values.length === 0) return "-";
+  if (values.length === 1) return show(values[0]!);
+  const sorted = [...values].sort((a, b) => (a === null ? (b === null ? 0 : 1) : b === null ? -1 : a - b));
+  const n = sorted.length;
+  const a = sorted[Math.floor((n - 1) / 2)]!;
+  const b = sorted[Math.floor(n / 2)]!;
+  const med = a === null || b === null ? null : (a + b) / 2;
+  return `${show(med)} [${show(sorted[0]!)}-${show(sorted[n - 1]!)}]`;
+}
+
+/** Results grouped by scenario and variant, in plan order; one entry per repetition. */
+export function groups(results: readonly RunResult[]): RunResult[][] {
+  const by = new Map<string, RunResult[]>();
+  for (const r of results) {
+    const k = `${r.scenario}\u0000${r.variant ?? r.profile}`;
+    by.set(k, [...(by.get(k) ?? []), r]);
+  }
+  return [...by.values()];
+}
 
 export const columnHelp = [
-  "offered   req/s offered before -> during the trigger (open loop; fractions of the reference capacity)",
-  "goodput   successful req/s before / during / after the trigger; orders/s = successful PlaceOrder per second during the trigger",
-  "GetOrder  the fast method (never needs pricing) during the trigger: successful / sent per second",
-  "tx/req    database transactions (pricing-db + orders-db) per user request over the whole run, tail included",
-  "amp       transactions per request during the trigger / before it (1.00 = no extra database work per request; n/a: none reached the database)",
-  "hops      requests received by checkout / orders / pricing per user request, whole run with its tail",
-  "p50/p99   client latency of successful calls over the run, ms",
-  "late      handlers finished after their deadline / db transactions after every user had left / orders stored for calls the user saw fail",
+  "cap       the reference capacity (req/s, closed loop, measured at the start of each scenario); every rate is a fraction of it",
+  "sent/s    requests actually sent per second before -> during the trigger: new users and their retries (the schedule asks for 0.6x cap new users)",
+  "goodput   successful requests per second before / during / after the trigger (by send time)",
+  "trig/cap  goodput during the trigger / cap",
+  "served    share of the users who started during the trigger and were served on one of their tries",
+  "GetOrder  the fast method (never needs pricing) during the trigger: served / sent per second",
+  "hops      requests received by checkout / orders / pricing per request sent, whole run with its tail (metrics)",
+  "late      handlers finished after their deadline / database transactions that ended more than 0.25 s after their user gave up (from the services' logs; '-' where",
+  "          not read: failover, overload, metastable) / orders stored for users who saw every try fail",
   "dup       duplicate orders (more than one order for one user operation)",
-  "recovery  seconds from the trigger's removal to 95% of normal goodput (3 s mean); 'never' = not within the run",
+  "recovery  seconds from the trigger's removal until goodput over 1 s is back to 95% of before (and averages 90% from there on), found to 0.25 s; 'never' = not within the run",
+  "With --repeat N each cell is the median over N runs, with [min-max].",
 ];
 
 export function resultsTable(results: readonly RunResult[]): string {
   const rows: string[][] = [
-    ["scenario", "profile", "offered", "goodput pre/trig/post", "orders/s", "GetOrder/s", "tx/req", "amp", "hops co/or/pr", "p50/p99 ms", "late dl/tx/orders", "dup", "recovery"],
+    ["scenario", "variant", "cap", "sent/s pre->trig", "goodput pre/trig/post", "trig/cap", "served", "GetOrder/s", "hops co/or/pr", "late dl/tx/orders", "dup", "recovery"],
   ];
-  for (const r of results) {
-    const w = r.windows;
-    const h = r.amplification.hopsPerRequest;
+  for (const g of groups(results)) {
+    const r = g[0]!;
+    const w = (f: (x: RunResult) => number, d = 0) => stat(g.map(f), d);
     rows.push([
       r.scenario,
-      r.profile,
-      `${n(r.rates.base)}->${n(r.rates.during)}`,
-      `${n(w.pre.goodputPerSec)}/${n(w.trigger.goodputPerSec)}/${n(w.post.goodputPerSec)}`,
-      n(w.trigger.ordersPerSec, 1),
-      // Reports from before the column have no read counts.
-      w.trigger.readsOfferedPerSec === undefined ? "-" : `${n(w.trigger.readsPerSec, 1)}/${n(w.trigger.readsOfferedPerSec, 1)}`,
-      n(r.amplification.dbTxPerRequest, 2),
-      // Nothing reached the database during the trigger (it was down): no ratio to speak of.
-      r.amplification.triggerDbTxPerRequest === 0 ? "n/a" : n(r.amplification.triggerVsBaseline, 2),
-      `${n(h.checkout, 2)}/${n(h.orders, 2)}/${n(h.pricing, 2)}`,
-      `${n(r.totals.p50Ms)}/${n(r.totals.p99Ms)}`,
-      `${r.lateWork.handlersAfterDeadline}/${r.lateWork.dbTxAfterUsersLeft}/${r.lateWork.ordersForFailedCalls}`,
-      String(r.orders.duplicates),
-      r.recovery.recoveredAfterSec === null ? "never" : `${n(r.recovery.recoveredAfterSec, 1)} s`,
+      r.variant ?? r.profile,
+      w((x) => x.capacity.referencePerSec),
+      `${w((x) => x.windows.pre.sentPerSec)}->${w((x) => x.windows.trigger.sentPerSec)}`,
+      `${w((x) => x.windows.pre.goodputPerSec)}/${w((x) => x.windows.trigger.goodputPerSec)}/${w((x) => x.windows.post.goodputPerSec)}`,
+      w((x) => x.triggerGoodputVsCapacity, 2),
+      stat(g.map((x) => x.windows.trigger.usersServedRatio * 100), 0, "%"),
+      `${w((x) => x.windows.trigger.readsPerSec, 1)}/${w((x) => x.windows.trigger.readsOfferedPerSec, 1)}`,
+      `${w((x) => x.amplification.hopsPerRequest.checkout, 2)}/${w((x) => x.amplification.hopsPerRequest.orders, 2)}/${w((x) => x.amplification.hopsPerRequest.pricing, 2)}`,
+      `${w((x) => x.lateWork.handlersAfterDeadline)}/${r.lateWork.transactionsAfterCallerLeft === undefined ? "-" : w((x) => x.lateWork.transactionsAfterCallerLeft ?? Number.NaN)}/${w((x) => x.lateWork.ordersForFailedCalls)}`,
+      w((x) => x.orders.duplicates),
+      stat(g.map((x) => x.recovery.recoveredAfterSec), 2, " s"),
     ]);
   }
   return renderTable(rows);
 }
 
+export const attributionHelp = [
+  "Full outage, per user request: from the services' own log lines (every hop logs each request it served, each database each transaction, with the x-request-id the",
+  "load generator minted for the request), counted once the platform was quiet, for the requests whose whole retry chain met the outage (sent early enough in it).",
+  "requests        requests attributed (each try of a user is a request)",
+  "pricing-db/req  transactions at the failing database per request of the load's mix (per-kind means weighted 40% PlaceOrder, 40% ListProducts, 20% GetOrder,",
+  "                which never needs pricing); write / read: per PlaceOrder / per ListProducts",
+  "max             the most pricing-db transactions one request caused",
+  "all-db/req      transactions at both databases per request (a failed write also looks its key up in orders-db)",
+  "hops co/or/pr   requests received by checkout / orders / pricing per request (attempts at every hop)",
+  "unlogged        attributed requests the gateway never logged (should be 0)",
+];
+
+export function attributionTable(results: readonly RunResult[]): string {
+  const rows: string[][] = [["scenario", "variant", "requests", "pricing-db/req", "write", "read", "max", "all-db/req", "hops co/or/pr", "unlogged"]];
+  for (const g of groups(results)) {
+    const r = g[0]!;
+    if (!r.attribution) continue;
+    const a = (f: (x: NonNullable<RunResult["attribution"]>) => number, d = 2) => stat(g.map((x) => (x.attribution ? f(x.attribution) : Number.NaN)), d);
+    rows.push([
+      r.scenario,
+      r.variant,
+      a((x) => x.all.requests, 0),
+      a((x) => x.mixWeighted.transactionsPerRequest["pricing-db"] ?? 0),
+      a((x) => x.byKind.placeOrder?.transactionsPerRequest["pricing-db"] ?? 0),
+      a((x) => x.byKind.listProducts?.transactionsPerRequest["pricing-db"] ?? 0),
+      a((x) => x.needingPricing.maxPricingDb, 0),
+      a((x) => x.mixWeighted.transactionsPerRequest.all ?? 0),
+      `${a((x) => x.mixWeighted.receivedPerRequest.checkout)}/${a((x) => x.mixWeighted.receivedPerRequest.orders)}/${a((x) => x.mixWeighted.receivedPerRequest.pricing)}`,
+      a((x) => x.unseenAtGateway, 0),
+    ]);
+  }
+  return rows.length === 1 ? "" : renderTable(rows);
+}
+
+/** The number each ablation compares (see variants.ts). */
+function ablationMetric(scenario: string, r: RunResult): number | null {
+  switch (scenario) {
+    case "full-outage":
+      return r.attribution?.mixWeighted.transactionsPerRequest["pricing-db"] ?? Number.NaN;
+    case "slow-dependency":
+      return r.windows.trigger.readsOfferedPerSec > 0 ? r.windows.trigger.readsPerSec / r.windows.trigger.readsOfferedPerSec : Number.NaN;
+    case "overload":
+      return r.triggerGoodputVsCapacity;
+    case "metastable":
+      return r.recovery.postGoodputRatio;
+    default:
+      return Number.NaN;
+  }
+}
+
+export function ablationTable(results: readonly RunResult[]): string {
+  const rows: string[][] = [["mechanism off", "scenario", "number", "with it", "without it", "change", "recovery with / without"]];
+  for (const a of ablations) {
+    const base = results.filter((r) => r.scenario === a.scenario && r.variant === a.baseline.name);
+    const off = a.ablated ? results.filter((r) => r.scenario === a.scenario && r.variant === a.ablated!.name) : [];
+    if (base.length === 0) continue;
+    if (!a.ablated) {
+      rows.push([a.mechanism, a.scenario, a.metric, "-", "not run", "no switch in the product: turning it off needs a code change", "-"]);
+      continue;
+    }
+    if (off.length === 0) continue;
+    const b = base.map((r) => ablationMetric(a.scenario, r));
+    const o = off.map((r) => ablationMetric(a.scenario, r));
+    const mb = median(b.filter((x): x is number => x !== null && Number.isFinite(x)));
+    const mo = median(o.filter((x): x is number => x !== null && Number.isFinite(x)));
+    rows.push([
+      a.mechanism,
+      a.scenario,
+      a.metric,
+      stat(b, 2),
+      stat(o, 2),
+      Number.isFinite(mb) && Number.isFinite(mo) && mb !== 0 ? `x${(mo / mb).toFixed(2)}` : "-",
+      `${stat(base.map((r) => r.recovery.recoveredAfterSec), 2, " s")} / ${stat(off.map((r) => r.recovery.recoveredAfterSec), 2, " s")}`,
+    ]);
+  }
+  return rows.length === 1 ? "" : renderTable(rows);
+}
+
 /** Lines to print under the table: every run's warnings, if any. */
 export function warningLines(results: readonly RunResult[]): string[] {
-  return results.flatMap((r) => r.warnings.map((w) => `warning: ${r.scenario}/${r.profile}: ${w}`));
+  return results.flatMap((r) => r.warnings.map((w) => `warning: ${r.scenario}/${r.variant ?? r.profile}${r.repetition ? ` #${r.repetition}` : ""}: ${w}`));
+}
+
+/** Everything printed at the end and written to table.txt. */
+export function fullReport(results: readonly RunResult[]): string {
+  const parts = [resultsTable(results)];
+  const attribution = attributionTable(results);
+  if (attribution) parts.push("Full outage, per user request:\n" + attribution);
+  const ablation = ablationTable(results);
+  if (ablation) parts.push("Ablation: the platform with one mechanism off:\n" + ablation);
+  const warnings = warningLines(results);
+  if (warnings.length > 0) parts.push(warnings.join("\n"));
+  return parts.join("\n\n");
 }

@@ -169,6 +169,12 @@ export function watchedClientClass(onLost: (client: pg.Client, loss: ConnectionL
 /** The part of a logger the database uses. */
 export interface DatabaseLogger {
   warn(obj: object, msg: string): void;
+  /**
+   * One line per transaction that reached the server (`db`, `requestId`,
+   * `outcome`), at debug level: attributes database work to the user
+   * request that caused it (the storm lab counts attempts per request).
+   */
+  debug?(obj: object, msg: string): void;
 }
 
 /**

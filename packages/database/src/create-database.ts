@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type CallScope, abortReason, createScope, currentFaults, currentScope, faultApplies, remainingMs, shouldFail } from "@platform/resilience";
+import { type CallScope, abortReason, createScope, currentScope, remainingMs, shouldFail } from "@platform/resilience";
 import pg from "pg";
 import { acquireConnection } from "./acquire-connection.js";
 import { type ConnectionLoss, type DatabaseLogger, lossCauses, lossOf, markUse, reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
@@ -10,6 +10,7 @@ import { connectionLostError, toConnectError } from "./to-connect-error.js";
 import { statementTarget } from "./statement-span.js";
 import { ScopedTx, type Tx } from "./tx.js";
 import { createNaiveDatabase } from "./naive-database.js";
+import { serverFaultNow, unreachableNow } from "./fault-now.js";
 
 export interface DatabaseOptions {
   /** Dependency name used in error messages and the `db` metric label, e.g. "pricing-db". */
@@ -165,22 +166,29 @@ export function createDatabase(opts: DatabaseOptions): Database {
   }
 
   async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
-    const spec = currentFaults().db;
-    const fault = faultApplies(spec) ? spec : undefined;
-    if (fault?.unreachable) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
+    if (unreachableNow()) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
     const client = await checkout(scope);
     const tx = new ScopedTx(client, scope, { dbName: name, target, minBudgetMs, statementReserveMs, metrics, autocommit: txOpts?.autocommit ?? false });
+    let begun = false;
+    let outcome = "error";
     try {
       await tx.begin(txOpts?.readOnly ?? false);
+      begun = true;
       metrics.transactions.inc({ db: name });
+      // Read when the statement runs, not before the pool wait: a
+      // transaction that queued while a fault was on and starts after it
+      // was cleared runs as the database now is.
+      const fault = serverFaultNow();
       if (fault) await injectDatabaseFault(tx, fault, name);
       const result = await fn(tx);
       await tx.commit();
+      outcome = "ok";
       return result;
     } catch (err) {
       await tx.rollback();
       throw toConnectError(err, name, scope);
     } finally {
+      if (begun) opts.logger?.debug?.({ db: name, requestId: scope.requestId, outcome }, "db transaction");
       tx.release();
       slots.release();
     }

@@ -1,8 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { currentFaults, faultApplies, shouldFail } from "@platform/resilience";
+import { currentScope, shouldFail } from "@platform/resilience";
 import pg from "pg";
 import type { Database, DatabaseOptions, PoolStats } from "./create-database.js";
 import { reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
+import { serverFaultNow, unreachableNow } from "./fault-now.js";
 import { databaseMetrics, type PoolStatsSource } from "./metrics.js";
 import { connectionFailureReason } from "./to-connect-error.js";
 import type { Tx } from "./tx.js";
@@ -46,9 +47,7 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
   let closing: Promise<void> | undefined;
 
   const attempt: Database["transaction"] = async (fn, txOpts) => {
-    const spec = currentFaults().db;
-    const fault = faultApplies(spec) ? spec : undefined;
-    if (fault?.unreachable) throw new ConnectError(`${opts.name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
+    if (unreachableNow()) throw new ConnectError(`${opts.name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
     let client: pg.PoolClient;
     try {
       client = await pool.connect();
@@ -77,9 +76,14 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
         }
       },
     };
+    let begun = false;
+    let outcome = "error";
     try {
       await client.query(txOpts?.readOnly ? "BEGIN READ ONLY" : "BEGIN");
+      begun = true;
       metrics.transactions.inc({ db: opts.name });
+      // Read when the transaction runs, as the platform's client does (see create-database.ts).
+      const fault = serverFaultNow();
       if (fault?.latencyMs) await tx.query("SELECT pg_sleep($1) /* injected latency */", [fault.latencyMs / 1000]);
       if (fault && shouldFail(fault)) {
         await tx.query("DO $$ BEGIN RAISE EXCEPTION 'injected fault' USING ERRCODE = 'XX000'; END $$").catch(() => {
@@ -88,12 +92,14 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
       }
       const result = await fn(tx);
       await client.query("COMMIT");
+      outcome = "ok";
       return result;
     } catch (e) {
       await client.query("ROLLBACK").catch(() => {});
       if (/Query read timeout/.test(String(e))) throw new ConnectError(`${opts.name}: query timed out`, Code.DeadlineExceeded);
       throw unavailable(e);
     } finally {
+      if (begun) opts.logger?.debug?.({ db: opts.name, requestId: currentScope()?.requestId ?? "", outcome }, "db transaction");
       // A timed-out query is still running on the server: the naive client
       // drops the connection rather than reuse one that is busy.
       client.off("error", onError);

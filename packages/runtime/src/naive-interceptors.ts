@@ -1,5 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { formatConnectTimeout, formatGrpcTimeout } from "@platform/resilience";
+import { currentScope, formatConnectTimeout, formatGrpcTimeout } from "@platform/resilience";
+import { requestIdHeader } from "./request-id.js";
 import { rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { codeLabel } from "./code-label.js";
@@ -27,6 +28,10 @@ export function naiveClientInterceptors(dependency: string, callTimeoutMs: numbe
   };
   const fixedTimeout: Interceptor = (next) => async (req) => {
     const procedure = `/${req.service.typeName}/${req.method.name}`;
+    // Naive in its resilience, not in its logs: the request id travels on,
+    // so every hop's work can be attributed to the user request behind it.
+    const requestId = currentScope()?.requestId;
+    if (requestId) req.header.set(requestIdHeader, requestId);
     const contentType = req.header.get("content-type") ?? "";
     if (contentType.startsWith("application/grpc")) req.header.set("grpc-timeout", formatGrpcTimeout(callTimeoutMs));
     else req.header.set("connect-timeout-ms", formatConnectTimeout(callTimeoutMs));
@@ -55,4 +60,4 @@ export function naiveClientInterceptors(dependency: string, callTimeoutMs: numbe
   return [retry, fixedTimeout];
 }
 
-const naiveRetryable = new Set<Code>([Code.Unavailable, Code.DeadlineExceeded, Code.Internal, Code.Unknown, Code.ResourceExhausted]);
+export const naiveRetryable = new Set<Code>([Code.Unavailable, Code.DeadlineExceeded, Code.Internal, Code.Unknown, Code.ResourceExhausted]);
