@@ -67,9 +67,17 @@ export function compressedWithoutEncoding(spec: CaseSpec): boolean {
   return (spec.protocol === "grpc" || spec.protocol === "grpc-web") && spec.framing.kind === "flags" && (spec.framing.flags & 1) === 1 && !("grpc-encoding" in spec.extraHeaders);
 }
 
+/** The server's limits the oracle judges by. */
+export interface ServerLimits {
+  /** READ_MAX_BYTES: the largest request body read. */
+  readMaxBytes: number;
+  /** The largest header section, advertised over HTTP/2 as SETTINGS_MAX_HEADER_LIST_SIZE. */
+  maxHeaderBytes: number;
+}
+
 /** What is wrong with one answer's code, or undefined when it is a definite one. */
-export function codeViolation(a: Answer, readMaxBytes: number): string | undefined {
-  if (a.transportError) return closedOnOversizedUpload(a, readMaxBytes) ? undefined : `no answer: ${a.transportError}`;
+export function codeViolation(a: Answer, limits: ServerLimits): string | undefined {
+  if (a.transportError) return closedOnOversizedUpload(a, limits.readMaxBytes) || refusedOversizedHeaders(a, limits.maxHeaderBytes) ? undefined : `no answer: ${a.transportError}`;
   const o = a.outcome!;
   const short = shortDeadline(a.spec) !== undefined;
   if (o.protocol === "http") return plainHttp.has(o.status) ? undefined : `undocumented plain HTTP ${o.status}`;
@@ -99,6 +107,22 @@ export function codeViolation(a: Answer, readMaxBytes: number): string | undefin
  */
 export function closedOnOversizedUpload(a: Answer, readMaxBytes: number): boolean {
   return a.spec.http === "h1" && a.built.request.body.length > readMaxBytes && /EPIPE|ECONNRESET|socket hang up/.test(a.transportError ?? "");
+}
+
+/**
+ * HTTP/2 has no 431 once a header section is past the limit the server
+ * advertised (SETTINGS_MAX_HEADER_LIST_SIZE): node's server resets the
+ * stream with ENHANCE_YOUR_CALM (11) before any handler sees it, and gRPC
+ * and Connect clients report that reset as resource_exhausted (the gRPC
+ * HTTP/2 mapping). A Connect GET carries its message in the URL, so a large
+ * enough message gets there. Accepted for such requests only; RFC 9113
+ * counts each field as name + value + 32 bytes.
+ */
+export function refusedOversizedHeaders(a: Answer, maxHeaderBytes: number): boolean {
+  if (a.spec.http !== "h2" || !/RST_STREAM 11\b/.test(a.transportError ?? "")) return false;
+  const { request } = a.built;
+  const fields: [string, string][] = [[":method", request.method], [":path", request.path], ...Object.entries(request.headers)];
+  return fields.reduce((n, [k, v]) => n + k.length + String(v).length + 32, 0) > maxHeaderBytes;
 }
 
 function isOk(a: Answer): boolean {

@@ -40,6 +40,8 @@ const concurrency = 8;
 const curlRuns = Number(process.env["FUZZ_CURL_RUNS"] ?? 120);
 /** The gateway's READ_MAX_BYTES (default). */
 const readMaxBytes = 64 * 1024;
+/** The gateway's header limit (listen.ts's default), HTTP/1.1 and HTTP/2 alike. */
+const maxHeaderBytes = 16 * 1024;
 /** Only a guard against a hang: promptness is judged by the oracle, relative to the run. */
 const hangGuardMs = 35_000;
 
@@ -103,7 +105,7 @@ function oracleProblems(answers: Answer[]): { problems: string[]; p50: number; p
   const p99 = okQuantile(answers, 0.99);
   const problems: string[] = [];
   for (const a of answers) {
-    const v = codeViolation(a, readMaxBytes) ?? lateness(a, p99);
+    const v = codeViolation(a, { readMaxBytes, maxHeaderBytes }) ?? lateness(a, p99);
     if (v) problems.push(`seed ${a.seed} #${a.index} ${v}\n    ${describeCase(a.spec)}`);
   }
   const slowest = [...answers].sort((x, y) => y.ms - x.ms).slice(0, 3);
