@@ -38,7 +38,7 @@ export interface RunResult {
   user: Omit<UserModel, "patienceMs">;
   quick: boolean;
   clientTimeoutMs: number;
-  capacity: { measuredPerSec: number; referencePerSec: number; concurrency: number; durationMs: number };
+  capacity: { measuredPerSec: number; referencePerSec: number; concurrency: number; durationMs: number; requestsBefore: number };
   rates: { base: number; during: number };
   /** Seconds from the load's start. `trigger` is when the trigger was actually applied and removed. */
   timeline: { preSec: number; triggerSec: number; postSec: number; trigger: { fromSec: number; toSec: number } };
@@ -214,6 +214,7 @@ export function analyze(raw: RawRun): RunResult {
       referencePerSec: round(raw.capacity.referencePerSec, 1),
       concurrency: raw.capacity.concurrency,
       durationMs: raw.capacity.durationMs,
+      requestsBefore: raw.capacity.requestsBefore,
     },
     rates: { base: round(raw.rates.base, 1), during: round(raw.rates.during, 1) },
     timeline: {

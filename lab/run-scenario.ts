@@ -35,6 +35,12 @@ export interface CapacityMeasurement {
   referencePerSec: number;
   concurrency: number;
   durationMs: number;
+  /**
+   * Requests the lab itself sent before the scenario's load (warm-up and
+   * capacity loops). The gateway's retry budget earns 10% of them for its
+   * TTL (10 s), so a check of the budget must count them.
+   */
+  requestsBefore: number;
 }
 
 /** Everything a run observed; analyze.ts turns it into numbers. */
@@ -95,10 +101,10 @@ async function waitQuiet(recorder: MetricsRecorder, maxMs: number): Promise<bool
 /** Closed-loop users for the capacity measurement: past the knee on 2 cores, below admission limits. */
 const capacityConcurrency = 64;
 
-async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): Promise<{ perSec: number; concurrency: number; durationMs: number }> {
+async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): Promise<{ perSec: number; concurrency: number; durationMs: number; requestsBefore: number }> {
   // JIT, connection pools and HTTP/2 sessions warm up first, in both profiles
   // alike: a service fresh from start serves at half speed for seconds.
-  await runLoad({
+  const warm = await runLoad({
     gatewayUrl: p.gatewayUrl,
     // At the measurement's own concurrency: a warm-up at 16 users left the first 64-user seconds ~30% slow.
     mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: opts.quick ? 1500 : 2500 },
@@ -106,7 +112,7 @@ async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): P
     customerPrefix: `warm-${tag}-`,
   });
   const concurrency = capacityConcurrency;
-  if (opts.measureCapacity === false && opts.referenceCapacity !== undefined) return { perSec: Number.NaN, concurrency, durationMs: 0 };
+  if (opts.measureCapacity === false && opts.referenceCapacity !== undefined) return { perSec: Number.NaN, concurrency, durationMs: 0, requestsBefore: warm.sent };
   const durationMs = opts.quick ? 2000 : 2500;
   const r = await runLoad({
     gatewayUrl: p.gatewayUrl,
@@ -114,7 +120,7 @@ async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): P
     clientTimeoutMs: opts.clientTimeoutMs,
     customerPrefix: `capacity-${tag}-`,
   });
-  return { perSec: r.succeeded / (durationMs / 1000), concurrency, durationMs };
+  return { perSec: r.succeeded / (durationMs / 1000), concurrency, durationMs, requestsBefore: warm.sent + r.sent };
 }
 
 /**
@@ -141,7 +147,8 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
     const cap = await measureCapacity(p, opts, tag);
     const reference = opts.referenceCapacity ?? cap.perSec;
     if (!(reference > 0)) throw new Error(`${profile}: measured capacity is 0 req/s; is the platform serving?`);
-    const rates = { base: scenario.load.base * reference, during: scenario.load.during * reference };
+    const spike = opts.quick && scenario.load.duringQuick !== undefined ? scenario.load.duringQuick : scenario.load.during;
+    const rates = { base: scenario.load.base * reference, during: spike * reference };
     const measured = Number.isNaN(cap.perSec) ? "not measured" : `${cap.perSec.toFixed(0)} req/s (closed loop, ${cap.concurrency} users)`;
     opts.log(`  ${label}: capacity ${measured}, reference ${reference.toFixed(0)} req/s; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`);
 
@@ -242,7 +249,7 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
       quick: opts.quick,
       clientTimeoutMs: opts.clientTimeoutMs,
       timing,
-      capacity: { measuredPerSec: cap.perSec, referencePerSec: reference, concurrency: cap.concurrency, durationMs: cap.durationMs },
+      capacity: { measuredPerSec: cap.perSec, referencePerSec: reference, concurrency: cap.concurrency, durationMs: cap.durationMs, requestsBefore: cap.requestsBefore },
       rates,
       customerPrefix,
       load,

@@ -23,7 +23,12 @@ export interface Scenario {
   summary: string;
   timing: { full: ScenarioTiming; quick: ScenarioTiming };
   /** Offered rate (new user operations per second) as a fraction of the measured capacity: before and after the trigger, and during it. */
-  load: { base: number; during: number };
+  /**
+   * Offered load as multiples of the measured capacity, before/after and
+   * during the trigger. `duringQuick`, when set, replaces `during` in the
+   * quick variant (npm test), whose spike is short.
+   */
+  load: { base: number; during: number; duringQuick?: number };
   trigger?: Trigger;
   /**
    * Attribute the work at every hop to the user request that caused it
@@ -126,7 +131,12 @@ export const scenarios: readonly Scenario[] = [
     // Quick as long as full: at 1.5x a queue grows by half the capacity per second, so it takes
     // 4 s or more before a request waits the users' 2 s and their retries take over.
     timing: timing(6000, 6000),
-    load: { base: 0.6, during: 1.5 },
+    // Quick: 2x. The closed-loop capacity measurement understates what the
+    // naive stack (unbounded concurrency) gets through an open loop, and on a
+    // quiet 2-core machine a 6 s spike at 1.5x of it left every naive user
+    // served: no overload, nothing to recover from. The full lab keeps 1.5x
+    // over its longer windows.
+    load: { base: 0.6, during: 1.5, duringQuick: 2 },
     trigger: { start: noop, stop: noop },
     sizedPerVariant: true,
   },

@@ -89,13 +89,16 @@ describe("storm lab (quick)", () => {
     // retried (up to the user's 2 s of patience, plus one of the budget's 1 s slices).
     // At quick-mode rates that is a visible share; every gateway attempt retried would be 3.
     const rate = r.windows.trigger.sentPerSec;
-    const banked = 10 + 0.1 * r.windows.pre.sentPerSec * Math.min(10, r.timeline.preSec);
-    const allowed = 1.1 + (banked + 10 + 0.1 * rate * 3) / w.requests;
+    // Banked also holds 10% of the lab's own warm-up and capacity requests: in quick mode they end
+    // less than the budget's 10 s before the outage (without them the bound was short by ~30 tokens).
+    const banked = 10 + 0.1 * (r.windows.pre.sentPerSec * Math.min(10, r.timeline.preSec) + r.capacity.requestsBefore);
+    // Per-request means come rounded to 2 decimals: half a unit of slack for that.
+    const allowed = 1.1 + (banked + 10 + 0.1 * rate * 3) / w.requests + 0.005;
     const perRequest = w.transactionsPerRequest["pricing-db"] ?? 0;
-    assert.ok(perRequest <= allowed, `platform without breakers: ${perRequest} pricing-db transactions per request (allowed ${allowed.toFixed(2)})${context(r)}`);
+    assert.ok(perRequest <= allowed, `platform without breakers: ${perRequest} pricing-db transactions per request (allowed ${allowed.toFixed(3)})${context(r)}`);
     // Exactly one layer retries: below the gateway, one attempt per gateway attempt.
-    assert.ok(w.receivedPerRequest.checkout <= allowed, `checkout received ${w.receivedPerRequest.checkout} per request`);
-    assert.ok(w.receivedPerRequest.pricing <= allowed, `pricing received ${w.receivedPerRequest.pricing} per request`);
+    assert.ok(w.receivedPerRequest.checkout <= allowed, `checkout received ${w.receivedPerRequest.checkout} per request (allowed ${allowed.toFixed(3)})`);
+    assert.ok(w.receivedPerRequest.pricing <= allowed, `pricing received ${w.receivedPerRequest.pricing} per request (allowed ${allowed.toFixed(3)})`);
     // And it did reach the database: a budget that held because nothing was tried would prove nothing
     // (80% of the mix needs pricing: one attempt each without retries).
     assert.ok(perRequest >= 0.7, `platform without breakers: only ${perRequest} pricing-db transactions per request`);
@@ -116,7 +119,7 @@ describe("storm lab (quick)", () => {
     // compares them over a 12 s outage. Here: breakers must not add work beyond the budget.
     const { r, a } = attributed("platform");
     const w = a.all;
-    const banked = 10 + 0.1 * r.windows.pre.sentPerSec * Math.min(10, r.timeline.preSec);
+    const banked = 10 + 0.1 * (r.windows.pre.sentPerSec * Math.min(10, r.timeline.preSec) + r.capacity.requestsBefore);
     const allowed = 1.1 + (banked + 10 + 0.1 * r.windows.trigger.sentPerSec * 3) / w.requests;
     const perRequest = w.transactionsPerRequest["pricing-db"] ?? 0;
     assert.ok(perRequest <= allowed, `breakers on: ${perRequest} pricing-db transactions per request (allowed ${allowed.toFixed(2)})${context(r)}`);
@@ -139,7 +142,7 @@ describe("storm lab (quick)", () => {
     const n = result("metastable", "naive");
     for (const w of [...p.warnings, ...n.warnings]) t.diagnostic(w);
     // The spike must really have been sent above capacity: a load generator too starved to
-    // produce it would make "recovers" meaningless (the rate asked for is 1.5x by definition;
+    // produce it would make "recovers" meaningless (the rate asked for is 2x in quick mode by definition;
     // what was sent is measured).
     assert.ok(p.windows.trigger.sentPerSec > p.capacity.referencePerSec, `platform: ${p.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${p.capacity.referencePerSec}`);
     assert.ok(n.windows.trigger.sentPerSec > n.capacity.referencePerSec, `naive: ${n.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${n.capacity.referencePerSec}`);
