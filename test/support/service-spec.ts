@@ -16,6 +16,7 @@
  */
 import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport, type Client, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -60,9 +61,18 @@ export interface SeenCall<I> {
   /** The deadline the call arrived with (Connect's `ctx.timeoutMs()` at the start of the handler), or undefined without one. */
   timeoutMs: number | undefined;
   headers: Headers;
-  /** Set when the caller's side went away (deadline, cancel) while the handler waited: the downstream saw the timeout. */
+  /** Set when the call's signal aborted (its deadline passed, or the caller went away) while the handler ran: the downstream saw the timeout. */
   aborted: boolean;
+  /**
+   * Resolves with true once the call's signal aborts. The downstream's own
+   * timer starts when the call arrives, a moment after the caller's: it may
+   * fire just after the caller has its answer, so tests wait for it.
+   */
+  whenAborted(): Promise<boolean>;
 }
+
+/** How long whenAborted() waits: far beyond any deadline the specs use, a bound against a hang, not a speed claim. */
+const abortWaitMs = 5000;
 
 /** Records the calls a downstream handler receives. */
 export class CallLog<I> {
@@ -70,8 +80,19 @@ export class CallLog<I> {
 
   /** Records the call; returns its entry (whose `aborted` is set if the caller's side goes away later). */
   record(request: I, ctx: HandlerContext): SeenCall<I> {
-    const seen: SeenCall<I> = { request, timeoutMs: ctx.timeoutMs(), headers: new Headers(ctx.requestHeader), aborted: ctx.signal.aborted };
-    ctx.signal.addEventListener("abort", () => (seen.aborted = true), { once: true });
+    const abort = new Promise<boolean>((resolve) => {
+      if (ctx.signal.aborted) resolve(true);
+      ctx.signal.addEventListener("abort", () => resolve(true), { once: true });
+    });
+    const seen: SeenCall<I> = {
+      request,
+      timeoutMs: ctx.timeoutMs(),
+      headers: new Headers(ctx.requestHeader),
+      aborted: ctx.signal.aborted,
+      // Bounded: a signal that never aborts fails the test instead of hanging it.
+      whenAborted: () => Promise.race([abort, sleep(abortWaitMs, false, { ref: false })]),
+    };
+    void abort.then(() => (seen.aborted = true));
     this.calls.push(seen);
     return seen;
   }

@@ -178,7 +178,7 @@ describe("CheckoutService wired as main.ts wires it", () => {
     assert.equal(fakes.createOrder.calls.length, 1);
     const seen = fakes.createOrder.calls[0]!;
     assert.ok(seen.timeoutMs !== undefined && seen.timeoutMs < 300, `orders' deadline ${seen.timeoutMs} ms is inside the caller's 300`);
-    assert.equal(seen.aborted, true, "orders' call was ended at its deadline");
+    assert.equal(await seen.whenAborted(), true, "orders' call was ended at its deadline");
   });
 
   test("below the edge nothing retries: an UNAVAILABLE orders is called once and the caller gets UNAVAILABLE", async () => {

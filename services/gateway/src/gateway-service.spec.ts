@@ -190,7 +190,7 @@ describe("GatewayService wired as main.ts wires it", () => {
     assert.equal(checkout.placeOrder.calls.length, 1);
     const seen = checkout.placeOrder.calls[0]!;
     assert.ok(seen.timeoutMs !== undefined && seen.timeoutMs < 300, `checkout's deadline ${seen.timeoutMs} ms is inside the client's 300`);
-    assert.equal(seen.aborted, true, "checkout's call was ended at its deadline");
+    assert.equal(await seen.whenAborted(), true, "checkout's call was ended at its deadline");
   });
 
   test("an UNAVAILABLE attempt is retried with the same idempotency key, the client's or the minted one", async () => {
