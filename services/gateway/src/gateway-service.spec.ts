@@ -194,7 +194,7 @@ describe("GatewayService wired as main.ts wires it", () => {
   });
 
   test("an UNAVAILABLE attempt is retried with the same idempotency key, the client's or the minted one", async () => {
-    for (const headers of [{ "Idempotency-Key": "retry-1" }, {}]) {
+    for (const headers of [{ "Idempotency-Key": "retry-1" }, {}] as Record<string, string>[]) {
       checkout.placeOrder.clear();
       checkout.behave = async (_ctx, attempt) => {
         if (attempt === 1) throw new ConnectError("checkout restarting", Code.Unavailable);
