@@ -8,16 +8,18 @@
  * idempotency key on every attempt to checkout.
  */
 import assert from "node:assert/strict";
+import type { DescService } from "@bufbuild/protobuf";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { Code, ConnectError, createClient, type Client, type HandlerContext } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { checkoutV1 } from "@platform/proto";
-import { createDependencyClient, createLogger, serve, type RunningServer } from "@platform/runtime";
+import { checkoutV1, ordersV1 } from "@platform/proto";
+import { createDependencyClient, createLogger, forwardService, serve, type RunningServer } from "@platform/runtime";
 import { expectCode } from "../../../test/support/expect-code.js";
 import { CallLog, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "../../../test/support/service-spec.js";
 import { loadConfig } from "./config.js";
 import { GatewayService } from "./gateway-service.js";
-import { routes, services } from "./routes.js";
+import { forwardedIdempotencyHeaders } from "./idempotency-key.js";
+import { routes, services, type ForwardedRoute } from "./routes.js";
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const order = { id: "2f1e6c1a-0000-4000-8000-000000000001", customerId: "c-1", items: [{ sku: "MUG", name: "Mug", quantity: 2 }] };
@@ -137,6 +139,72 @@ describe("GatewayService, served in memory", () => {
   test("GetOrder of an unknown order: checkout's NOT_FOUND with its message", async () => {
     const missing = "2f1e6c1a-0000-4000-8000-0000000000ff";
     await expectCode(gateway.getOrder({ orderId: missing }), Code.NotFound, new RegExp(`^order ${missing} not found$`));
+  });
+});
+
+/**
+ * An internal API the gateway publishes unchanged (forwarded-apis.ts),
+ * here orders.v1 (CreateOrder is IDEMPOTENT, GetOrder NO_SIDE_EFFECTS in
+ * its proto), forwarded with the gateway's key rule as main.ts forwards
+ * it, to an in-memory OrdersService.
+ */
+describe("a forwarded API, served in memory", () => {
+  const createOrder = new CallLog<ordersV1.CreateOrderRequest>();
+  const getOrder = new CallLog<ordersV1.GetOrderRequest>();
+  // Typed as forwarded-apis.ts types it: any service.
+  const api: DescService = ordersV1.OrdersService;
+  const internal = inMemoryClient(api, (router) =>
+    router.service(ordersV1.OrdersService, {
+      createOrder: (req, ctx) => {
+        createOrder.record(req, ctx);
+        return { order, replayed: false };
+      },
+      getOrder: (req, ctx) => {
+        getOrder.record(req, ctx);
+        return { order };
+      },
+    }),
+  );
+  const forwarded: ForwardedRoute[] = [
+    {
+      service: api,
+      impl: forwardService(api, internal, (method, ctx) => ({ headers: forwardedIdempotencyHeaders(method, ctx.requestHeader) })),
+    },
+  ];
+  const edge = inMemoryClient(ordersV1.OrdersService, routes(new GatewayService(inMemoryClient(checkoutV1.CheckoutService, new FakeCheckout().routes)), forwarded));
+  beforeEach(() => {
+    createOrder.clear();
+    getOrder.clear();
+  });
+
+  test("the gateway serves checkout's API and then each forwarded one", () => {
+    assert.deepEqual(
+      services(forwarded).map((s) => s.typeName),
+      ["checkout.v1.CheckoutService", "orders.v1.OrdersService"],
+    );
+  });
+
+  test("an IDEMPOTENT method always carries a key downstream: the client's, else one minted", async () => {
+    await edge.createOrder({ customerId: "c-1" }, { headers: { "Idempotency-Key": "fwd-1" } });
+    await edge.createOrder({ customerId: "c-1" });
+    const keys = createOrder.calls.map((c) => c.headers.get("idempotency-key"));
+    assert.equal(keys[0], "fwd-1");
+    assert.match(keys[1] ?? "", uuid);
+  });
+
+  test("a method without side effects carries the client's key if it sent one, and none otherwise", async () => {
+    await edge.getOrder({ orderId: order.id }, { headers: { "Idempotency-Key": "fwd-2" } });
+    await edge.getOrder({ orderId: order.id });
+    assert.deepEqual(
+      getOrder.calls.map((c) => c.headers.get("idempotency-key")),
+      ["fwd-2", null],
+    );
+  });
+
+  test("a bad key is refused on a forwarded method too, before the call", async () => {
+    await expectCode(edge.getOrder({ orderId: order.id }, { headers: { "Idempotency-Key": "k".repeat(256) } }), Code.InvalidArgument, /^Idempotency-Key must be at most 255 characters, got 256$/);
+    await expectCode(edge.createOrder({ customerId: "c-1" }, { headers: { "Idempotency-Key": "" } }), Code.InvalidArgument, /^Idempotency-Key header is empty/);
+    assert.equal(getOrder.calls.length + createOrder.calls.length, 0);
   });
 });
 
