@@ -154,11 +154,17 @@ describe("the shipped configuration, a burst under a slow and flaky pricing", ()
     const d = delta(before, await snapshot());
     for (const s of ["pricing", "checkout"] as const) await injectFaults(p, s, {});
     console.log(`[default burst] ${burstSize} calls ${histogram(calls)}; metrics ${JSON.stringify(d)}`);
+    const messages: Record<string, number> = {};
+    for (const c of calls.filter((x) => x.code !== "ok")) messages[`${codeName(c.code)}: ${c.message.replace(/\d+/g, "N")}`] = (messages[`${codeName(c.code)}: ${c.message.replace(/\d+/g, "N")}`] ?? 0) + 1;
+    console.log(`[default burst] failures by message ${JSON.stringify(messages)}`);
 
     // Codes: each call settled with success or a clear, retryable code, within its deadline (plus a bound against hangs).
     assert.deepEqual(calls.filter((c) => !allowed.has(c.code)).map((c) => `${codeName(c.code)}: ${c.message}`), [], "only clear, retryable failures");
     assert.deepEqual(calls.filter((c) => c.settledAfterMs > timeoutMs + hopGraceMs).map((c) => `${codeName(c.code)} after ${Math.round(c.settledAfterMs)} ms`), [], "every call settled by its deadline");
     assert.ok(calls.some((c) => c.code === "ok"), "the platform kept serving under the fault");
+    // Each UNAVAILABLE names its cause: the injected fault, or the mechanism that refused at once.
+    const causes = /injected fault: (handler failed|response from orders lost)|circuit open|bulkhead full|expected wait for a slot|refused before processing/;
+    assert.deepEqual(calls.filter((c) => c.code === Code.Unavailable && !causes.test(c.message)).map((c) => c.message), [], "every UNAVAILABLE names its cause");
     // Requests refused before any handler ran (admission: "not now") are not user requests the retry layer saw.
     assert.ok(d.userRequests <= burstSize && d.userRequests > 0, `${d.userRequests} of ${burstSize} reached the gateway's handler`);
 
