@@ -19,7 +19,8 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport, type Client, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import pg from "pg";
 
 export type Routes = (router: ConnectRouter) => void;
 
@@ -112,4 +113,25 @@ export function untilAborted(ctx: HandlerContext): Promise<never> {
     if (ctx.signal.aborted) reject(ctx.signal.reason);
     ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
   });
+}
+
+/** A client of a server listening on `port` (serve()'s RunningServer.port), over gRPC on h2c, as the next hop up calls it. */
+export function grpcClient<T extends DescService>(service: T, port: number): Client<T> {
+  return createClient(service, createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` }));
+}
+
+/**
+ * Holds an ACCESS EXCLUSIVE lock on `table` from another connection until
+ * the returned release is called: every statement touching the table waits,
+ * which is how a slow database looks to the service, with no fault hook.
+ */
+export async function lockTable(databaseUrl: string, table: string): Promise<() => Promise<void>> {
+  const locker = new pg.Client({ connectionString: databaseUrl });
+  await locker.connect();
+  await locker.query("BEGIN");
+  await locker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+  return async () => {
+    await locker.query("ROLLBACK").catch(() => {});
+    await locker.end();
+  };
 }

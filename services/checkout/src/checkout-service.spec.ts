@@ -7,12 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { Code, ConnectError, createClient, type Client, type HandlerContext } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, type Client, type HandlerContext } from "@connectrpc/connect";
 import { checkoutV1, ordersV1, pricingV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, serve, type RunningServer } from "@platform/runtime";
 import { expectCode } from "../../../test/support/expect-code.js";
-import { CallLog, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "../../../test/support/service-spec.js";
+import { CallLog, grpcClient, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "../../../test/support/service-spec.js";
 import { CheckoutService } from "./checkout-service.js";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
@@ -152,7 +151,7 @@ describe("CheckoutService wired as main.ts wires it", () => {
     });
     server = await serve({ config: config.server, logger: createLogger("checkout", "silent"), services: [checkoutV1.CheckoutService], routes: routes(impl) });
     await server.ready;
-    checkout = createClient(checkoutV1.CheckoutService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.port}` }));
+    checkout = grpcClient(checkoutV1.CheckoutService, server.port);
   });
   after(async () => {
     await server?.shutdown("spec over");

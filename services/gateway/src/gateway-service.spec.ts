@@ -10,12 +10,11 @@
 import assert from "node:assert/strict";
 import type { DescService } from "@bufbuild/protobuf";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { Code, ConnectError, createClient, type Client, type HandlerContext } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, type Client, type HandlerContext } from "@connectrpc/connect";
 import { checkoutV1, ordersV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, forwardService, serve, type RunningServer } from "@platform/runtime";
 import { expectCode } from "../../../test/support/expect-code.js";
-import { CallLog, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "../../../test/support/service-spec.js";
+import { CallLog, grpcClient, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "../../../test/support/service-spec.js";
 import { loadConfig } from "./config.js";
 import { GatewayService } from "./gateway-service.js";
 import { forwardedIdempotencyHeaders } from "./idempotency-key.js";
@@ -230,7 +229,7 @@ describe("GatewayService wired as main.ts wires it", () => {
       routes: routes(new GatewayService(client)),
     });
     await server.ready;
-    gateway = createClient(checkoutV1.CheckoutService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.port}` }));
+    gateway = grpcClient(checkoutV1.CheckoutService, server.port);
   });
   after(async () => {
     await server?.shutdown("spec over");

@@ -13,15 +13,13 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { after, before, beforeEach, describe, mock, test } from "node:test";
-import { Code, ConnectError, createClient, type Client, type HandlerContext } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, type Client, type HandlerContext } from "@connectrpc/connect";
 import { createDatabase, migrate, type Database } from "@platform/database";
 import { ordersV1, pricingV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, register, serve, type RunningServer } from "@platform/runtime";
-import pg from "pg";
 import { type TestServer, activeStatements, adminQuery, eventually, startTestServer } from "../../../packages/database/src/testing/test-server.js";
 import { expectCode } from "../../../test/support/expect-code.js";
-import { CallLog, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "../../../test/support/service-spec.js";
+import { CallLog, grpcClient, inMemoryClient, lockTable, startDownstream, untilAborted, type Downstream, type Routes } from "../../../test/support/service-spec.js";
 import { loadConfig } from "./config.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
@@ -370,7 +368,7 @@ describe("OrdersService wired as main.ts wires it", () => {
     const impl = new OrdersService({ store: new OrderStore(wiredDb), pricing: client, idempotencyRetentionHours: config.idempotencyRetentionHours });
     running = await serve({ config: config.server, logger: createLogger("orders", "silent"), services, routes: routes(impl) });
     await running.ready;
-    orders = createClient(ordersV1.OrdersService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${running.port}` }));
+    orders = grpcClient(ordersV1.OrdersService, running.port);
   });
   after(async () => {
     await running?.shutdown("spec over");
@@ -409,17 +407,13 @@ describe("OrdersService wired as main.ts wires it", () => {
 
   test("the deadline reaches the SQL statement: a write blocked by a lock ends at the deadline, on the server too, and nothing is written", async () => {
     const customerId = newCustomer();
-    const locker = new pg.Client({ connectionString: server.url });
-    await locker.connect();
+    const release = await lockTable(server.url, "orders.orders");
     try {
-      await locker.query("BEGIN");
-      await locker.query("LOCK TABLE orders.orders IN ACCESS EXCLUSIVE MODE");
       await expectCode(create(customerId, 500), Code.DeadlineExceeded);
       // Gone on the server, not only abandoned by the client: bounded polling, not a timer claim.
       assert.ok(await eventually(async () => (await activeStatements(server.url, "orders-wired")).length === 0), "the blocked statement was cancelled on the server");
     } finally {
-      await locker.query("ROLLBACK").catch(() => {});
-      await locker.end();
+      await release();
     }
     assert.equal(pricing.getPrices.calls.length, 1, "priced before the write");
     assert.deepEqual(await orderRows(customerId), []);

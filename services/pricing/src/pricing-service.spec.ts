@@ -10,15 +10,13 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { Code, createClient, type Client } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, type Client } from "@connectrpc/connect";
 import { createDatabase, migrate, type Database } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
 import { createLogger, serve, type RunningServer } from "@platform/runtime";
-import pg from "pg";
 import { type TestServer, activeStatements, adminQuery, eventually, startTestServer } from "../../../packages/database/src/testing/test-server.js";
 import { expectCode } from "../../../test/support/expect-code.js";
-import { inMemoryClient } from "../../../test/support/service-spec.js";
+import { grpcClient, inMemoryClient, lockTable } from "../../../test/support/service-spec.js";
 import { loadConfig } from "./config.js";
 import { PricingService, maxSkusPerCall } from "./pricing-service.js";
 import { routes, services } from "./routes.js";
@@ -132,7 +130,7 @@ describe("PricingService wired as main.ts wires it", () => {
     wiredDb = createDatabase({ name: "pricing-db", connectionString: config.databaseUrl, maxConnections: config.dbPoolMax, applicationName: "pricing-wired" });
     running = await serve({ config: config.server, logger: createLogger("pricing", "silent"), services, routes: routes(new PricingService(wiredDb)) });
     await running.ready;
-    pricing = createClient(pricingV1.PricingService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${running.port}` }));
+    pricing = grpcClient(pricingV1.PricingService, running.port);
   });
   after(async () => {
     await running?.shutdown("spec over");
@@ -145,17 +143,13 @@ describe("PricingService wired as main.ts wires it", () => {
   });
 
   test("the deadline reaches the SQL statement: a read blocked by a lock ends at the deadline, on the server too", async () => {
-    const locker = new pg.Client({ connectionString: server.url });
-    await locker.connect();
+    const release = await lockTable(server.url, "pricing.products");
     try {
-      await locker.query("BEGIN");
-      await locker.query("LOCK TABLE pricing.products IN ACCESS EXCLUSIVE MODE");
       await expectCode(pricing.getPrices({ skus: ["MUG"] }, { timeoutMs: 400 }), Code.DeadlineExceeded);
       // Gone on the server, not only abandoned by the client: bounded polling, not a timer claim.
       assert.ok(await eventually(async () => (await activeStatements(server.url, "pricing-wired")).length === 0), "the blocked statement was cancelled on the server");
     } finally {
-      await locker.query("ROLLBACK").catch(() => {});
-      await locker.end();
+      await release();
     }
     // And the pool is whole again: the next call is served.
     const { products } = await pricing.getPrices({ skus: ["TEE"] }, { timeoutMs: 2000 });
