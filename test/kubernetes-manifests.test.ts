@@ -36,7 +36,7 @@ const root = process.cwd();
 /** Who may call whom: the platform's shape (docs/kubernetes.md). The gateway is public. */
 const expectedCallers: Record<string, string[]> = { gateway: [], checkout: ["gateway"], orders: ["checkout"], pricing: ["checkout", "orders"] };
 
-const facts = readPlatformFacts(root, expectedCallers);
+const facts = readPlatformFacts(root, expectedCallers, "gateway");
 
 /** deploy/k8s/overlays/NAME -> NAME; every kustomization under deploy/ that nothing includes. */
 const overlays = new Map(findOverlays(join(root, "deploy")).map((dir) => [relative(join(root, "deploy", "k8s", "overlays"), dir), dir]));

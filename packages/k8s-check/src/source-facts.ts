@@ -53,14 +53,14 @@ function serviceFacts(root: string, service: string, callers: string[]): Service
 
 /**
  * The facts for the services of `callGraph` (service -> its callers), read
- * from the repository at `root`. The public service is the one nobody calls.
+ * from the repository at `root`. `publicService` is the one whose RPC port
+ * may leave the cluster (a service nobody calls yet is not public).
  */
-export function readPlatformFacts(root: string, callGraph: Record<string, string[]>): PlatformFacts {
-  const publicServices = Object.entries(callGraph).filter(([, callers]) => callers.length === 0).map(([name]) => name);
-  if (publicServices.length !== 1) throw new Error(`expected one service that nobody calls (the public one), got [${publicServices.join(", ")}]`);
+export function readPlatformFacts(root: string, callGraph: Record<string, string[]>, publicService: string): PlatformFacts {
+  if (!(publicService in callGraph)) throw new Error(`the public service ${publicService} is not in the call graph (${Object.keys(callGraph).join(", ")})`);
   return {
     partOf: "resilient-platform",
-    publicService: publicServices[0] ?? "",
+    publicService,
     services: Object.fromEntries(Object.entries(callGraph).map(([name, callers]) => [name, serviceFacts(root, name, callers)])),
     defaultDrainMs: codeDefault(readFileSync(join(root, serverConfigFile), "utf8"), serverConfigFile, "DRAIN_TIMEOUT_MS"),
     shutdownSlackSeconds: 2,
