@@ -79,6 +79,14 @@ describe("rendering with real kustomize", () => {
   });
 });
 
+describe("what kustomize refuses", () => {
+  test("the same object twice", () => {
+    withTree({ "kustomization.yaml": "kind: Kustomization\nresources: [cm.yaml, again/cm.yaml]\n", "cm.yaml": cm, "again/cm.yaml": cm }, (dir) => {
+      assert.throws(() => renderKustomization(dir), /failed: .*already registered id/);
+    });
+  });
+});
+
 describe("the kubectl to run", () => {
   test("KUBECTL wins; otherwise the pinned one, or a clear error", () => {
     assert.equal(kubectlPath({ KUBECTL: "/opt/kubectl" }), "/opt/kubectl");
