@@ -21,6 +21,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, re
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { findFreePort } from "@platform/embedded-postgres";
+import { kubectlPath } from "@platform/k8s-check/render";
 import { deriveNames, nameProblems } from "../scripts/new-service/names.js";
 
 const origin = process.cwd();
@@ -30,6 +31,8 @@ let copy: string;
 function childEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   delete env["NODE_TEST_CONTEXT"];
+  // The copy has no tools/kubectl/bin (ignored by git): its manifest checks use ours.
+  env["KUBECTL"] ??= kubectlPath();
   return env;
 }
 

@@ -1,6 +1,5 @@
-import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { buildKustomization, isRecord, type K8sObject } from "../kustomize.js";
+import { findOverlays, isRecord, renderKustomization, type K8sObject } from "@platform/k8s-check/render";
 import type { SetVariable, Target } from "../model.js";
 import { repoRoot, shownPath } from "../service-modules.js";
 import { buildTarget, secretPlaceholder, type DeployedService } from "./build-target.js";
@@ -18,7 +17,7 @@ interface EnvEntry {
  * a Secret becomes a placeholder, never read.
  */
 export function kubernetesServices(overlayDir: string): DeployedService[] {
-  const objects = buildKustomization(overlayDir);
+  const objects = renderKustomization(overlayDir);
   const shown = shownPath(overlayDir);
   const configMaps = new Map(objects.filter((o) => o.kind === "ConfigMap").map((o) => [o.metadata.name, o]));
   const out: DeployedService[] = [];
@@ -50,16 +49,12 @@ function containerOf(d: K8sObject): Record<string, unknown> | undefined {
   return Array.isArray(containers) && isRecord(containers[0]) ? containers[0] : undefined;
 }
 
-/** Every overlay under deploy/k8s/overlays. */
+/** Every overlay under deploy/k8s: each kustomization that no other includes. */
 export function shippedOverlays(k8sDir = join(repoRoot, "deploy", "k8s")): string[] {
-  const dir = join(k8sDir, "overlays");
-  return readdirSync(dir, { withFileTypes: true })
-    .filter((e) => e.isDirectory())
-    .map((e) => join(dir, e.name))
-    .sort();
+  return findOverlays(k8sDir);
 }
 
 export function kubernetesTarget(overlayDir: string): Promise<Target> {
   const shown = shownPath(overlayDir);
-  return buildTarget(`kubernetes ${shown}`, `${shown} (rendered like kubectl kustomize)`, kubernetesServices(overlayDir));
+  return buildTarget(`kubernetes ${shown}`, `${shown} (rendered by kubectl kustomize)`, kubernetesServices(overlayDir));
 }

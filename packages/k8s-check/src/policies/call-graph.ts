@@ -1,0 +1,51 @@
+import type { IService } from "kubernetes-models/v1/Service";
+import { ofKind, portRole, type Manifests } from "../manifests.js";
+import type { Policy } from "./policy.js";
+import { selectedBy } from "./exposure.js";
+
+/**
+ * Who calls whom according to the manifests: each *_URL setting (but
+ * DATABASE_URL) must name a ClusterIP Service port that reaches a platform
+ * service's RPC port. Problems go to `out`.
+ */
+export function callersFromUrls(m: Manifests, out: string[]): Map<string, Set<string>> {
+  const services = ofKind<IService>(m.objects, "Service");
+  const callers = new Map<string, Set<string>>(Object.keys(m.facts.services).map((n) => [n, new Set()]));
+  for (const w of m.workloads) {
+    for (const [v, value] of w.env) {
+      if (!v.endsWith("_URL") || v === "DATABASE_URL") continue;
+      if (!("value" in value)) {
+        out.push(`Deployment/${w.name}: ${v} must be a literal URL`);
+        continue;
+      }
+      let url: URL;
+      try {
+        url = new URL(value.value);
+      } catch {
+        out.push(`Deployment/${w.name}: ${v}=${value.value} is not a URL`);
+        continue;
+      }
+      const s = services.find((x) => x.metadata.name === url.hostname && (x.spec?.type ?? "ClusterIP") === "ClusterIP");
+      const port = s?.spec?.ports?.find((p) => p.port === Number(url.port || 80));
+      const callee = s ? selectedBy(m, s)[0] : undefined;
+      if (s === undefined || port === undefined || callee === undefined || portRole(callee, port.targetPort ?? port.port) !== "rpc") {
+        out.push(`Deployment/${w.name}: ${v}=${value.value} does not reach a platform service's RPC port through a ClusterIP Service`);
+      } else callers.get(callee.name)?.add(w.name);
+    }
+  }
+  return callers;
+}
+
+export const callGraph: Policy = {
+  name: "call-graph",
+  rule: "The *_URL settings reach RPC ports through ClusterIP Services, and who calls whom is exactly the platform's call graph.",
+  check(m) {
+    const out: string[] = [];
+    const callers = callersFromUrls(m, out);
+    for (const [callee, { callers: expected }] of Object.entries(m.facts.services)) {
+      const actual = [...(callers.get(callee) ?? [])].sort();
+      if (actual.join() !== [...expected].sort().join()) out.push(`call graph: ${callee} is called by [${actual.join(", ")}], expected [${expected.join(", ")}]`);
+    }
+    return out;
+  },
+};
