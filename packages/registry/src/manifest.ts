@@ -19,7 +19,10 @@ export interface ServiceManifest {
   dependencies: DependencyManifest[];
   /** Omitted: no database. */
   database?: { schema: string; role: string };
+  /** deploy/k8s: the HPA's ceilings, literal settings (never secrets). */
   kubernetes: { maxReplicas: number; productionMaxReplicas: number; env: Record<string, string> };
+  /** What `npm start` and the tests set beyond the ports and URLs (e.g. a demo catalogue), never a deployment. */
+  launcher: { env: Record<string, string> };
 }
 
 export interface DependencyManifest {

@@ -15,7 +15,7 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   const problems: string[] = [];
   const show = (v: unknown) => JSON.stringify(v) ?? String(v);
   if (!isObject(raw)) return { problems: [`must be a JSON object, got ${show(raw)}`] };
-  const known = new Set(["$schema", "name", "description", "ports", "apis", "public", "edge", "dependencies", "database", "kubernetes"]);
+  const known = new Set(["$schema", "name", "description", "ports", "apis", "public", "edge", "dependencies", "database", "kubernetes", "launcher"]);
   for (const key of Object.keys(raw)) if (!known.has(key)) problems.push(`unknown key "${key}" (known: ${[...known].slice(1).join(", ")})`);
 
   const name = raw["name"];
@@ -55,7 +55,10 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   else
     deps.forEach((d, i) => {
       const at = `dependencies[${i}]`;
-      if (!isObject(d)) return problems.push(`${at} must be { "service": ..., "maxConcurrent": ..., "maxQueue": ... }, got ${show(d)}`);
+      if (!isObject(d)) {
+        problems.push(`${at} must be { "service": ..., "maxConcurrent": ..., "maxQueue": ... }, got ${show(d)}`);
+        return;
+      }
       for (const key of Object.keys(d)) if (!["service", "maxConcurrent", "minConcurrent", "maxQueue"].includes(key)) problems.push(`${at}.${key} is unknown (known: service, maxConcurrent, minConcurrent, maxQueue)`);
       if (typeof d["service"] !== "string" || !namePattern.test(d["service"])) problems.push(`${at}.service must be a service name, got ${show(d["service"])}`);
       const int = (key: string, min: number, optional = false) => {
@@ -92,13 +95,14 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
       if (!isInt(v) || v < 1) problems.push(`kubernetes.${key} must be an integer >= 1, got ${show(v)}`);
       else kubernetes[key] = v;
     }
-    const env = k8s["env"] ?? {};
-    if (!isObject(env)) problems.push(`kubernetes.env must map variable names to strings, got ${show(env)}`);
-    else
-      for (const [k, v] of Object.entries(env)) {
-        if (!envNamePattern.test(k) || typeof v !== "string") problems.push(`kubernetes.env.${k} must be a string under an UPPER_CASE name, got ${show(v)}`);
-        else kubernetes.env[k] = v;
-      }
+    kubernetes.env = envMap(k8s["env"], "kubernetes.env", problems);
+  }
+  const start = raw["launcher"] ?? {};
+  const launcher = { env: {} as Record<string, string> };
+  if (!isObject(start)) problems.push(`launcher must be an object, got ${show(start)}`);
+  else {
+    for (const key of Object.keys(start)) if (key !== "env") problems.push(`launcher.${key} is unknown (known: env)`);
+    launcher.env = envMap(start["env"], "launcher.env", problems);
   }
   if (kubernetes.productionMaxReplicas === 0) kubernetes.productionMaxReplicas = kubernetes.maxReplicas;
 
@@ -115,8 +119,24 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
       dependencies: dependencies.map((d) => ({ service: d.service, maxConcurrent: d.maxConcurrent, ...(d.minConcurrent !== undefined ? { minConcurrent: d.minConcurrent } : {}), maxQueue: d.maxQueue })),
       ...(isObject(database) ? { database: { schema: database["schema"] as string, role: database["role"] as string } } : {}),
       kubernetes,
+      launcher,
     },
   };
+}
+
+/** `{ "NAME": "value" }` with UPPER_CASE names and string values. */
+function envMap(raw: unknown, at: string, problems: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (raw === undefined) return out;
+  if (!isObject(raw)) {
+    problems.push(`${at} must map variable names to strings, got ${JSON.stringify(raw)}`);
+    return out;
+  }
+  for (const [k, v] of Object.entries(raw)) {
+    if (!envNamePattern.test(k) || typeof v !== "string") problems.push(`${at}.${k} must be a string under an UPPER_CASE name, got ${JSON.stringify(v)}`);
+    else out[k] = v;
+  }
+  return out;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -1,5 +1,5 @@
 import { envPrefix, type LoadedManifest } from "../manifest.js";
-import { effectiveDependencies, passwordSecret } from "./graph.js";
+import { effectiveDependencies, passwordSecret } from "../graph.js";
 
 /**
  * docker-compose.yml's service blocks and secrets. The rest of the file

@@ -1,5 +1,5 @@
 import type { LoadedManifest } from "../manifest.js";
-import { passwordSecret } from "./graph.js";
+import { passwordSecret } from "../graph.js";
 import { hashHeader } from "./header.js";
 
 /** deploy/compose/example.env: what compose reads from .env, and the secret files it needs. */

@@ -1,5 +1,5 @@
 import type { LoadedManifest } from "../manifest.js";
-import { forwardedApis } from "./graph.js";
+import { forwardedApis } from "../graph.js";
 import { generatedNotice } from "./header.js";
 
 /**

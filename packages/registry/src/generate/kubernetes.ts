@@ -1,5 +1,5 @@
 import { envPrefix, type LoadedManifest } from "../manifest.js";
-import { callersOf, effectiveDependencies } from "./graph.js";
+import { callersOf, effectiveDependencies } from "../graph.js";
 import { hashHeader } from "./header.js";
 
 /** Where a service's database URL is mounted from the platform-database Secret. */

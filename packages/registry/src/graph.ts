@@ -1,4 +1,4 @@
-import type { DependencyManifest, LoadedManifest } from "../manifest.js";
+import type { DependencyManifest, LoadedManifest } from "./manifest.js";
 
 /**
  * What a service calls: its listed dependencies and, for the edge, every
