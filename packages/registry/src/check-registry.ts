@@ -95,13 +95,16 @@ export function findCycle(manifests: readonly LoadedManifest[]): string[] | unde
  * Dependencies before the services that call them (ties by name): the order
  * the launcher starts them in and compose lists them; stopping goes in reverse.
  */
-export function dependencyOrder<T extends { name: string; dependencies: { service: string }[] }>(manifests: readonly T[]): T[] {
+export function dependencyOrder<T extends { name: string; dependencies: { service: string }[] }>(
+  manifests: readonly T[],
+  dependenciesOf: (m: T) => { service: string }[] = (m) => m.dependencies,
+): T[] {
   const byName = new Map(manifests.map((m) => [m.name, m]));
   const out: T[] = [];
   const placed = new Set<string>();
   const place = (m: T, path: string[]) => {
     if (placed.has(m.name) || path.includes(m.name)) return;
-    for (const d of [...m.dependencies].sort((a, b) => a.service.localeCompare(b.service))) {
+    for (const d of [...dependenciesOf(m)].sort((a, b) => a.service.localeCompare(b.service))) {
       const dep = byName.get(d.service);
       if (dep) place(dep, [...path, m.name]);
     }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { dependencyOrder, registryProblems } from "./check-registry.js";
+import { effectiveDependencies } from "./graph.js";
 import type { LoadedManifest } from "./manifest.js";
 import { parseManifest } from "./parse-manifest.js";
 import { protoApis } from "./proto-apis.js";
@@ -44,5 +45,6 @@ export function readServiceManifests(root: string = repositoryRoot): LoadedManif
   }
   if (problems.length === 0) problems.push(...registryProblems(manifests, protoApis(join(root, "proto"))));
   if (problems.length > 0) throw new ManifestError(problems);
-  return dependencyOrder(manifests);
+  // The edge after every public service too, which it calls whether listed or not.
+  return dependencyOrder(manifests, (m) => effectiveDependencies(m, manifests));
 }
