@@ -31,6 +31,7 @@ import { join } from "node:path";
 import ts from "typescript";
 import { parseAllDocuments } from "yaml";
 import { buildKustomization, idOf, splitImage, type K8sObject } from "@platform/audit/kustomize";
+import { callersOf, readServiceManifests } from "@platform/registry";
 import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
 import type { IHorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
@@ -145,7 +146,9 @@ function unknownFieldErrors(objects: K8sObject[]): string[] {
 
 const partOf = "resilient-platform";
 /** Who may call whom: the platform's shape (docs/kubernetes.md). The gateway is public. */
-const expectedCallers: Record<string, string[]> = { gateway: [], checkout: ["gateway"], orders: ["checkout"], pricing: ["checkout", "orders"] };
+// Who calls whom: the manifests' call graph (services/<name>/service.json), which the Deployments' *_URL and the network policies must match.
+const manifests = readServiceManifests(root);
+const expectedCallers: Record<string, string[]> = Object.fromEntries(manifests.map((m) => [m.name, m.edge ? [] : callersOf(m.name, manifests).sort()]));
 /** Seconds between the end of the drain and SIGKILL: closing pools, flushing logs. */
 const shutdownSlackSeconds = 2;
 /**
@@ -206,7 +209,9 @@ function serviceEnv(service: string): ServiceEnv {
     perDependency.push(...envNamesIn(dependencyConfigFile), ...dependencies.flatMap((prefix) => suffixes.map((suffix) => prefix + suffix)));
   }
   // SERVICE picks the entry point (Dockerfile CMD); the rest are the image's.
-  const known = new Set([...envNamesIn(serverConfigFile), ...own, ...perDependency, "SERVICE", "NODE_OPTIONS", "NODE_ENV", "TSX_DISABLE_CACHE"]);
+  const read = [...envNamesIn(serverConfigFile), ...own, ...perDependency];
+  // Every setting can also come from a file: <VAR>_FILE (packages/runtime/src/config.ts).
+  const known = new Set([...read, ...read.map((v) => `${v}_FILE`), "SERVICE", "NODE_OPTIONS", "NODE_ENV", "TSX_DISABLE_CACHE"]);
   return { known, needsDatabase: own.has("DATABASE_URL") };
 }
 
@@ -331,13 +336,21 @@ function platformViolations(objects: K8sObject[]): string[] {
     for (const [v, value] of env) {
       if ("value" in value && /:\/\/[^/\s:@]+:[^/\s@]+@/.test(value.value)) out.push(`${cw}: ${v} holds a credential in plain text`);
     }
-    const db = env.get("DATABASE_URL");
+    // The database URL holds a password: a file from the platform-database Secret (key <name>-url), never a variable.
+    const db = env.get("DATABASE_URL_FILE");
+    if (env.has("DATABASE_URL")) out.push(`${cw}: DATABASE_URL must not be set; DATABASE_URL_FILE names a file from Secret platform-database`);
     if (db === undefined) {
-      if (needsDatabase) out.push(`${cw}: DATABASE_URL is required (secretKeyRef to platform-database)`);
-    } else if (!needsDatabase) out.push(`${cw}: DATABASE_URL given to a service that does not use the database`);
-    else if (!("secret" in db)) out.push(`${cw}: DATABASE_URL must come from a secretKeyRef, not ${"value" in db ? "a literal" : "elsewhere"}`);
-    else if (db.secret.name !== "platform-database" || db.secret.key !== `${name}-url`) {
-      out.push(`${cw}: DATABASE_URL must come from Secret platform-database, key ${name}-url (docs/kubernetes.md)`);
+      if (needsDatabase) out.push(`${cw}: DATABASE_URL_FILE is required (a file from Secret platform-database)`);
+    } else if (!needsDatabase) out.push(`${cw}: DATABASE_URL_FILE given to a service that does not use the database`);
+    else {
+      const path = "value" in db ? db.value : "";
+      const mount = (c.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath.replace(/\/$/, "")}/`));
+      const secret = pod.volumes?.find((v) => v.name === mount?.name)?.secret;
+      const file = mount ? path.slice(mount.mountPath.replace(/\/$/, "").length + 1) : "";
+      const item = secret?.items?.find((i) => i.path === file);
+      if (secret?.secretName !== "platform-database" || item?.key !== `${name}-url`) {
+        out.push(`${cw}: DATABASE_URL_FILE must name a file mounted from Secret platform-database, key ${name}-url (docs/kubernetes.md)`);
+      }
     }
     for (const p of c.ports ?? []) if (p.hostPort !== undefined) out.push(`${cw}: hostPort exposes port ${p.containerPort} outside the cluster`);
     if (pod.hostNetwork) out.push(`${where}: hostNetwork exposes every port outside the cluster`);
@@ -724,21 +737,25 @@ const brokenCopies: [string, RegExp, (objects: K8sObject[]) => void][] = [
   ["no preStop sleep", /checkout.*preStop sleep/, (o) => delete container(o, "checkout").lifecycle],
   [
     "DATABASE_URL as a literal",
-    /orders.*DATABASE_URL must come from a secretKeyRef, not a literal/,
-    (o) => {
-      const e = container(o, "orders").env?.find((x) => x.name === "DATABASE_URL");
-      assert.ok(e);
-      delete e.valueFrom;
-      e.value = "postgres://orders:hunter2@db:5432/platform";
-    },
+    /orders.*DATABASE_URL must not be set/,
+    (o) => container(o, "orders").env?.push({ name: "DATABASE_URL", value: "postgres://orders:hunter2@db:5432/platform" }),
   ],
   [
     "another service's database credentials",
-    /pricing.*DATABASE_URL must come from Secret platform-database, key pricing-url/,
+    /pricing.*DATABASE_URL_FILE must name a file mounted from Secret platform-database, key pricing-url/,
     (o) => {
-      const ref = container(o, "pricing").env?.find((x) => x.name === "DATABASE_URL")?.valueFrom?.secretKeyRef;
-      assert.ok(ref);
-      ref.key = "orders-url";
+      const volume = find<IDeployment>(o, "Deployment", "pricing").spec?.template.spec?.volumes?.find((v) => v.secret?.secretName === "platform-database");
+      assert.ok(volume?.secret?.items?.[0]);
+      volume.secret.items[0].key = "orders-url";
+    },
+  ],
+  [
+    "database URL file outside the Secret's mount",
+    /orders.*DATABASE_URL_FILE must name a file mounted from Secret platform-database/,
+    (o) => {
+      const e = container(o, "orders").env?.find((x) => x.name === "DATABASE_URL_FILE");
+      assert.ok(e);
+      e.value = "/tmp/url";
     },
   ],
   [
