@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { generateServiceArtifacts, generatedNotice, renderServiceArtifacts, staleServiceArtifacts } from "@platform/registry/generate";
-import { readServiceManifests } from "@platform/registry";
+import { effectiveDependencies, readServiceManifests } from "@platform/registry";
 
 const root = process.cwd();
 
@@ -112,4 +112,34 @@ test("a file that lost its markers is an error naming the file and the region", 
 test("docker-compose is installed for these checks", () => {
   // CI installs it (apt-get install docker-compose), as for test/repository.test.ts.
   assert.equal(spawnSync("docker-compose", ["version"], { stdio: "ignore" }).status, 0, "docker-compose not installed (apt-get install docker-compose)");
+});
+
+/** Every dependency a loaded config holds (objects with a name, a baseUrl and an isolation), wherever it sits. */
+function dependenciesIn(config: unknown): { name: string; baseUrl: string; isolation: { maxConcurrent: number; minConcurrent?: number; maxQueue: number } }[] {
+  const out: ReturnType<typeof dependenciesIn> = [];
+  const walk = (v: unknown) => {
+    if (Array.isArray(v)) return v.forEach(walk);
+    if (typeof v !== "object" || v === null) return;
+    const o = v as Record<string, unknown>;
+    if (typeof o["name"] === "string" && typeof o["baseUrl"] === "string" && typeof o["isolation"] === "object") out.push(o as never);
+    else Object.values(o).forEach(walk);
+  };
+  walk(config);
+  return out;
+}
+
+test("each manifest says what its config.ts does: ports, the services it calls, each bulkhead", async () => {
+  const manifests = readServiceManifests(root);
+  for (const m of manifests) {
+    const { loadConfig } = (await import(`../services/${m.name}/src/config.ts`)) as { loadConfig(env: Record<string, string>): { server: { port: number; adminPort: number } } };
+    const config = loadConfig(m.database ? { DATABASE_URL: "postgres://x@127.0.0.1:1/platform" } : {});
+    assert.deepEqual({ rpc: config.server.port, admin: config.server.adminPort }, m.ports, `${m.file}: ports`);
+    const fromConfig = dependenciesIn(config)
+      .map((d) => ({ service: d.name, port: Number(new URL(d.baseUrl).port), maxConcurrent: d.isolation.maxConcurrent, minConcurrent: d.isolation.minConcurrent, maxQueue: d.isolation.maxQueue }))
+      .sort((a, b) => a.service.localeCompare(b.service));
+    const fromManifest = effectiveDependencies(m, manifests)
+      .map((d) => ({ service: d.service, port: manifests.find((x) => x.name === d.service)!.ports.rpc, maxConcurrent: d.maxConcurrent, minConcurrent: d.minConcurrent, maxQueue: d.maxQueue }))
+      .sort((a, b) => a.service.localeCompare(b.service));
+    assert.deepEqual(fromConfig, fromManifest, `${m.file}: dependencies and their bulkheads agree with services/${m.name}/src/config.ts`);
+  }
 });
