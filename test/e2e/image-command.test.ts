@@ -28,6 +28,7 @@ import pg from "pg";
 import { findFreePort, startEmbeddedPostgres } from "@platform/embedded-postgres";
 import { checkoutV1 } from "@platform/proto";
 import { forbiddenInRuntime } from "../../scripts/build/runtime-rules.js";
+import { readServiceManifests } from "@platform/registry";
 import { composeEnvironment, readCompose } from "../support/compose.js";
 import { readDockerfile, type Stage } from "../support/dockerfile.js";
 import { tempDataDir, transportFor } from "../support/platform.js";
@@ -148,7 +149,7 @@ test("the image's command and compose's environment run every service (the four,
     .map(([name, s]) => ({ name, env: composeEnvironment(s, noVariables) }))
     .filter((s) => s.env["SERVICE"] !== undefined);
   const names = services.map((s) => s.env["SERVICE"]);
-  for (const name of ["checkout", "gateway", "orders", "pricing"]) assert.ok(names.includes(name), `compose runs ${name} from the image: ${names.join(", ")}`);
+  for (const m of readServiceManifests(root)) assert.ok(names.includes(m.name), `compose runs ${m.name} from the image: ${names.join(", ")}`);
   const endpoints = new Map<string, string>([["postgres:5432", `${host}:${postgres.port}`]]);
   for (const s of services) {
     for (const key of ["PORT", "ADMIN_PORT"]) endpoints.set(`${s.name}:${s.env[key]}`, `${host}:${await findFreePort(host)}`);
@@ -166,8 +167,8 @@ test("the image's command and compose's environment run every service (the four,
     env["HOST"] = host;
     env["PORT"] = endpoints.get(`${s.name}:${s.env["PORT"]}`)!.split(":")[1]!;
     env["ADMIN_PORT"] = endpoints.get(`${s.name}:${s.env["ADMIN_PORT"]}`)!.split(":")[1]!;
-    // Compose never loads the demo catalogue; an operator asks for it as this does.
-    if (s.env["SERVICE"] === "pricing") env["DEMO_CATALOGUE"] = "true";
+    // Compose never loads the demo catalogue; an operator asks for it as this does (what npm start sets: "launcher.env").
+    Object.assign(env, readServiceManifests(root).find((m) => m.name === s.env["SERVICE"])?.launcher.env);
     const child = spawn(image.cmd[0]!, image.cmd.slice(1), { cwd: app, env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));

@@ -3,7 +3,7 @@ import pg from "pg";
 /**
  * Least privilege on the embedded database: each service with a database
  * connects as its own role, which owns its schema and nothing else. The
- * orders service cannot read pricing's tables and vice versa; neither can
+ * one service cannot read another's tables; none can
  * create objects elsewhere. (In compose, deploy/compose/postgres-init.sh
  * does the same with passwords.) Idempotent: safe at every start.
  */

@@ -40,7 +40,7 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   if (!Array.isArray(apis)) problems.push(`apis must be a list of fully-qualified protobuf services, got ${show(apis)}`);
   else {
     apis.forEach((a, i) => {
-      if (typeof a !== "string" || !apiPattern.test(a)) problems.push(`apis[${i}] must be a fully-qualified protobuf service like "pricing.v1.PricingService", got ${show(a)}`);
+      if (typeof a !== "string" || !apiPattern.test(a)) problems.push(`apis[${i}] must be a fully-qualified protobuf service like "shop.v1.StockService", got ${show(a)}`);
     });
     if (new Set(apis).size !== apis.length) problems.push(`apis lists a service twice`);
   }
