@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { generateServiceArtifacts, generatedNotice, renderServiceArtifacts, staleServiceArtifacts } from "@platform/registry/generate";
 import { effectiveDependencies, readServiceManifests } from "@platform/registry";
+import { buildKustomization } from "@platform/audit/kustomize";
 
 const root = process.cwd();
 
@@ -21,6 +22,21 @@ test("the committed artifacts are what the manifests generate (run `npm run gene
   assert.deepEqual(staleServiceArtifacts(root), []);
   for (const a of renderServiceArtifacts(root)) assert.ok(a.content.includes(generatedNotice), `${a.path} says it is generated`);
 });
+
+/**
+ * An overlay as real kustomize renders it (kubectl kustomize, or the
+ * kustomize binary); where neither is installed, the repository's own
+ * loader (packages/audit/src/kustomize.ts), which refuses any feature it
+ * does not model.
+ */
+function renderOverlay(dir: string): unknown[] {
+  for (const [command, args] of [["kubectl", ["kustomize", dir]], ["kustomize", ["build", dir]]] as const) {
+    const r = spawnSync(command, args, { encoding: "utf8" });
+    if (r.error === undefined && r.status === 0) return parseAllDocuments(r.stdout).map((d) => d.toJS() as unknown);
+    if (r.error === undefined) assert.fail(`${command} ${args.join(" ")}: ${r.stderr}`);
+  }
+  return buildKustomization(dir);
+}
 
 /** A copy of what the generator reads and writes, plus two services the four do not show. */
 function scratchRepository(t: { after(fn: () => void): void }): string {
@@ -81,7 +97,7 @@ test("a worker with a database and no api, and a public service: compose, Kubern
 
   // --- Kubernetes, as kubectl kustomize renders it ---
   for (const overlay of ["dev", "production"]) {
-    const objects = parseAllDocuments(execFileSync("kubectl", ["kustomize", join(dir, "deploy/k8s/overlays", overlay)], { encoding: "utf8" })).map((d) => d.toJS() as { kind: string; metadata: { name: string }; spec: Record<string, any> });
+    const objects = renderOverlay(join(dir, "deploy/k8s/overlays", overlay)) as { kind: string; metadata: { name: string }; spec: Record<string, any> }[];
     const deployment = (name: string) => objects.find((o) => o.kind === "Deployment" && o.metadata.name === name)!.spec["template"].spec;
     const env = (name: string) => Object.fromEntries((deployment(name).containers[0].env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
     assert.equal(env("receipts")["DATABASE_URL_FILE"], "/var/run/secrets/platform-database/url");
