@@ -13,7 +13,8 @@ export const databaseSecretDir = "/var/run/secrets/platform-database";
  * settings from "kubernetes.env").
  */
 export function kubernetesService(m: LoadedManifest, all: readonly LoadedManifest[], template: string): string {
-  const body = template.slice(template.search(/^apiVersion:/m));
+  // `#!` lines document the template itself; every other line is the output.
+  const body = template.replace(/^#!.*\n/gm, "");
   const env: string[] = [];
   for (const d of effectiveDependencies(m, all)) {
     const callee = all.find((x) => x.name === d.service)!;
@@ -52,7 +53,7 @@ export function kubernetesService(m: LoadedManifest, all: readonly LoadedManifes
   return (
     hashHeader(
       `Template: deploy/k8s/templates/${m.edge ? "edge" : "backend"}.yaml.`,
-      `${m.name}: ${m.description}. ${m.edge ? "The public entry" : `Called by ${callers.join(", ") || "nobody"}`}; calls ${[...calls, ...(m.database ? ["PostgreSQL"] : [])].join(", ") || "nothing"}.`,
+      `${m.name}: ${m.description}. ${[...(m.edge ? [] : [`Called by ${callers.join(", ") || "nobody"}`]), `${m.edge ? "Calls" : "calls"} ${[...calls, ...(m.database ? ["PostgreSQL"] : [])].join(", ") || "nothing"}`].join("; ")}.`,
     ) + out
   );
 }
