@@ -20,7 +20,8 @@ const root = process.cwd();
 
 test("the committed artifacts are what the manifests generate (run `npm run generate:services` after editing a service.json)", () => {
   assert.deepEqual(staleServiceArtifacts(root), []);
-  for (const a of renderServiceArtifacts(root)) assert.ok(a.content.includes(generatedNotice), `${a.path} says it is generated`);
+  for (const a of renderServiceArtifacts(root)) assert.match(a.content, /generated from \S+ by npm run generate:services; do not edit/, `${a.path} says it is generated`);
+  assert.match(generatedNotice, /^generated from services\/\*\/service\.json by npm run generate:services; do not edit$/);
 });
 
 /**
@@ -48,6 +49,7 @@ function scratchRepository(t: { after(fn: () => void): void }): string {
     cpSync(join(root, m.file), join(dir, m.file));
   }
   mkdirSync(join(dir, "packages", "launcher", "src"), { recursive: true });
+  mkdirSync(join(dir, "packages", "proto", "src"), { recursive: true });
   const add = (name: string, manifest: Record<string, unknown>) => {
     mkdirSync(join(dir, "services", name, "src"), { recursive: true });
     writeFileSync(join(dir, "services", name, "service.json"), JSON.stringify({ name, description: `the ${name}`, public: false, dependencies: [], ...manifest }));
@@ -116,6 +118,7 @@ test("a worker with a database and no api, and a public service: compose, Kubern
 
   // --- the gateway forwards the public service's api, and only that ---
   assert.match(read("services/gateway/src/forwarded-apis.generated.ts"), /^ {2}\{ api: "stock\.v1\.StockService", dependency: "stock", defaultUrl: "http:\/\/127\.0\.0\.1:8090" \},\n\];/m);
+  assert.match(read("packages/proto/src/index.ts"), /^export \* as stockV1 from "\.\/gen\/stock_pb\.js";$/m, "a new proto is exported");
   assert.match(read("packages/launcher/src/service-names.generated.ts"), /serviceNames = \["pricing", "orders", "checkout", "stock", "gateway", "receipts"\] as const/);
 });
 

@@ -10,6 +10,7 @@ import { baseKustomization, kubernetesService, networkPolicies, productionReplic
 import { launcherServiceNames } from "./launcher-names.js";
 import { postgresInit } from "./postgres-init.js";
 import { prometheusTargets } from "./prometheus.js";
+import { protoIndex } from "./proto-index.js";
 
 export { generatedNotice, type Artifact } from "./header.js";
 
@@ -39,6 +40,8 @@ export function renderServiceArtifacts(root: string, manifests: readonly LoadedM
     regions("deploy/k8s/overlays/production/kustomization.yaml", [["replicas", productionReplicaPatches(manifests)]]),
     ...manifests.filter((m) => m.edge).map((edge) => ({ path: `services/${edge.name}/src/forwarded-apis.generated.ts`, content: forwardedApisModule(manifests) })),
     { path: "packages/launcher/src/service-names.generated.ts", content: launcherServiceNames(manifests) },
+    // Not from the manifests but from proto/: the api names they list resolve through it.
+    { path: "packages/proto/src/index.ts", content: protoIndex(root) },
   ];
 }
 
