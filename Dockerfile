@@ -1,5 +1,5 @@
 # One image for every service; compose and Kubernetes pick the service with
-# SERVICE (gateway | checkout | orders | pricing | any service you add).
+# SERVICE (the name of any services/<name> with a service.json).
 # The image runs compiled JavaScript: no TypeScript sources, tests, tsx,
 # esbuild, typescript or patch-package in it (docs/deployment.md).
 #

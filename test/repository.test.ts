@@ -10,7 +10,9 @@ import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import ts from "typescript";
+import { parse } from "yaml";
 import { supportedPlatforms } from "@platform/embedded-postgres";
+import { readServiceManifests } from "@platform/registry";
 
 function files(dir: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -33,7 +35,8 @@ test("committed generated code matches proto/ (run `npm run generate` after edit
   }
 });
 
-const composeSecrets = { POSTGRES_PASSWORD: "test-only", ORDERS_DB_PASSWORD: "test-only-orders", PRICING_DB_PASSWORD: "test-only-pricing" };
+// Passwords are secret files (SECRETS_DIR), never variables: compose renders without any.
+const composeSecrets = { SECRETS_DIR: "/run/test-secrets" };
 
 test("docker-compose.yml is valid, and only the gateway is published", (t) => {
   const hasCompose = spawnSync("docker-compose", ["version"], { stdio: "ignore" }).status === 0;
@@ -47,10 +50,17 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     env: { ...process.env, ...composeSecrets },
     encoding: "utf8",
   });
-  // Without the secret, compose refuses to render: no default password lives in the repository.
-  const missing = spawnSync("docker-compose", ["-f", "docker-compose.yml", "config", "-q"], { env: { ...process.env, ...composeSecrets, POSTGRES_PASSWORD: "" }, encoding: "utf8" });
-  assert.notEqual(missing.status, 0);
-  assert.match(missing.stderr, /POSTGRES_PASSWORD/);
+  // No password in the repository or in any environment: every one is a secret file, read through a *_FILE variable.
+  const rendered = parse(out) as { services: Record<string, { environment?: Record<string, string>; secrets?: { source: string }[] }>; secrets: Record<string, { file: string }> };
+  for (const [name, svc] of Object.entries(rendered.services)) {
+    for (const [k, v] of Object.entries(svc.environment ?? {})) {
+      assert.doesNotMatch(k, /PASSWORD$/, `${name}: ${k} is a password in the environment; use ${k}_FILE and a secret`);
+      if (k.endsWith("_FILE")) assert.ok(svc.secrets?.some((s) => v === `/run/secrets/${s.source}`), `${name}: ${k} names ${v}, which is not one of its secrets`);
+      assert.doesNotMatch(String(v), /:\/\/[^/\s:@]+:[^/\s@]+@/, `${name}: ${k} holds a password`);
+    }
+  }
+  assert.equal(rendered.services["postgres"]?.environment?.["POSTGRES_PASSWORD_FILE"], "/run/secrets/postgres_password");
+  for (const [name, secret] of Object.entries(rendered.secrets)) assert.equal(secret.file, `/run/test-secrets/${name}`, "secrets are files in SECRETS_DIR");
 
   const published = [...out.matchAll(/^  (\w+):\n(?:    .*\n)*?    ports:\n((?:    - .*\n|      .*\n)+)/gm)].map((m) => ({ name: m[1], ports: m[2] ?? "" }));
   // The exceptions: Grafana and Jaeger's UI, each in its opt-in profile only, on loopback only (docs/observability.md).
@@ -64,7 +74,8 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     assert.equal(grafana.ports.trim(), "- 127.0.0.1:3000:3000/tcp", "Grafana publishes 3000 on loopback only");
     assert.match(/^  grafana:\n((?:    .*\n|      .*\n)+)/m.exec(out)?.[1] ?? "", /^    profiles:\n    - observability\n/m, "Grafana runs only in the observability profile");
   }
-  for (const svc of ["checkout", "orders", "pricing", "postgres"]) {
+  const manifests = readServiceManifests();
+  for (const svc of [...manifests.filter((m) => !m.edge).map((m) => m.name), "postgres"]) {
     const block = new RegExp(`^  ${svc}:\\n((?:    .*\\n|      .*\\n)+)`, "m").exec(out)?.[1] ?? "";
     assert.doesNotMatch(block, /^    ports:/m, `${svc} must not publish ports`);
     assert.match(block, /internal/, `${svc} is on the internal network`);
@@ -79,7 +90,7 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     assert.match(block!, /^    mem_limit: /m, `${name} has a memory limit`);
     assert.match(block!, /^      driver: json-file\n      options:\n(?:        .*\n)*        max-file: '\d+'\n(?:        .*\n)*?        max-size: \d+m\n/m, `${name} rotates its logs`);
   }
-  for (const svc of ["gateway", "checkout", "orders", "pricing"]) {
+  for (const svc of manifests.map((m) => m.name)) {
     const block = services.find((m) => m[1] === svc)?.[2] ?? "";
     assert.match(block, /^      OTEL_EXPORTER_OTLP_ENDPOINT: ''$/m, `${svc} exports no spans unless asked`);
   }
@@ -88,7 +99,7 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     env: { ...process.env, ...composeSecrets, OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector:4318" },
     encoding: "utf8",
   });
-  assert.equal([...traced.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT: http:\/\/otel-collector:4318/g)].length, 4, "with the tracing profile's endpoint, all four services export to the collector");
+  assert.equal([...traced.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT: http:\/\/otel-collector:4318/g)].length, manifests.length, "with the tracing profile's endpoint, every service exports to the collector");
   assert.match(/^  otel-collector:\n((?:    .*\n|      .*\n)+)/m.exec(traced)?.[1] ?? "", /^    networks:\n(?:      .*\n)*      internal: null\n/m, "the collector is reachable from the services' network");
 });
 

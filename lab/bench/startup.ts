@@ -27,6 +27,7 @@ import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { findFreePort, startEmbeddedPostgres } from "@platform/embedded-postgres";
 import { ensureServiceRoles, serviceEntry, serviceNames } from "@platform/launcher";
+import { effectiveDependencies, envPrefix, readServiceManifests } from "@platform/registry";
 import { median, ratio } from "../stats.js";
 import { cpuMs, memory, parentPid } from "./proc-stats.js";
 import { tempDataDir } from "../../test/support/platform.js";
@@ -104,14 +105,18 @@ if (build.status !== 0) process.exit(1);
 const dataDir = tempDataDir();
 const postgres = await startEmbeddedPostgres({ dataDir: join(dataDir, "postgres"), port: 0, host: "127.0.0.1" });
 try {
-  const roles = await ensureServiceRoles(postgres.url, ["orders", "pricing"]);
+  const manifests = readServiceManifests();
+  const roles = await ensureServiceRoles(postgres.url, manifests.flatMap((m) => (m.database ? [m.database] : [])));
   // Dependencies are not called at start; their addresses only need to parse.
-  const env: Record<string, Record<string, string>> = {
-    pricing: { DATABASE_URL: roles["pricing"]! },
-    orders: { DATABASE_URL: roles["orders"]!, PRICING_URL: "http://127.0.0.1:9" },
-    checkout: { ORDERS_URL: "http://127.0.0.1:9", PRICING_URL: "http://127.0.0.1:9" },
-    gateway: { CHECKOUT_URL: "http://127.0.0.1:9" },
-  };
+  const env: Record<string, Record<string, string>> = Object.fromEntries(
+    manifests.map((m) => [
+      m.name,
+      {
+        ...Object.fromEntries(effectiveDependencies(m, manifests).map((d) => [`${envPrefix(d.service)}_URL`, "http://127.0.0.1:9"])),
+        ...(m.database ? { DATABASE_URL: roles[m.database.role]! } : {}),
+      },
+    ]),
+  );
   // One unmeasured start per form first: migrations run once, tsx's cache is warm, the files are in the page cache.
   for (const name of serviceNames) for (const form of forms) await startOnce(name, form, env[name]!);
 

@@ -19,7 +19,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { once } from "node:events";
 import { dirname, join, relative } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -28,6 +28,7 @@ import pg from "pg";
 import { findFreePort, startEmbeddedPostgres } from "@platform/embedded-postgres";
 import { checkoutV1 } from "@platform/proto";
 import { forbiddenInRuntime } from "../../scripts/build/runtime-rules.js";
+import { readServiceManifests } from "@platform/registry";
 import { composeEnvironment, readCompose } from "../support/compose.js";
 import { readDockerfile, type Stage } from "../support/dockerfile.js";
 import { tempDataDir, transportFor } from "../support/platform.js";
@@ -113,19 +114,31 @@ test("the image's command and compose's environment run every service (the four,
 
   // --- PostgreSQL, as compose sets it up ---
   const compose = readCompose(root);
-  // Every secret compose asks for (POSTGRES_PASSWORD, one <PREFIX>_DB_PASSWORD per service with a database), as .env would give it.
-  const secrets = (name: string) => (name.endsWith("PASSWORD") ? `test-${name.toLowerCase()}` : undefined);
-  const pgEnv = composeEnvironment(compose.services["postgres"]!, secrets);
+  // Every secret compose mounts (/run/secrets/<name>, from SECRETS_DIR), as files here; no variable holds a password.
+  const secretsDir = join(scratch, "secrets");
+  mkdirSync(secretsDir);
+  const secretFile = (path: string) => path.replace(/^\/run\/secrets\//, `${secretsDir}/`);
+  for (const name of Object.keys(compose.secrets ?? {})) writeFileSync(join(secretsDir, name), `test-${name}\n`);
+  const noVariables = () => undefined;
+  const pgEnv = composeEnvironment(compose.services["postgres"]!, noVariables);
   const postgres = await startEmbeddedPostgres({ dataDir: join(scratch, "postgres"), port: 0, host, superuser: pgEnv["POSTGRES_USER"]! });
   t.after(() => postgres.stop("fast"));
   const database = pgEnv["POSTGRES_DB"]!;
   await withClient(postgres.url, (c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`));
-  // The init script's SQL with its psql variables (`-v name="$VAR"`, from the postgres container's environment).
+  // The init script's SQL with its psql variables: `-v name="$VAR"` from the postgres container's
+  // environment, `-v name="$(cat "$VAR_FILE")"` from the secret file that variable names.
   const initScript = readFileSync(join(root, "deploy/compose/postgres-init.sh"), "utf8");
   const initSql = /<<'SQL'\n([\s\S]*?)\nSQL\n/.exec(initScript)?.[1];
   assert.ok(initSql, "deploy/compose/postgres-init.sh runs one SQL heredoc");
-  const psqlVars = Object.fromEntries([...initScript.matchAll(/-v (\w+)="\$(\w+)"/g)].map((m) => [m[1]!, pgEnv[m[2]!]]));
-  const psqlVar = (v: string) => psqlVars[v] ?? assert.fail(`postgres-init.sh uses :${v}, which no -v sets from the postgres environment`);
+  const fromFile = (variable: string) => {
+    const path = pgEnv[variable] ?? assert.fail(`postgres-init.sh reads $${variable}, which the postgres environment does not set`);
+    return readFileSync(secretFile(path), "utf8").replace(/\n$/, "");
+  };
+  const psqlVars = Object.fromEntries([
+    ...[...initScript.matchAll(/-v (\w+)="\$(\w+)"/g)].map((m) => [m[1]!, pgEnv[m[2]!]]),
+    ...[...initScript.matchAll(/-v (\w+)="\$\(cat "\$(\w+)"\)"/g)].map((m) => [m[1]!, fromFile(m[2]!)]),
+  ]);
+  const psqlVar = (v: string) => psqlVars[v] ?? assert.fail(`postgres-init.sh uses :${v}, which no -v sets`);
   const sql = initSql.replace(/:"(\w+)"/g, (_a, v: string) => pg.escapeIdentifier(psqlVar(v))).replace(/:'(\w+)'/g, (_a, v: string) => pg.escapeLiteral(psqlVar(v)));
   const dbUrl = new URL(postgres.url);
   dbUrl.pathname = `/${database}`;
@@ -133,10 +146,10 @@ test("the image's command and compose's environment run every service (the four,
 
   // --- every compose service that runs the image (SERVICE set), on loopback ports ---
   const services = Object.entries(compose.services)
-    .map(([name, s]) => ({ name, env: composeEnvironment(s, secrets) }))
+    .map(([name, s]) => ({ name, env: composeEnvironment(s, noVariables) }))
     .filter((s) => s.env["SERVICE"] !== undefined);
   const names = services.map((s) => s.env["SERVICE"]);
-  for (const name of ["checkout", "gateway", "orders", "pricing"]) assert.ok(names.includes(name), `compose runs ${name} from the image: ${names.join(", ")}`);
+  for (const m of readServiceManifests(root)) assert.ok(names.includes(m.name), `compose runs ${m.name} from the image: ${names.join(", ")}`);
   const endpoints = new Map<string, string>([["postgres:5432", `${host}:${postgres.port}`]]);
   for (const s of services) {
     for (const key of ["PORT", "ADMIN_PORT"]) endpoints.set(`${s.name}:${s.env[key]}`, `${host}:${await findFreePort(host)}`);
@@ -150,12 +163,12 @@ test("the image's command and compose's environment run every service (the four,
   });
   for (const s of services) {
     const env: Record<string, string> = { PATH: path, ...image.env };
-    for (const [k, v] of Object.entries(s.env)) env[k] = loopback(v);
+    for (const [k, v] of Object.entries(s.env)) env[k] = k.endsWith("_FILE") ? secretFile(v) : loopback(v);
     env["HOST"] = host;
     env["PORT"] = endpoints.get(`${s.name}:${s.env["PORT"]}`)!.split(":")[1]!;
     env["ADMIN_PORT"] = endpoints.get(`${s.name}:${s.env["ADMIN_PORT"]}`)!.split(":")[1]!;
-    // Compose never loads the demo catalogue; an operator asks for it as this does.
-    if (s.env["SERVICE"] === "pricing") env["DEMO_CATALOGUE"] = "true";
+    // Compose never loads the demo catalogue; an operator asks for it as this does (what npm start sets: "launcher.env").
+    Object.assign(env, readServiceManifests(root).find((m) => m.name === s.env["SERVICE"])?.launcher.env);
     const child = spawn(image.cmd[0]!, image.cmd.slice(1), { cwd: app, env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));

@@ -1,7 +1,7 @@
 /**
- * `npm start`: PostgreSQL (embedded unless DATABASE_URL is set) and the four
- * services as separate processes, plus every service `npm run new-service`
- * added (discoverServices). Ctrl-C or SIGTERM stops everything.
+ * `npm start`: PostgreSQL (embedded unless DATABASE_URL is set) and every
+ * service with a services/<name>/service.json, as separate processes, in
+ * dependency order. Ctrl-C or SIGTERM stops everything.
  *
  * npm runs it compiled (packages/launcher/dist/main.js, after `npm run
  * build`), and then it starts every service from its dist/main.js: no tsx
@@ -11,7 +11,7 @@
 import "./require-node.js";
 import { resolve } from "node:path";
 import { findFreePort } from "@platform/embedded-postgres";
-import { discoverServices } from "./discover-services.js";
+import { readServiceManifests, type LoadedManifest } from "@platform/registry";
 import { startPlatform } from "./start-platform.js";
 
 const started = performance.now();
@@ -23,20 +23,23 @@ const gatewayPort = Number(process.env["GATEWAY_PORT"] ?? 8080);
 const freePorts = process.env["FREE_PORTS"] === "1";
 
 let stopping = false;
-let extraServices: ReturnType<typeof discoverServices>;
+let manifests: LoadedManifest[];
 try {
-  extraServices = discoverServices();
+  manifests = readServiceManifests();
 } catch (e) {
   say(`failed to start: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 }
+// GATEWAY_PORT moves the edge; with FREE_PORTS its operator port moves too.
+const edges = manifests.filter((m) => m.edge);
+const edgeAdminPorts = await Promise.all(edges.map((m) => (freePorts ? findFreePort("127.0.0.1") : m.ports.admin)));
 const platform = await startPlatform({
   dataDir,
   ...(process.env["DATABASE_URL"] ? { databaseUrl: process.env["DATABASE_URL"] } : {}),
   postgresPort: Number(process.env["EMBEDDED_POSTGRES_PORT"] ?? 54329),
-  ports: { gateway: { port: gatewayPort, adminPort: freePorts ? await findFreePort("127.0.0.1") : 9080 } },
+  ports: Object.fromEntries(edges.map((m, i) => [m.name, { port: gatewayPort, adminPort: edgeAdminPorts[i]! }])),
   freePorts,
-  extraServices,
+  manifests,
   env: { LOG_LEVEL: process.env["LOG_LEVEL"] ?? "info" },
   onProgress: (line) => {
     if (!stopping) say(line);
@@ -48,7 +51,7 @@ const platform = await startPlatform({
 
 say(`logs in ${dataDir}/logs/<service>.log`);
 say(`ready in ${Math.round(performance.now() - started)} ms: gateway listening on ${platform.gatewayUrl}`);
-const operatorUrls = [...Object.values(platform.services), ...Object.values(platform.extraServices)].map((s) => s.adminUrl);
+const operatorUrls = Object.values(platform.services).map((s) => s.adminUrl);
 say(`operator ports (/metrics, /admin): ${operatorUrls.join(" ")}`);
 say(`audit it: npm run audit -- --live ${operatorUrls.join(" ")}`);
 say(`try: curl -s -X POST -H 'content-type: application/json' -d '{}' ${platform.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`);

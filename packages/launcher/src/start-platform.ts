@@ -2,20 +2,14 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { findFreePort, startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
+import { effectiveDependencies, envPrefix, readServiceManifests, type LoadedManifest } from "@platform/registry";
+import type { ServiceName } from "./service-names.generated.js";
 import { ServiceProcess } from "./service-process.js";
 import { ensureServiceRoles } from "./service-roles.js";
 
-export const serviceNames = ["pricing", "orders", "checkout", "gateway"] as const;
-export type ServiceName = (typeof serviceNames)[number];
+export { serviceNames, type ServiceName } from "./service-names.generated.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
-
-export const defaultPorts: Record<ServiceName, { port: number; adminPort: number }> = {
-  gateway: { port: 8080, adminPort: 9080 },
-  checkout: { port: 8081, adminPort: 9081 },
-  orders: { port: 8082, adminPort: 9082 },
-  pricing: { port: 8083, adminPort: 9083 },
-};
 
 export interface PlatformOptions {
   /** PostgreSQL data (when embedded) goes to `<dataDir>/postgres`, service logs to `<dataDir>/logs`. */
@@ -23,20 +17,20 @@ export interface PlatformOptions {
   /** Use this PostgreSQL instead of starting the embedded one. */
   databaseUrl?: string;
   host?: string;
-  /** Fixed ports; 0 or absent with `freePorts` picks free ones. */
-  ports?: Partial<Record<ServiceName, { port: number; adminPort: number }>>;
+  /** Fixed ports by service; absent: the manifest's, or free ones with `freePorts`. */
+  ports?: Partial<Record<string, { port: number; adminPort: number }>>;
   /** Pick free ports for everything not given in `ports` (tests). */
   freePorts?: boolean;
   /** Port of the embedded PostgreSQL; default: a free port. */
   postgresPort?: number;
   /** Environment for every service (e.g. LOG_LEVEL), then per service. */
   env?: Record<string, string>;
-  serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
+  serviceEnv?: Partial<Record<string, Record<string, string>>>;
   /** Progress lines for a human. */
   onProgress?: (line: string) => void;
   readyTimeoutMs?: number;
-  /** Services beyond the four, e.g. made by `npm run new-service` (docs/adding-a-service.md). */
-  extraServices?: ExtraService[];
+  /** The services to start; default: every services/<name>/service.json (readServiceManifests). */
+  manifests?: readonly LoadedManifest[];
   /**
    * Run each service from its compiled `dist/main.js` ("build", what `npm
    * start` and the image run; `npm run build` first) or from `src/main.ts`
@@ -57,24 +51,8 @@ export function serviceEntry(name: string, from: "build" | "source"): string {
   return entry;
 }
 
-/**
- * A service beyond the four. It gets what they get (HOST, PORT, ADMIN_PORT,
- * every *_URL, opts.env) plus, with `database`, DATABASE_URL (with the
- * embedded database: as its own role, owning the schema named like the
- * service with dashes as underscores). Every service gets its `<NAME>_URL`.
- * Extras start with the four and stop after them.
- */
-export interface ExtraService {
+export interface RunningService {
   name: string;
-  /** Used unless `freePorts`. */
-  port: number;
-  adminPort: number;
-  database?: boolean;
-  env?: Record<string, string>;
-}
-
-export interface RunningService<N extends string = ServiceName> {
-  name: N;
   port: number;
   adminPort: number;
   /** http://host:port */
@@ -87,9 +65,13 @@ export interface RunningService<N extends string = ServiceName> {
 export interface Platform {
   gatewayUrl: string;
   databaseUrl: string;
+  /**
+   * Every service started, by name. Typed by the names generated from the
+   * manifests (service-names.generated.ts); a service whose manifest is
+   * newer than that file is here too, under its name, untyped until
+   * `npm run generate:services`.
+   */
   services: Record<ServiceName, RunningService>;
-  /** One entry per `extraServices` item, by name. */
-  extraServices: Record<string, RunningService<string>>;
   /** The embedded database, when we started it. */
   postgres: EmbeddedPostgres | undefined;
   /** Stops services (draining), then the embedded database. Idempotent. */
@@ -97,10 +79,16 @@ export interface Platform {
 }
 
 /**
- * Starts PostgreSQL (embedded unless a URL is given) and the four services
- * as separate processes talking Connect over the network, the way
- * `npm start` and the end-to-end tests do; resolves when every service
- * reports that it serves.
+ * Starts PostgreSQL (embedded unless a URL is given) and every service with
+ * a manifest (services/<name>/service.json), as separate processes talking
+ * Connect over the network, the way `npm start` and the end-to-end tests do;
+ * resolves when every service reports that it serves.
+ *
+ * Each service gets HOST, PORT, ADMIN_PORT, the `<NAME>_URL` of each service
+ * it calls (its manifest's dependencies), with a database DATABASE_URL (with
+ * the embedded database: as its own role, owning its own schema), its
+ * manifest's "launcher.env", then `env` and `serviceEnv`. Services start in
+ * dependency order (callees first) and stop the other way round.
  */
 export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const host = opts.host ?? "127.0.0.1";
@@ -109,15 +97,11 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const logDir = join(opts.dataDir, "logs");
   mkdirSync(logDir, { recursive: true });
 
-  const extras = opts.extraServices ?? [];
-  const roleOf = (name: string) => name.replaceAll("-", "_");
-  for (const x of extras) {
-    if (!/^[a-z][a-z0-9-]*$/.test(x.name) || (serviceNames as readonly string[]).includes(x.name) || extras.filter((y) => y.name === x.name).length > 1) {
-      throw new Error(`extra service name ${JSON.stringify(x.name)} is invalid or taken`);
-    }
-  }
+  const manifests = opts.manifests ?? readServiceManifests(repoRoot);
+  const edge = manifests.find((m) => m.edge);
+  if (edge === undefined) throw new Error("no service has \"edge\": true: nothing to publish (services/*/service.json)");
   // Before anything starts: a missing build fails here, not with a database left running.
-  const entries = Object.fromEntries([...serviceNames, ...extras.map((x) => x.name)].map((name) => [name, serviceEntry(name, from)]));
+  const entries = new Map(manifests.map((m) => [m.name, serviceEntry(m.name, from)]));
 
   let postgres: EmbeddedPostgres | undefined;
   let databaseUrl = opts.databaseUrl;
@@ -132,46 +116,33 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     progress(`postgres   ready on ${host}:${postgres.port} (embedded, ${Math.round(performance.now() - started)} ms, data in ${join(opts.dataDir, "postgres")})`);
   }
 
-
   // With the embedded database we own the server: one role per service. An
   // external DATABASE_URL is used as given (its operator manages roles).
-  const serviceUrls: Record<string, string> = postgres
-    ? await ensureServiceRoles(databaseUrl, ["orders", "pricing", ...extras.filter((x) => x.database).map((x) => roleOf(x.name))])
-    : {};
+  const databases = manifests.flatMap((m) => (m.database ? [m.database] : []));
+  const roleUrls: Record<string, string> = postgres ? await ensureServiceRoles(databaseUrl, databases) : {};
 
-  const ports = {} as Record<ServiceName, { port: number; adminPort: number }>;
-  for (const name of serviceNames) {
-    const given = opts.ports?.[name];
-    ports[name] = given ?? (opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : defaultPorts[name]);
+  const ports = new Map<string, { port: number; adminPort: number }>();
+  for (const m of manifests) {
+    const given = opts.ports?.[m.name];
+    ports.set(m.name, given ?? (opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : { port: m.ports.rpc, adminPort: m.ports.admin }));
   }
-  const url = (name: ServiceName) => `http://${host}:${ports[name].port}`;
-  const extraPorts: Record<string, { port: number; adminPort: number }> = {};
-  const extraUrls: Record<string, string> = {};
-  for (const x of extras) {
-    const p = opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : { port: x.port, adminPort: x.adminPort };
-    extraPorts[x.name] = p;
-    extraUrls[`${x.name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_URL`] = `http://${host}:${p.port}`;
-  }
+  const url = (name: string) => `http://${host}:${ports.get(name)!.port}`;
 
-  const services = {} as Record<ServiceName, RunningService>;
-  for (const name of serviceNames) {
-    const logFile = join(logDir, `${name}.log`);
+  const running: RunningService[] = [];
+  for (const m of manifests) {
+    const logFile = join(logDir, `${m.name}.log`);
     const env: Record<string, string> = {
       HOST: host,
-      PORT: String(ports[name].port),
-      ADMIN_PORT: String(ports[name].adminPort),
-      PRICING_URL: url("pricing"),
-      ORDERS_URL: url("orders"),
-      CHECKOUT_URL: url("checkout"),
-      ...extraUrls,
-      ...(name === "orders" || name === "pricing" ? { DATABASE_URL: serviceUrls[name] ?? databaseUrl } : {}),
-      // npm start and the tests place orders on a fresh database; deployments bring their own catalogue.
-      ...(name === "pricing" ? { DEMO_CATALOGUE: "true" } : {}),
+      PORT: String(ports.get(m.name)!.port),
+      ADMIN_PORT: String(ports.get(m.name)!.adminPort),
+      ...Object.fromEntries(effectiveDependencies(m, manifests).map((d) => [`${envPrefix(d.service)}_URL`, url(d.service)])),
+      ...(m.database ? { DATABASE_URL: roleUrls[m.database.role] ?? databaseUrl } : {}),
+      ...m.launcher.env,
       ...opts.env,
-      ...opts.serviceEnv?.[name],
+      ...opts.serviceEnv?.[m.name],
     };
     const proc = new ServiceProcess(
-      { name, entry: entries[name]!, env, logFile },
+      { name: m.name, entry: entries.get(m.name)!, env, logFile },
       {
         onExit: (n, code, signal, restartInMs) =>
           progress(
@@ -181,52 +152,22 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
           ),
       },
     );
-    services[name] = {
-      name,
-      ...ports[name],
-      url: url(name),
-      adminUrl: `http://${host}:${ports[name].adminPort}`,
-      process: proc,
-      logFile,
-    };
+    running.push({ name: m.name, ...ports.get(m.name)!, url: url(m.name), adminUrl: `http://${host}:${ports.get(m.name)!.adminPort}`, process: proc, logFile });
   }
-  const extraServices: Record<string, RunningService<string>> = {};
-  for (const x of extras) {
-    const p = extraPorts[x.name]!;
-    const logFile = join(logDir, `${x.name}.log`);
-    const env: Record<string, string> = {
-      HOST: host,
-      PORT: String(p.port),
-      ADMIN_PORT: String(p.adminPort),
-      PRICING_URL: url("pricing"),
-      ORDERS_URL: url("orders"),
-      CHECKOUT_URL: url("checkout"),
-      ...extraUrls,
-      ...(x.database ? { DATABASE_URL: serviceUrls[roleOf(x.name)] ?? databaseUrl } : {}),
-      ...opts.env,
-      ...x.env,
-    };
-    const proc = new ServiceProcess(
-      { name: x.name, entry: entries[x.name]!, env, logFile },
-      { onExit: (n, code, signal, restartInMs) => progress(`${n} exited (${signal ?? code})${restartInMs === undefined ? " and will not be restarted" : `; restarting in ${restartInMs} ms`}`) },
-    );
-    extraServices[x.name] = { name: x.name, ...p, url: `http://${host}:${p.port}`, adminUrl: `http://${host}:${p.adminPort}`, process: proc, logFile };
-  }
-  const everyService: RunningService<string>[] = [...serviceNames.map((name) => services[name]), ...Object.values(extraServices)];
+  const services = Object.fromEntries(running.map((s) => [s.name, s])) as Platform["services"];
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      // Edge first, so nothing new enters while the inside drains.
-      for (const name of [...serviceNames].reverse()) await services[name].process.stop(15_000);
-      for (const x of Object.values(extraServices)) await x.process.stop(15_000);
+      // Edge first (reverse dependency order), so nothing new enters while the inside drains.
+      for (const s of running.toReversed()) await s.process.stop(15_000);
       await postgres?.stop("fast");
     })());
 
   try {
-    for (const s of everyService) s.process.start();
+    for (const s of running) s.process.start();
     await Promise.all(
-      everyService.map(async (s) => {
+      running.map(async (s) => {
         await s.process.whenReady(opts.readyTimeoutMs ?? 60_000);
         progress(`${s.name.padEnd(10)} ready on ${s.url} (pid ${s.process.pid}, metrics ${s.adminUrl}/metrics)`);
       }),
@@ -236,5 +177,5 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     throw e;
   }
 
-  return { gatewayUrl: url("gateway"), databaseUrl, services, extraServices, postgres, stop };
+  return { gatewayUrl: url(edge.name), databaseUrl, services, postgres, stop };
 }

@@ -1,8 +1,9 @@
-// The curated surface of the generated code: one namespace per API package,
-// so that `checkout.v1` and `orders.v1` message names never collide.
+// generated from proto/ by npm run generate:services; do not edit.
+// One namespace per API package (proto/), so that `checkout.v1` and
+// `orders.v1` message names never collide.
 export * as checkoutV1 from "./gen/checkout/v1/checkout_pb.js";
-export * as ordersV1 from "./gen/orders/v1/orders_pb.js";
-export * as pricingV1 from "./gen/pricing/v1/pricing_pb.js";
 export * as healthV1 from "./gen/grpc/health/v1/health_pb.js";
 export * as reflectionV1 from "./gen/grpc/reflection/v1/reflection_pb.js";
 export * as reflectionV1alpha from "./gen/grpc/reflection/v1alpha/reflection_pb.js";
+export * as ordersV1 from "./gen/orders/v1/orders_pb.js";
+export * as pricingV1 from "./gen/pricing/v1/pricing_pb.js";

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { rememberLoadedConfig } from "./effective-config.js";
 
 /**
@@ -17,14 +18,39 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-/** Reads typed values from an environment and remembers what was wrong. */
+/**
+ * Reads typed values from an environment and remembers what was wrong.
+ *
+ * Every variable can also be given as a file, the way Docker and Kubernetes
+ * hand out secrets: `<VAR>_FILE=/run/secrets/x` reads the value from that
+ * file (one trailing newline dropped), so a password never has to sit in
+ * the environment, where `ps e`, /proc/<pid>/environ and crash dumps show it.
+ * Setting both is an error, as is a file that cannot be read.
+ */
 export class EnvReader {
   readonly problems: string[] = [];
   constructor(private readonly env: Env) {}
 
   private raw(name: string): string | undefined {
     const v = this.env[name];
-    return v === undefined || v.trim() === "" ? undefined : v.trim();
+    const direct = v === undefined || v.trim() === "" ? undefined : v.trim();
+    const file = this.env[`${name}_FILE`]?.trim();
+    if (file === undefined || file === "") return direct;
+    if (direct !== undefined) {
+      this.problems.push(`${name} and ${name}_FILE are both set; set one`);
+      return direct;
+    }
+    let content: string;
+    try {
+      content = readFileSync(file, "utf8");
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      this.problems.push(`${name}_FILE names ${file}, which cannot be read (${code ?? (e instanceof Error ? e.message : String(e))})`);
+      return undefined;
+    }
+    const value = content.replace(/\r?\n$/, "").trim();
+    if (value === "") this.problems.push(`${name}_FILE names ${file}, which is empty`);
+    return value === "" ? undefined : value;
   }
 
   /** A required or defaulted string. */
@@ -106,18 +132,32 @@ export class EnvReader {
     return v.replace(/\/+$/, "");
   }
 
-  /** A postgres:// connection string. */
-  postgresUrl(name: string, fallback?: string): string {
+  /**
+   * A postgres:// connection string. With `password`, that variable (or,
+   * above all, its `_FILE`) supplies the password the URL leaves out:
+   * compose gives `DATABASE_URL=postgres://orders@postgres/platform` and
+   * `DATABASE_PASSWORD_FILE=/run/secrets/orders_db_password`.
+   */
+  postgresUrl(name: string, fallback?: string, opts: { password?: string } = {}): string {
     const v = this.string(name, fallback);
     if (v === "") return v;
+    let u: URL;
     try {
-      const u = new URL(v);
+      u = new URL(v);
       if (u.protocol !== "postgres:" && u.protocol !== "postgresql:") throw new Error("protocol");
     } catch {
       // Never echo the value: it may hold a password.
       this.problems.push(`${name} must be a postgres:// connection string`);
+      return v;
     }
-    return v;
+    const password = opts.password === undefined ? undefined : this.raw(opts.password);
+    if (password === undefined) return v;
+    if (u.password !== "") {
+      this.problems.push(`${name} already holds a password; leave it out of the URL or unset ${opts.password}`);
+      return v;
+    }
+    u.password = encodeURIComponent(password);
+    return u.toString();
   }
 
   /** Throws a ConfigError naming every problem found so far. */

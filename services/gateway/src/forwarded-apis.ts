@@ -1,4 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
+import * as proto from "@platform/proto";
+import { forwardedApiNames } from "./forwarded-apis.generated.js";
 
 /**
  * An internal API the gateway publishes unchanged, next to
@@ -16,9 +18,21 @@ export interface ForwardedApi {
 }
 
 /**
- * `npm run new-service -- NAME --public` adds a line here (and the
- * service's URL to the gateway in docker-compose.yml and the Kubernetes
- * manifests); docs/adding-a-service.md shows it by hand.
+ * The generated service descriptor for a fully-qualified name, searched in
+ * @platform/proto's namespaces (one per API package).
  */
-export const forwardedApis: readonly ForwardedApi[] = [
-];
+export function protoService(typeName: string): DescService {
+  for (const namespace of Object.values(proto)) {
+    for (const value of Object.values(namespace as Record<string, unknown>)) {
+      const d = value as Partial<DescService> | undefined;
+      if (d?.kind === "service" && d.typeName === typeName) return d as DescService;
+    }
+  }
+  throw new Error(`${typeName}: no generated service of that name in @platform/proto (add its package to packages/proto/src/index.ts and run npm run generate)`);
+}
+
+/**
+ * Every public service's apis ("public": true in its service.json), from
+ * forwarded-apis.generated.ts (npm run generate:services).
+ */
+export const forwardedApis: readonly ForwardedApi[] = forwardedApiNames.map((f) => ({ service: protoService(f.api), dependency: f.dependency, defaultUrl: f.defaultUrl }));

@@ -17,12 +17,21 @@ export interface DeployedService {
 export async function buildTarget(name: string, origin: string, deployed: DeployedService[]): Promise<Target> {
   const target: Target = { name, origin, services: [], refused: [] };
   for (const d of deployed) {
-    const env = Object.fromEntries(Object.entries(d.env).map(([k, v]) => [k, v.value]));
+    const env = Object.fromEntries(Object.entries(d.env).map(([k, v]) => secretFromFile(k, v.value)));
     const loaded = await loadServiceConfig(d.name, env);
     if ("problems" in loaded) target.refused.push({ service: d.name, problems: loaded.problems, where: d.where });
     else target.services.push({ name: d.name, config: loaded.config, env: d.env, defaultsFile: configFile(d.name) });
   }
   return target;
+}
+
+/**
+ * A `<VAR>_FILE` (a secret mounted as a file, which the service reads at
+ * start) becomes `<VAR>` with a placeholder: the audit never reads it, and
+ * the file exists only inside the container anyway.
+ */
+function secretFromFile(key: string, value: string): [string, string] {
+  return key.endsWith("_FILE") && key.length > 5 ? [key.slice(0, -5), secretPlaceholder(key.slice(0, -5))] : [key, value];
 }
 
 /** Stands in for a secret's value: a postgres URL where one is expected, so the loader accepts it. */

@@ -1,15 +1,15 @@
-import { discoverServices, serviceNames } from "@platform/launcher";
+import { readServiceManifests } from "@platform/registry";
 import type { Target } from "../model.js";
 import { buildTarget, secretPlaceholder } from "./build-target.js";
 
 /**
- * The code defaults, as `npm start` runs them: the launcher's services
- * (the four, plus every service `npm run new-service` added) with nothing
+ * The code defaults, as `npm start` runs them: every service with a
+ * manifest (services/<name>/service.json) with nothing
  * set but the database address it hands out (ports and URLs it sets are
  * the defaults themselves).
  */
 export function defaultsTarget(): Promise<Target> {
-  const names = [...serviceNames, ...discoverServices().map((s) => s.name)];
+  const names = readServiceManifests().map((m) => m.name);
   return buildTarget(
     "defaults",
     "each service's config.ts defaults (what npm start runs)",

@@ -35,10 +35,34 @@ export function kubernetesServices(overlayDir: string): DeployedService[] {
       if (e.value !== undefined) env[e.name] = { value: e.value, source: where };
       else if (e.valueFrom?.secretKeyRef) env[e.name] = { value: secretPlaceholder(e.name), source: `${where} (Secret ${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key})` };
     }
+    secretFiles(d, container, env);
     const name = env["SERVICE"]?.value;
     if (name !== undefined) out.push({ name, env, where: `${shown}: Deployment/${d.metadata.name}` });
   }
   return out;
+}
+
+/**
+ * `<VAR>_FILE` naming a file mounted from a Secret becomes `<VAR>` with a
+ * placeholder, saying which Secret and key it comes from: never read.
+ */
+function secretFiles(d: K8sObject, container: Record<string, unknown>, env: Record<string, SetVariable>): void {
+  const spec = d["spec"];
+  const template = isRecord(spec) ? spec["template"] : undefined;
+  const pod = isRecord(template) ? template["spec"] : undefined;
+  const volumes = (isRecord(pod) && Array.isArray(pod["volumes"]) ? pod["volumes"] : []) as { name: string; secret?: { secretName?: string; items?: { key: string; path: string }[] } }[];
+  const mounts = (Array.isArray(container["volumeMounts"]) ? container["volumeMounts"] : []) as { name: string; mountPath: string }[];
+  for (const [key, set] of Object.entries(env)) {
+    if (!key.endsWith("_FILE") || key === "_FILE") continue;
+    const variable = key.slice(0, -"_FILE".length);
+    const mount = mounts.find((m) => set.value.startsWith(`${m.mountPath.replace(/\/$/, "")}/`));
+    const secret = volumes.find((v) => v.name === mount?.name)?.secret;
+    const file = mount ? set.value.slice(mount.mountPath.replace(/\/$/, "").length + 1) : "";
+    const item = secret?.items?.find((i) => i.path === file);
+    const from = secret ? ` (Secret ${secret.secretName}/${item?.key ?? file})` : ` (file ${set.value})`;
+    delete env[key];
+    env[variable] = { value: secretPlaceholder(variable), source: `${set.source}${from}` };
+  }
 }
 
 function containerOf(d: K8sObject): Record<string, unknown> | undefined {

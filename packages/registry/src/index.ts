@@ -1,0 +1,6 @@
+export { envPrefix, type DependencyManifest, type LoadedManifest, type ServiceManifest } from "./manifest.js";
+export { parseManifest } from "./parse-manifest.js";
+export { dependencyOrder, findCycle, registryProblems } from "./check-registry.js";
+export { protoApis } from "./proto-apis.js";
+export { ManifestError, readServiceManifests, repositoryRoot } from "./read-manifests.js";
+export { callersOf, effectiveDependencies, forwardedApis, passwordSecret } from "./graph.js";

@@ -1,0 +1,164 @@
+/**
+ * The artifacts generated from services/<name>/service.json (npm run
+ * generate:services, packages/registry/src/generate): committed and fresh,
+ * and right for a service the four do not show (a worker with a database
+ * and no api; a public service the gateway forwards), checked with the
+ * real tools: docker-compose config and kubectl kustomize.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse, parseAllDocuments } from "yaml";
+import { generateServiceArtifacts, generatedNotice, renderServiceArtifacts, staleServiceArtifacts } from "@platform/registry/generate";
+import { effectiveDependencies, readServiceManifests } from "@platform/registry";
+import { buildKustomization } from "@platform/audit/kustomize";
+
+const root = process.cwd();
+
+test("the committed artifacts are what the manifests generate (run `npm run generate:services` after editing a service.json)", () => {
+  assert.deepEqual(staleServiceArtifacts(root), []);
+  for (const a of renderServiceArtifacts(root)) assert.match(a.content, /generated from \S+ by npm run generate:services; do not edit/, `${a.path} says it is generated`);
+  assert.match(generatedNotice, /^generated from services\/\*\/service\.json by npm run generate:services; do not edit$/);
+});
+
+/**
+ * An overlay as real kustomize renders it (kubectl kustomize, or the
+ * kustomize binary); where neither is installed, the repository's own
+ * loader (packages/audit/src/kustomize.ts), which refuses any feature it
+ * does not model.
+ */
+function renderOverlay(dir: string): unknown[] {
+  for (const [command, args] of [["kubectl", ["kustomize", dir]], ["kustomize", ["build", dir]]] as const) {
+    const r = spawnSync(command, args, { encoding: "utf8" });
+    if (r.error === undefined && r.status === 0) return parseAllDocuments(r.stdout).map((d) => d.toJS() as unknown);
+    if (r.error === undefined) assert.fail(`${command} ${args.join(" ")}: ${r.stderr}`);
+  }
+  return buildKustomization(dir);
+}
+
+/** A copy of what the generator reads and writes, plus two services the four do not show. */
+function scratchRepository(t: { after(fn: () => void): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), "artifacts-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  for (const path of ["docker-compose.yml", "observability", "deploy", "proto", "Dockerfile"]) cpSync(join(root, path), join(dir, path), { recursive: true });
+  for (const m of readServiceManifests(root)) {
+    mkdirSync(join(dir, "services", m.name, "src"), { recursive: true });
+    cpSync(join(root, m.file), join(dir, m.file));
+  }
+  mkdirSync(join(dir, "packages", "launcher", "src"), { recursive: true });
+  mkdirSync(join(dir, "packages", "proto", "src"), { recursive: true });
+  const add = (name: string, manifest: Record<string, unknown>) => {
+    mkdirSync(join(dir, "services", name, "src"), { recursive: true });
+    writeFileSync(join(dir, "services", name, "service.json"), JSON.stringify({ name, description: `the ${name}`, public: false, dependencies: [], ...manifest }));
+  };
+  // A public API: pricing's proto stands in for one the gateway forwards (pricing itself stays internal).
+  writeFileSync(join(dir, "proto", "stock.proto"), 'syntax = "proto3";\npackage stock.v1;\nservice StockService {}\n');
+  add("stock", { ports: { rpc: 8090, admin: 9090 }, apis: ["stock.v1.StockService"], public: true, dependencies: [{ service: "pricing", maxConcurrent: 4, maxQueue: 8 }] });
+  add("receipts", { ports: { rpc: 8091, admin: 9091 }, apis: [], database: { schema: "receipts", role: "receipts" } });
+  return dir;
+}
+
+test("a worker with a database and no api, and a public service: compose, Kubernetes, prometheus, roles, the gateway's list", (t) => {
+  const dir = scratchRepository(t);
+  const written = generateServiceArtifacts(dir);
+  assert.ok(written.includes("docker-compose.yml") && written.includes("deploy/k8s/base/receipts.yaml") && written.includes("deploy/k8s/base/stock.yaml"), written.join(", "));
+  assert.deepEqual(generateServiceArtifacts(dir), [], "a second run changes nothing");
+  const read = (p: string) => readFileSync(join(dir, p), "utf8");
+
+  // --- compose, as docker-compose renders it ---
+  const compose = parse(execFileSync("docker-compose", ["-f", join(dir, "docker-compose.yml"), "config"], { encoding: "utf8", env: { ...process.env, SECRETS_DIR: "/secrets" } })) as {
+    services: Record<string, { environment?: Record<string, string>; secrets?: { source: string }[]; depends_on?: Record<string, unknown>; ports?: unknown; mem_limit?: unknown; healthcheck?: unknown; logging?: unknown }>;
+    secrets: Record<string, { file: string }>;
+  };
+  const receipts = compose.services["receipts"]!;
+  assert.equal(receipts.environment?.["DATABASE_URL"], "postgres://receipts@postgres:5432/platform", "no password in the URL");
+  assert.equal(receipts.environment?.["DATABASE_PASSWORD_FILE"], "/run/secrets/receipts_db_password");
+  assert.deepEqual(receipts.secrets?.map((s) => s.source), ["receipts_db_password"]);
+  assert.equal(compose.secrets["receipts_db_password"]?.file, "/secrets/receipts_db_password");
+  assert.deepEqual(Object.keys(receipts.depends_on ?? {}), ["postgres"]);
+  assert.ok(receipts.mem_limit !== undefined && receipts.healthcheck !== undefined && receipts.logging !== undefined, "x-service's settings apply");
+  assert.equal(receipts.ports, undefined, "only the gateway publishes a port");
+  assert.equal(compose.services["gateway"]?.environment?.["STOCK_URL"], "http://stock:8090", "the gateway reaches the public service");
+  assert.equal(compose.services["stock"]?.environment?.["PRICING_URL"], "http://pricing:8083");
+  assert.deepEqual(compose.services["postgres"]?.secrets?.map((s) => s.source).sort(), ["orders_db_password", "postgres_password", "pricing_db_password", "receipts_db_password"]);
+  assert.ok(!JSON.stringify(compose).match(/PASSWORD"?:\s*"[^/]/), "no password value in any environment");
+
+  // --- the init script gives receipts its role and schema ---
+  const init = read("deploy/compose/postgres-init.sh");
+  assert.match(init, /-v receipts_pw="\$\(cat "\$RECEIPTS_DB_PASSWORD_FILE"\)"/);
+  assert.match(init, /^CREATE ROLE receipts LOGIN PASSWORD :'receipts_pw';$/m);
+  assert.match(init, /^CREATE SCHEMA receipts AUTHORIZATION receipts;$/m);
+  assert.match(read("deploy/compose/example.env"), /receipts_db_password/);
+
+  // --- prometheus scrapes both ---
+  const targets = (parse(read("observability/prometheus.yml")) as { scrape_configs: { static_configs: { targets: string[] }[] }[] }).scrape_configs[0]!.static_configs.flatMap((c) => c.targets);
+  assert.deepEqual(targets.sort(), ["checkout:9081", "gateway:9080", "orders:9082", "pricing:9083", "receipts:9091", "stock:9090"]);
+
+  // --- Kubernetes, as kubectl kustomize renders it ---
+  for (const overlay of ["dev", "production"]) {
+    const objects = renderOverlay(join(dir, "deploy/k8s/overlays", overlay)) as { kind: string; metadata: { name: string }; spec: Record<string, any> }[];
+    const deployment = (name: string) => objects.find((o) => o.kind === "Deployment" && o.metadata.name === name)!.spec["template"].spec;
+    const env = (name: string) => Object.fromEntries((deployment(name).containers[0].env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
+    assert.equal(env("receipts")["DATABASE_URL_FILE"], "/var/run/secrets/platform-database/url");
+    assert.deepEqual(deployment("receipts").volumes.find((v: { name: string }) => v.name === "database").secret, { secretName: "platform-database", items: [{ key: "receipts-url", path: "url" }] });
+    assert.equal(env("gateway")["STOCK_URL"], "http://stock:8090");
+    const policy = (name: string) => objects.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === `${name}-ingress`)!.spec;
+    const from = (name: string) => (policy(name)["ingress"] as { from?: { podSelector: { matchLabels: Record<string, string> } }[] }[]).flatMap((i) => i.from ?? []).map((f) => f.podSelector.matchLabels["app.kubernetes.io/name"]);
+    assert.deepEqual(from("stock"), ["gateway"]);
+    assert.deepEqual(from("pricing"), ["stock", "checkout", "orders"]);
+    assert.deepEqual(policy("receipts")["ingress"], [], "nothing calls the worker");
+    if (overlay === "production") {
+      const hpa = objects.find((o) => o.kind === "HorizontalPodAutoscaler" && o.metadata.name === "receipts")!;
+      assert.equal(hpa.spec["maxReplicas"], 4);
+    }
+  }
+
+  // --- the gateway forwards the public service's api, and only that ---
+  assert.match(read("services/gateway/src/forwarded-apis.generated.ts"), /^ {2}\{ api: "stock\.v1\.StockService", dependency: "stock", defaultUrl: "http:\/\/127\.0\.0\.1:8090" \},\n\];/m);
+  assert.match(read("packages/proto/src/index.ts"), /^export \* as stockV1 from "\.\/gen\/stock_pb\.js";$/m, "a new proto is exported");
+  assert.match(read("packages/launcher/src/service-names.generated.ts"), /serviceNames = \["pricing", "orders", "checkout", "stock", "gateway", "receipts"\] as const/);
+});
+
+test("a file that lost its markers is an error naming the file and the region", (t) => {
+  const dir = scratchRepository(t);
+  writeFileSync(join(dir, "observability/prometheus.yml"), readFileSync(join(dir, "observability/prometheus.yml"), "utf8").replace(/# END generated: targets.*\n/, ""));
+  assert.throws(() => generateServiceArtifacts(dir), /observability\/prometheus\.yml: the markers "# BEGIN generated: targets" and "# END generated: targets" are missing/);
+});
+
+test("docker-compose is installed for these checks", () => {
+  // CI installs it (apt-get install docker-compose), as for test/repository.test.ts.
+  assert.equal(spawnSync("docker-compose", ["version"], { stdio: "ignore" }).status, 0, "docker-compose not installed (apt-get install docker-compose)");
+});
+
+/** Every dependency a loaded config holds (objects with a name, a baseUrl and an isolation), wherever it sits. */
+function dependenciesIn(config: unknown): { name: string; baseUrl: string; isolation: { maxConcurrent: number; minConcurrent?: number; maxQueue: number } }[] {
+  const out: ReturnType<typeof dependenciesIn> = [];
+  const walk = (v: unknown) => {
+    if (Array.isArray(v)) return v.forEach(walk);
+    if (typeof v !== "object" || v === null) return;
+    const o = v as Record<string, unknown>;
+    if (typeof o["name"] === "string" && typeof o["baseUrl"] === "string" && typeof o["isolation"] === "object") out.push(o as never);
+    else Object.values(o).forEach(walk);
+  };
+  walk(config);
+  return out;
+}
+
+test("each manifest says what its config.ts does: ports, the services it calls, each bulkhead", async () => {
+  const manifests = readServiceManifests(root);
+  for (const m of manifests) {
+    const { loadConfig } = (await import(`../services/${m.name}/src/config.ts`)) as { loadConfig(env: Record<string, string>): { server: { port: number; adminPort: number } } };
+    const config = loadConfig(m.database ? { DATABASE_URL: "postgres://x@127.0.0.1:1/platform" } : {});
+    assert.deepEqual({ rpc: config.server.port, admin: config.server.adminPort }, m.ports, `${m.file}: ports`);
+    const fromConfig = dependenciesIn(config)
+      .map((d) => ({ service: d.name, port: Number(new URL(d.baseUrl).port), maxConcurrent: d.isolation.maxConcurrent, minConcurrent: d.isolation.minConcurrent, maxQueue: d.isolation.maxQueue }))
+      .sort((a, b) => a.service.localeCompare(b.service));
+    const fromManifest = effectiveDependencies(m, manifests)
+      .map((d) => ({ service: d.service, port: manifests.find((x) => x.name === d.service)!.ports.rpc, maxConcurrent: d.maxConcurrent, minConcurrent: d.minConcurrent, maxQueue: d.maxQueue }))
+      .sort((a, b) => a.service.localeCompare(b.service));
+    assert.deepEqual(fromConfig, fromManifest, `${m.file}: dependencies and their bulkheads agree with services/${m.name}/src/config.ts`);
+  }
+});
