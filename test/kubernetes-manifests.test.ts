@@ -107,8 +107,8 @@ function container(objects: K8sObject[], name: string): IContainer {
 const brokenCopies: [string, RegExp, (objects: K8sObject[]) => void][] = [
   ["misspelt variable", /gateway.*DRAIN_TIMEOUT is read by no config/, (o) => container(o, "gateway").env?.push({ name: "DRAIN_TIMEOUT", value: "5000" })],
   ["setting for a dependency the service does not call", /gateway.*ORDERS_MAX_QUEUE is read by no config/, (o) => container(o, "gateway").env?.push({ name: "ORDERS_MAX_QUEUE", value: "10" })],
-  ["the database where the code reads none", /checkout.*DATABASE_URL given to a service that does not use the database/, (o) =>
-    container(o, "checkout").env?.push({ name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "platform-database", key: "checkout-url" } } }),
+  ["the database where the code reads none", /checkout.*DATABASE_URL_FILE given to a service that does not use the database/, (o) =>
+    container(o, "checkout").env?.push({ name: "DATABASE_URL_FILE", value: "/var/run/secrets/platform-database/url" }),
   ],
   [
     "too many database connections",

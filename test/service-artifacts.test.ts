@@ -11,10 +11,10 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parse, parseAllDocuments } from "yaml";
+import { parse } from "yaml";
 import { generateServiceArtifacts, generatedNotice, renderServiceArtifacts, staleServiceArtifacts } from "@platform/registry/generate";
 import { effectiveDependencies, readServiceManifests } from "@platform/registry";
-import { buildKustomization } from "@platform/audit/kustomize";
+import { renderKustomization } from "@platform/k8s-check/render";
 
 const root = process.cwd();
 
@@ -24,19 +24,9 @@ test("the committed artifacts are what the manifests generate (run `npm run gene
   assert.match(generatedNotice, /^generated from services\/\*\/service\.json by npm run generate:services; do not edit$/);
 });
 
-/**
- * An overlay as real kustomize renders it (kubectl kustomize, or the
- * kustomize binary); where neither is installed, the repository's own
- * loader (packages/audit/src/kustomize.ts), which refuses any feature it
- * does not model.
- */
+/** An overlay as the pinned kubectl kustomize renders it (npm run setup:kubectl). */
 function renderOverlay(dir: string): unknown[] {
-  for (const [command, args] of [["kubectl", ["kustomize", dir]], ["kustomize", ["build", dir]]] as const) {
-    const r = spawnSync(command, args, { encoding: "utf8" });
-    if (r.error === undefined && r.status === 0) return parseAllDocuments(r.stdout).map((d) => d.toJS() as unknown);
-    if (r.error === undefined) assert.fail(`${command} ${args.join(" ")}: ${r.stderr}`);
-  }
-  return buildKustomization(dir);
+  return renderKustomization(dir);
 }
 
 /** A copy of what the generator reads and writes, plus two services the four do not show. */

@@ -46,7 +46,9 @@ function serviceFacts(root: string, service: string, callers: string[]): Service
     perDependency.push(...envNamesIn(dependencyText), ...dependencies.flatMap((prefix) => suffixes.map((suffix) => prefix + suffix)));
   }
   // SERVICE picks the entry point (Dockerfile CMD); the rest are the image's.
-  const env = new Set([...envNamesIn(read(serverConfigFile)), ...own, ...perDependency, "SERVICE", "NODE_OPTIONS", "NODE_ENV", "TSX_DISABLE_CACHE"]);
+  const read_ = [...envNamesIn(read(serverConfigFile)), ...own, ...perDependency];
+  // Every setting can also come from a file: <VAR>_FILE (packages/runtime/src/config.ts).
+  const env = new Set([...read_, ...read_.map((v) => `${v}_FILE`), "SERVICE", "NODE_OPTIONS", "NODE_ENV", "TSX_DISABLE_CACHE"]);
   const needsDatabase = own.has("DATABASE_URL");
   return { callers, env, needsDatabase, ...(needsDatabase ? { dbPoolMaxDefault: codeDefault(text, file, "DB_POOL_MAX") } : {}) };
 }

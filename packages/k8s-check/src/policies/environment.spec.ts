@@ -21,23 +21,25 @@ describe("policy: environment", () => {
   flags(environment, "HOST on loopback", /gateway.*HOST=127\.0\.0\.1 is not reachable/, (o) => setEnv(container(o, "gateway"), "HOST", "127.0.0.1"));
   flags(environment, "misspelt variable", /gateway.*DRAIN_TIMEOUT is read by no config/, (o) => setEnv(container(o, "gateway"), "DRAIN_TIMEOUT", "5000"));
   flags(environment, "setting for a dependency the service does not call", /gateway.*ORDERS_MAX_QUEUE is read by no config/, (o) => setEnv(container(o, "gateway"), "ORDERS_MAX_QUEUE", "10"));
-  flags(environment, "DATABASE_URL as a literal", /orders.*DATABASE_URL must come from a secretKeyRef, not a literal/, (o) => {
-    const e = container(o, "orders").env?.find((x) => x.name === "DATABASE_URL");
+  flags(environment, "DATABASE_URL as a literal", /orders.*DATABASE_URL must not be set/, (o) =>
+    container(o, "orders").env?.push({ name: "DATABASE_URL", value: "postgres://orders:hunter2@db:5432/platform" }),
+  );
+  flags(environment, "another service's database credentials", /orders.*DATABASE_URL_FILE must name a file mounted from Secret platform-database, key orders-url/, (o) => {
+    const volume = find<IDeployment>(o, "Deployment", "orders").spec?.template.spec?.volumes?.find((v) => v.secret?.secretName === "platform-database");
+    assert.ok(volume?.secret?.items?.[0]);
+    volume.secret.items[0].key = "pricing-url";
+  });
+  flags(environment, "database URL file outside the Secret's mount", /orders.*DATABASE_URL_FILE must name a file mounted from Secret platform-database/, (o) => {
+    const e = container(o, "orders").env?.find((x) => x.name === "DATABASE_URL_FILE");
     assert.ok(e);
-    delete e.valueFrom;
-    e.value = "postgres://orders:hunter2@db:5432/platform";
+    e.value = "/tmp/url";
   });
-  flags(environment, "another service's database credentials", /orders.*DATABASE_URL must come from Secret platform-database, key orders-url/, (o) => {
-    const ref = container(o, "orders").env?.find((x) => x.name === "DATABASE_URL")?.valueFrom?.secretKeyRef;
-    assert.ok(ref);
-    ref.key = "pricing-url";
-  });
-  flags(environment, "no DATABASE_URL where the database is used", /orders.*DATABASE_URL is required/, (o) => {
+  flags(environment, "no DATABASE_URL_FILE where the database is used", /orders.*DATABASE_URL_FILE is required/, (o) => {
     const c = container(o, "orders");
-    c.env = c.env?.filter((x) => x.name !== "DATABASE_URL");
+    c.env = c.env?.filter((x) => x.name !== "DATABASE_URL_FILE");
   });
-  flags(environment, "DATABASE_URL where it is not used", /checkout.*DATABASE_URL given to a service that does not use the database/, (o) =>
-    container(o, "checkout").env?.push({ name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "platform-database", key: "checkout-url" } } }),
+  flags(environment, "DATABASE_URL_FILE where it is not used", /checkout.*DATABASE_URL_FILE given to a service that does not use the database/, (o) =>
+    container(o, "checkout").env?.push({ name: "DATABASE_URL_FILE", value: "/var/run/secrets/platform-database/url" }),
   );
   flags(environment, "a credential in plain text", /checkout.*ORDERS_URL holds a credential in plain text/, (o) => setEnv(container(o, "checkout"), "ORDERS_URL", "http://u:p@orders:8082"));
   flags(environment, "envFrom a Secret", /gateway.*envFrom may only reference ConfigMaps/, (o) => container(o, "gateway").envFrom?.push({ secretRef: { name: "platform-database" } }));

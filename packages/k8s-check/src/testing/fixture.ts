@@ -31,7 +31,7 @@ function env(name: Name): NonNullable<IContainer["env"]> {
   ];
   if (name === "gateway") return [...base, { name: "CHECKOUT_URL", value: "http://checkout:8081" }];
   if (name === "checkout") return [...base, { name: "ORDERS_URL", value: "http://orders:8082" }, { name: "ORDERS_MAX_CONCURRENT", value: "16" }];
-  return [...base, { name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "platform-database", key: "orders-url" } } }, { name: "DB_POOL_MAX", value: "4" }];
+  return [...base, { name: "DATABASE_URL_FILE", value: "/var/run/secrets/platform-database/url" }, { name: "DB_POOL_MAX", value: "4" }];
 }
 
 function deployment(name: Name): K8sObject {
@@ -65,10 +65,16 @@ function deployment(name: Name): K8sObject {
               lifecycle: { preStop: { exec: { command: ["sleep", "5"] } } },
               resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "1", memory: "256Mi" } },
               securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
-              volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
+              volumeMounts: [
+                { name: "tmp", mountPath: "/tmp" },
+                ...(name === "orders" ? [{ name: "database-url", mountPath: "/var/run/secrets/platform-database", readOnly: true }] : []),
+              ],
             },
           ],
-          volumes: [{ name: "tmp", emptyDir: {} }],
+          volumes: [
+            { name: "tmp", emptyDir: {} },
+            ...(name === "orders" ? [{ name: "database-url", secret: { secretName: "platform-database", items: [{ key: "orders-url", path: "url" }] } }] : []),
+          ],
         },
       },
     },
@@ -141,7 +147,7 @@ export function fixtureFacts(): PlatformFacts {
     services: {
       gateway: { callers: [], env: new Set([...common, "CHECKOUT_URL", "CHECKOUT_MAX_CONCURRENT"]), needsDatabase: false },
       checkout: { callers: ["gateway"], env: new Set([...common, "ORDERS_URL", "ORDERS_MAX_CONCURRENT"]), needsDatabase: false },
-      orders: { callers: ["checkout"], env: new Set([...common, "DATABASE_URL", "DB_POOL_MAX"]), needsDatabase: true, dbPoolMaxDefault: 10 },
+      orders: { callers: ["checkout"], env: new Set([...common, "DATABASE_URL", "DATABASE_URL_FILE", "DB_POOL_MAX"]), needsDatabase: true, dbPoolMaxDefault: 10 },
     },
     defaultDrainMs: 10_000,
     shutdownSlackSeconds: 2,
