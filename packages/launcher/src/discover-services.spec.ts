@@ -5,37 +5,38 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { discoverServices } from "./discover-services.js";
 
-function servicesDir(packages: Record<string, unknown>): string {
+function servicesDir(manifests: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), "discover-"));
-  for (const [name, manifest] of Object.entries(packages)) {
+  for (const [name, manifest] of Object.entries(manifests)) {
     mkdirSync(join(dir, name));
-    writeFileSync(join(dir, name, "package.json"), typeof manifest === "string" ? manifest : JSON.stringify(manifest));
+    if (manifest !== undefined) writeFileSync(join(dir, name, "service.json"), typeof manifest === "string" ? manifest : JSON.stringify(manifest));
   }
   return dir;
 }
 
-test("services with a platform entry are found, by name; the four and folders without the entry are not", (t) => {
+test("services with a service.json are found, by name; the four and folders without one are not", (t) => {
   const dir = servicesDir({
-    gateway: { name: "@platform/gateway", platform: { port: 8080, adminPort: 9080 } },
-    stock: { name: "@platform/stock", platform: { port: 8085, adminPort: 9085 } },
-    inventory: { name: "@platform/inventory", platform: { port: 8084, adminPort: 9084, database: true } },
-    "by-hand": { name: "@platform/by-hand" },
+    gateway: { name: "gateway", ports: { rpc: 8080, admin: 9080 } },
+    stock: { name: "stock", ports: { rpc: 8085, admin: 9085 } },
+    inventory: { name: "inventory", ports: { rpc: 8084, admin: 9084 }, database: { schema: "inventory", role: "inventory" } },
+    "by-hand": undefined,
   });
   t.after(() => rmSync(dir, { recursive: true }));
-  mkdirSync(join(dir, "not-a-package"));
   assert.deepEqual(discoverServices(dir), [
     { name: "inventory", port: 8084, adminPort: 9084, database: true },
     { name: "stock", port: 8085, adminPort: 9085, database: false },
   ]);
 });
 
-test("a malformed entry or package.json is an error naming the file", (t) => {
+test("a malformed manifest is an error naming the file and the key", (t) => {
   for (const [manifest, message] of [
-    [{ platform: { port: "8084", adminPort: 9084 } }, /broken\/package\.json: "platform" must be/],
-    [{ platform: { port: 8084, adminPort: 8084 } }, /"platform" must be/],
-    [{ platform: { port: 8084, adminPort: 9084, database: "yes" } }, /"platform" must be/],
-    [{ platform: null }, /"platform" must be/],
-    ["{ not json", /broken\/package\.json: not valid JSON/],
+    [{ name: "broken", ports: { rpc: "8084", admin: 9084 } }, /broken\/service\.json: "ports" must be/],
+    [{ name: "broken", ports: { rpc: 8084, admin: 8084 } }, /"ports" must be/],
+    [{ name: "broken" }, /"ports" must be/],
+    [{ name: "other", ports: { rpc: 8084, admin: 9084 } }, /"name" must be the folder's name, "broken", got "other"/],
+    [{ name: "broken", ports: { rpc: 8084, admin: 9084 }, database: true }, /"database" must be/],
+    [null, /"name" must be/],
+    ["{ not json", /broken\/service\.json: not valid JSON/],
   ] as const) {
     const dir = servicesDir({ broken: manifest });
     t.after(() => rmSync(dir, { recursive: true }));
@@ -43,6 +44,14 @@ test("a malformed entry or package.json is an error naming the file", (t) => {
   }
 });
 
-test("this repository's services folder reads without error (what npm start does first)", () => {
-  for (const s of discoverServices()) assert.ok(s.port !== s.adminPort, s.name);
+test("this repository's services folder reads without error (what npm start does first), the examples included", () => {
+  const found = discoverServices();
+  for (const s of found) assert.ok(s.port !== s.adminPort, s.name);
+  assert.deepEqual(
+    found.filter((s) => s.name.startsWith("example-")).map((s) => [s.name, s.database]),
+    [
+      ["example-echo", false],
+      ["example-notes", true],
+    ],
+  );
 });

@@ -7,19 +7,21 @@ const defaultServicesDir = fileURLToPath(new URL("../../../services/", import.me
 
 /**
  * The services beyond the four that `npm start` runs: every
- * services/<name>/package.json with a `platform` entry, as
- * `npm run new-service` writes it:
+ * services/<name>/service.json (the service manifest, docs/adding-a-service.md),
+ * such as the examples and what `npm run new-service` copies from them:
  *
- *   "platform": { "port": 8084, "adminPort": 9084, "database": true }
+ *   { "name": "inventory", "ports": { "rpc": 8086, "admin": 9086 },
+ *     "database": { "schema": "inventory", "role": "inventory" }, ... }
  *
- * A folder without the entry is not started (a library, or a service being
- * written by hand). A malformed entry is an error naming the file, rather
- * than a service that silently does not start.
+ * Only the keys the launcher needs are read here; @platform/registry
+ * validates the whole manifest. A folder without a manifest is not started
+ * (a service being written by hand). A malformed one is an error naming the
+ * file, rather than a service that silently does not start.
  */
 export function discoverServices(servicesDir = defaultServicesDir): ExtraService[] {
   const out: ExtraService[] = [];
   for (const name of readdirSync(servicesDir).sort()) {
-    const file = join(servicesDir, name, "package.json");
+    const file = join(servicesDir, name, "service.json");
     if ((serviceNames as readonly string[]).includes(name) || !existsSync(file)) continue;
     let manifest: unknown;
     try {
@@ -27,14 +29,17 @@ export function discoverServices(servicesDir = defaultServicesDir): ExtraService
     } catch (e) {
       throw new Error(`${file}: not valid JSON (${e instanceof Error ? e.message : String(e)})`);
     }
-    const platform = (manifest as { platform?: unknown }).platform;
-    if (platform === undefined) continue;
-    const { port, adminPort, database } = (platform ?? {}) as Record<string, unknown>;
+    const { name: declared, ports, database } = (manifest ?? {}) as Record<string, unknown>;
+    const { rpc, admin } = (ports ?? {}) as Record<string, unknown>;
     const isPort = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 0 && (v as number) < 65536;
-    if (!isPort(port) || !isPort(adminPort) || port === adminPort || (database !== undefined && typeof database !== "boolean")) {
-      throw new Error(`${file}: "platform" must be { "port": <1-65535>, "adminPort": <another port>, "database": true|false }, got ${JSON.stringify(platform)}`);
+    if (declared !== name) throw new Error(`${file}: "name" must be the folder's name, ${JSON.stringify(name)}, got ${JSON.stringify(declared)}`);
+    if (!isPort(rpc) || !isPort(admin) || rpc === admin) {
+      throw new Error(`${file}: "ports" must be { "rpc": <1-65535>, "admin": <another port> }, got ${JSON.stringify(ports)}`);
     }
-    out.push({ name, port, adminPort, database: database === true });
+    if (database !== undefined && (typeof database !== "object" || database === null || typeof (database as { schema?: unknown }).schema !== "string")) {
+      throw new Error(`${file}: "database" must be { "schema": ..., "role": ... } or absent, got ${JSON.stringify(database)}`);
+    }
+    out.push({ name, port: rpc, adminPort: admin, database: database !== undefined });
   }
   return out;
 }
