@@ -2,8 +2,7 @@
  * example-echo end to end: the platform as `npm start` runs it, plus
  * example-echo as its own process (from its service.json), called over gRPC
  * the way another service calls it and, when its manifest says "public",
- * through the gateway the way a client calls it. `npm run new-service`
- * copies this file with the service; grow it with the service.
+ * through the gateway the way a client calls it. Grow it with the service.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -3,8 +3,7 @@
  * example-notes as its own process (from its service.json) on its own role
  * and schema in the platform's PostgreSQL, called over gRPC the way another
  * service calls it and, when its manifest says "public", through the
- * gateway the way a client calls it. `npm run new-service -- NAME --db`
- * copies this file with the service; grow it with the service.
+ * gateway the way a client calls it. Grow it with the service.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

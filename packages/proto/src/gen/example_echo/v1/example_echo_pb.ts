@@ -47,9 +47,8 @@ export const EchoResponseSchema: GenMessage<EchoResponse> = /*@__PURE__*/
   messageDesc(file_example_echo_v1_example_echo, 1);
 
 /**
- * The example service without a database: `npm run new-service -- NAME`
- * copies it (services/example-echo) and renames it. Replace this API with
- * yours (docs/adding-a-service.md).
+ * The example-echo service, without a database. This API is an example:
+ * replace it with yours (docs/adding-a-service.md).
  *
  * @generated from service example_echo.v1.ExampleEchoService
  */

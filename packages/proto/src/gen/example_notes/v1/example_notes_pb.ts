@@ -103,9 +103,8 @@ export const GetNoteResponseSchema: GenMessage<GetNoteResponse> = /*@__PURE__*/
   messageDesc(file_example_notes_v1_example_notes, 4);
 
 /**
- * The example service with a database (its own schema and role):
- * `npm run new-service -- NAME --db` copies it (services/example-notes) and
- * renames it. Replace this API with yours (docs/adding-a-service.md).
+ * The example-notes service, with its own schema and role in PostgreSQL.
+ * This API is an example: replace it with yours (docs/adding-a-service.md).
  *
  * @generated from service example_notes.v1.ExampleNotesService
  */

@@ -1,0 +1,27 @@
+/**
+ * INTEGRATION POINT. Everything that lists services (compose, Kubernetes,
+ * network policies, prometheus, the database init script, the example env,
+ * the gateway's forwarded APIs, the tests' call graph) is derived from the
+ * service manifests by @platform/registry (`generateServiceArtifacts(root)`,
+ * run as `npm run generate:services`). `npm run new-service` edits none of
+ * those files itself: after writing the new service it calls this one
+ * function, which runs that script when the repository has it and otherwise
+ * says that the artifacts must be regenerated.
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const regenerateScript = "generate:services";
+
+export type Regeneration = { ran: true } | { ran: false; reason: string };
+
+export function regenerateServiceArtifacts(root: string): Regeneration {
+  const scripts = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts?: Record<string, string> }).scripts ?? {};
+  if (scripts[regenerateScript] === undefined) {
+    return { ran: false, reason: `this repository has no \`npm run ${regenerateScript}\`: compose, Kubernetes, prometheus and the gateway do not list the new service until the artifacts are regenerated from the service manifests` };
+  }
+  const r = spawnSync("npm", ["run", "--silent", regenerateScript], { cwd: root, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`npm run ${regenerateScript} failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
+  return { ran: true };
+}
