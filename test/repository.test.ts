@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import ts from "typescript";
 import { supportedPlatforms } from "@platform/embedded-postgres";
+import { namespaceOf, renderProtoIndex } from "../scripts/proto-index.js";
 
 function files(dir: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -20,6 +21,13 @@ function files(dir: string): Map<string, string> {
   return out;
 }
 
+test("the @platform/proto index names each package's namespace: <last package name, camel-cased><Version>", () => {
+  assert.equal(namespaceOf("checkout/v1/checkout_pb.ts"), "checkoutV1");
+  assert.equal(namespaceOf("stock_level/v2/stock_level_pb.ts"), "stockLevelV2");
+  assert.equal(namespaceOf("grpc/reflection/v1alpha/reflection_pb.ts"), "reflectionV1alpha");
+  assert.throws(() => namespaceOf("loose_pb.ts"), /expected <package>\/<version>\/<file>_pb\.ts/);
+});
+
 test("committed generated code matches proto/ (run `npm run generate` after editing a .proto)", () => {
   const tmp = mkdtempSync(join(tmpdir(), "gen-"));
   try {
@@ -28,6 +36,7 @@ test("committed generated code matches proto/ (run `npm run generate` after edit
     const committed = files("packages/proto/src/gen");
     assert.deepEqual([...committed.keys()].sort(), [...fresh.keys()].sort());
     for (const [name, text] of fresh) assert.equal(committed.get(name), text, `${name} is stale`);
+    assert.equal(readFileSync("packages/proto/src/index.ts", "utf8"), renderProtoIndex(join(tmp, "packages/proto/src/gen")), "packages/proto/src/index.ts is stale");
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
