@@ -22,6 +22,9 @@ export function regenerateServiceArtifacts(root: string): Regeneration {
     return { ran: false, reason: `this repository has no \`npm run ${regenerateScript}\`: compose, Kubernetes, prometheus and the gateway do not list the new service until the artifacts are regenerated from the service manifests` };
   }
   const r = spawnSync("npm", ["run", "--silent", regenerateScript], { cwd: root, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`npm run ${regenerateScript} failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
+  if (r.status !== 0) {
+    // The new service is rolled back; running the script again once the cause is fixed brings its outputs back in line.
+    throw new Error(`npm run ${regenerateScript} failed (exit ${r.status ?? r.signal}); fix the cause, then run it again:\n${r.stdout}${r.stderr}`);
+  }
   return { ran: true };
 }
