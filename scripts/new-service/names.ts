@@ -6,6 +6,8 @@ export interface ServiceNames {
   snake: string;
   /** PascalCase: `<Pascal>Service`, the proto service and the implementation class. */
   pascal: string;
+  /** camelCase: the start of the namespace (`<camel>V1`). */
+  camel: string;
   /** camelCase + V1: the namespace exported by @platform/proto. */
   namespace: string;
   /** SCREAMING_SNAKE: prefix of its env variables (`<PREFIX>_URL`, `<PREFIX>_DB_PASSWORD`). */
@@ -39,11 +41,13 @@ export function deriveNames(name: string): ServiceNames {
   const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
   const pascal = parts.map(cap).join("");
   const snake = parts.join("_");
+  const camel = `${pascal.charAt(0).toLowerCase()}${pascal.slice(1)}`;
   return {
     name,
     snake,
     pascal,
-    namespace: `${pascal.charAt(0).toLowerCase()}${pascal.slice(1)}V1`,
+    camel,
+    namespace: `${camel}V1`,
     envPrefix: snake.toUpperCase(),
     protoPackage: `${snake}.v1`,
   };

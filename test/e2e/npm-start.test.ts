@@ -1,21 +1,21 @@
 /**
  * `npm start` as a user runs it (npm itself: the build first, then the
  * compiled launcher): one command starts PostgreSQL and one process per
- * service with a manifest (services/<name>/service.json), each plain node
- * on its compiled dist/main.js, and prints a
- * ready line; SIGTERM to npm stops all of them with no orphan; a second
- * start reuses the data.
+ * service manifest (services/<name>/service.json: the four, the examples
+ * and whatever `npm run new-service` added), each plain node on its
+ * compiled dist/main.js, and prints a ready line; SIGTERM to npm stops all
+ * of them with no orphan; a second start reuses the data. Whatever fails,
+ * no platform is left running: every start is stopped in an after hook.
  */
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { once } from "node:events";
 import { createClient } from "@connectrpc/connect";
 import { findFreePort } from "@platform/embedded-postgres";
 import { checkoutV1 } from "@platform/proto";
-import { readServiceManifests } from "@platform/registry";
 import { tempDataDir, transportFor } from "../support/platform.js";
 
 interface Started {
@@ -24,21 +24,46 @@ interface Started {
   kill: (signal: NodeJS.Signals) => void;
 }
 
+/** Every `npm start` this file began, to stop in the after hook whatever a failed assertion left running. */
+const started: { pid: number; exit: Promise<number | null> }[] = [];
+
+after(async () => {
+  for (const s of started) {
+    if (!alive(s.pid)) continue;
+    process.kill(-s.pid, "SIGTERM"); // npm, the launcher, the services, PostgreSQL: the whole group
+    const stopped = await Promise.race([s.exit.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 30_000).unref())]);
+    if (!stopped && alive(s.pid)) process.kill(-s.pid, "SIGKILL");
+  }
+});
+
+/** Starts `npm start` and waits (at most two minutes) for its ready line. */
 async function npmStart(env: Record<string, string>): Promise<Started> {
-  const child = spawn("npm", ["start"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  // Its own process group, so that the after hook can stop everything it started.
+  const child = spawn("npm", ["start"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
   const exit = once(child, "exit").then(([code]) => code as number | null);
+  started.push({ pid: child.pid!, exit });
   await new Promise<void>((resolve, reject) => {
+    const deadline = Date.now() + 120_000;
     const check = () => {
       if (/\bready in \d+ ms: gateway listening on http:\/\/127\.0\.0\.1:\d+/.test(out)) return resolve();
       if (child.exitCode !== null) return reject(new Error(`npm start exited early:\n${out}`));
+      if (Date.now() > deadline) return reject(new Error(`npm start was not ready within two minutes:\n${out}`));
       setTimeout(check, 100);
     };
     check();
   });
   return { output: () => out, exit, kill: (s) => child.kill(s) };
+}
+
+/** The services `npm start` must run: one per manifest. */
+function manifestNames(): string[] {
+  return readdirSync("services")
+    .filter((d) => existsSync(join("services", d, "service.json")))
+    .map((d) => (JSON.parse(readFileSync(join("services", d, "service.json"), "utf8")) as { name: string }).name)
+    .sort();
 }
 
 function alive(pid: number): boolean {
@@ -75,15 +100,15 @@ test("npm start: ready line, working API, clean SIGTERM, data kept for the next 
     assert.ok(order?.id);
 
     const postgresPid = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0]);
-    const servicePids = [...first.output().matchAll(/pid (\d+)/g)].map((m) => Number(m[1]));
-    const names = readServiceManifests().map((m) => m.name);
-    assert.equal(servicePids.length, names.length, `one pid printed per service (${names.join(", ")}):\n${first.output()}`);
+    const ready = [...first.output().matchAll(/^\[platform\] (\S+) +ready on \S+ \(pid (\d+)/gm)].map((m) => ({ name: m[1]!, pid: Number(m[2]) }));
+    assert.deepEqual(ready.map((r) => r.name).sort(), manifestNames(), `one process per service.json:\n${first.output()}`);
+    const servicePids = ready.map((r) => r.pid);
     assert.ok(alive(postgresPid));
     assert.match(first.output(), /^\[build\] \d+ workspaces, \d+ files to dist\//m, "npm start builds first");
     if (existsSync("/proc/self/cmdline")) {
-      for (const pid of servicePids) {
+      for (const { name, pid } of ready) {
         const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
-        assert.match(args.slice(1).join(" "), new RegExp(`^\\S+/services/(${names.join("|")})/dist/main\\.js$`), `service ${pid} runs compiled JavaScript on plain node: ${args.join(" ")}`);
+        assert.match(args.slice(1).join(" "), new RegExp(`^\\S+/services/${name}/dist/main\\.js$`), `${name} (${pid}) runs compiled JavaScript on plain node: ${args.join(" ")}`);
       }
     }
 

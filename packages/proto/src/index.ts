@@ -2,6 +2,8 @@
 // One namespace per API package (proto/), so that `checkout.v1` and
 // `orders.v1` message names never collide.
 export * as checkoutV1 from "./gen/checkout/v1/checkout_pb.js";
+export * as exampleEchoV1 from "./gen/example_echo/v1/example_echo_pb.js";
+export * as exampleNotesV1 from "./gen/example_notes/v1/example_notes_pb.js";
 export * as healthV1 from "./gen/grpc/health/v1/health_pb.js";
 export * as reflectionV1 from "./gen/grpc/reflection/v1/reflection_pb.js";
 export * as reflectionV1alpha from "./gen/grpc/reflection/v1alpha/reflection_pb.js";

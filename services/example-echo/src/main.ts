@@ -1,0 +1,11 @@
+import { runMain, serve } from "@platform/runtime";
+import { loadConfig } from "./config.js";
+import { ExampleEchoService } from "./example-echo-service.js";
+import { routes, services } from "./routes.js";
+
+runMain("example-echo", async () => {
+  const config = loadConfig(process.env);
+  // Dependencies are injected here: a client per service it calls
+  // (createDependencyClient with retry: "none", as checkout's main.ts does).
+  return serve({ config: config.server, services, routes: routes(new ExampleEchoService()) });
+});
