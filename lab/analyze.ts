@@ -1,4 +1,4 @@
-import { serviceNames, type ServiceName } from "@platform/launcher";
+import { chainServices as serviceNames, type ChainService as ServiceName } from "./chain.js";
 import type { Attribution } from "./attribution.js";
 import type { Bucket, UserModel } from "./load/protocol.js";
 import type { RawRun } from "./run-scenario.js";

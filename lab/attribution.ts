@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { ServiceName } from "@platform/launcher";
+import type { ChainService as ServiceName } from "./chain.js";
 import type { TryRecord } from "./load/protocol.js";
 import { ratio, round } from "./stats.js";
 

@@ -27,7 +27,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import pg from "pg";
-import { serviceNames, startPlatform, type Platform, type ServiceName } from "@platform/launcher";
+import { startPlatform, type Platform } from "@platform/launcher";
+import { chainManifests, chainServices as serviceNames, type ChainService as ServiceName } from "./chain.js";
 import { checkoutV1 } from "@platform/proto";
 import { protocols, transportFor as transport } from "../test/support/platform.js";
 
@@ -238,7 +239,7 @@ const mib = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 const dataDir = mkdtempSync(join(tmpdir(), "soak-"));
 chmodSync(dataDir, 0o755);
 console.log(`soak: ${minutes} min at ${Math.round(loadFraction * 100)}% of measured capacity; data in ${dataDir}`);
-const platform = await startPlatform({ dataDir, freePorts: true, env: { LOG_LEVEL: "warn" }, onProgress: (l) => console.log(`  ${l}`) });
+const platform = await startPlatform({ dataDir, manifests: chainManifests(), freePorts: true, env: { LOG_LEVEL: "warn" }, onProgress: (l) => console.log(`  ${l}`) });
 let exitCode = 0;
 try {
   const traffic = new Traffic(platform.gatewayUrl);

@@ -2,7 +2,8 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
-import { serviceNames, startPlatform, type Platform, type ServiceName } from "@platform/launcher";
+import { startPlatform, type Platform } from "@platform/launcher";
+import { chainManifests, chainServices as serviceNames, type ChainService as ServiceName } from "../chain.js";
 
 export type Profile = "naive" | "platform";
 export const profiles: readonly Profile[] = ["naive", "platform"];
@@ -52,6 +53,7 @@ export async function startLabPlatform(
   try {
     platform = await startPlatform({
       dataDir,
+      manifests: chainManifests(),
       freePorts: true,
       env: { RESILIENCE_PROFILE: profile, ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }), ...opts.env },
       onProgress: (line) => {

@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { chainManifests } from "../chain.js";
 import { startPlatform } from "@platform/launcher";
 import { checkoutV1 } from "@platform/proto";
 import { startOtlpReceiver } from "./otlp-receiver.js";
@@ -23,6 +24,7 @@ const dataDir = mkdtempSync(join(tmpdir(), "trace-picture-"));
 chmodSync(dataDir, 0o755);
 const platform = await startPlatform({
   dataDir,
+  manifests: chainManifests(),
   freePorts: true,
   env: { LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: "100" },
   onProgress: (line) => process.stdout.write(`[trace] ${line}\n`),

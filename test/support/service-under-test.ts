@@ -26,15 +26,13 @@ export interface ServiceUnderTest {
   manifest: ServiceManifest;
   platform: TestPlatform;
   /** The service's process: its url (gRPC, Connect) and adminUrl (/metrics). */
-  service: RunningService<string>;
+  service: RunningService;
 }
 
 export async function startServiceUnderTest(name: string): Promise<ServiceUnderTest> {
   const manifest = readServiceManifest(name);
-  const platform = await startTestPlatform({
-    extraServices: [{ name, port: manifest.ports.rpc, adminPort: manifest.ports.admin, database: manifest.database !== undefined }],
-  });
-  const service = platform.extraServices[name];
+  const platform = await startTestPlatform();
+  const service = (platform.services as Record<string, RunningService | undefined>)[name];
   assert.ok(service, `${name} was started`);
   return { manifest, platform, service };
 }
