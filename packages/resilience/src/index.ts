@@ -17,6 +17,17 @@ export {
   type InboundDeadline,
 } from "./timeout-header.js";
 
+// One error taxonomy: whose problem an outcome is.
+export {
+  classify,
+  neverRetryable,
+  countsAgainstDependency,
+  signalsOverload,
+  isServerFault,
+  describesCallersRequest,
+  type FailureClass,
+} from "./failure-class.js";
+
 // Retries (the gateway only).
 export { backoffDelayMs, backoffCapMs, type BackoffPolicy } from "./backoff.js";
 export { RetryBudget, type RetryBudgetOptions, type RetryBudgetStats } from "./retry-budget.js";
