@@ -28,6 +28,9 @@ export {
   type FailureClass,
 } from "./failure-class.js";
 
+// Idempotency keys: one rule for the gateway and orders.
+export { idempotencyKeyHeader, maxIdempotencyKeyLength, idempotencyKeyProblem, checkIdempotencyKey } from "./idempotency-key.js";
+
 // Retries (the gateway only).
 export { backoffDelayMs, backoffCapMs, type BackoffPolicy } from "./backoff.js";
 export { RetryBudget, type RetryBudgetOptions, type RetryBudgetStats } from "./retry-budget.js";
