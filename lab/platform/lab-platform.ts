@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -48,12 +49,20 @@ export async function startLabPlatform(
   const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
   chmodSync(dataDir, 0o755);
   const exits: string[] = [];
+  const faultToken = randomBytes(24).toString("hex");
   let platform: Platform;
   try {
     platform = await startPlatform({
       dataDir,
       freePorts: true,
-      env: { RESILIENCE_PROFILE: profile, ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }), ...opts.env },
+      env: {
+        RESILIENCE_PROFILE: profile,
+        // The lab's triggers inject faults: enabled here, explicitly, with a fresh token (off everywhere else).
+        FAULT_INJECTION: "enabled",
+        FAULT_INJECTION_TOKEN: faultToken,
+        ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }),
+        ...opts.env,
+      },
       onProgress: (line) => {
         if (/ exited /.test(line)) exits.push(line);
         opts.onProgress?.(line);
@@ -70,6 +79,7 @@ export async function startLabPlatform(
   const setFaults = async (service: ServiceName, faults: object) => {
     const res = await fetch(`${platform.services[service].adminUrl}/admin/faults`, {
       method: "PUT",
+      headers: { authorization: `Bearer ${faultToken}` },
       body: JSON.stringify(faults),
       signal: AbortSignal.timeout(5000),
     });

@@ -91,6 +91,7 @@ describe("at an edge with authentication on and admission full", () => {
   let q: TestPlatform;
   before(async () => {
     q = await startTestPlatform({
+      faultInjection: true,
       serviceEnv: {
         // One request at a time and no queue; the gateway's calls to checkout take 5 s, so one call fills admission.
         gateway: {
