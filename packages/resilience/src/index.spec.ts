@@ -42,6 +42,7 @@ it("exports the curated public surface", () => {
     "grpcRetryPushbackHeader",
     "retryAfterHeader",
     "LatencyEstimate",
+    "WaitQueue",
     "Bulkhead",
     "AdaptiveLimit",
     "CircuitBreaker",

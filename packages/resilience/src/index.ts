@@ -39,6 +39,9 @@ export { decideRetry, type RetryDecisionInput, type RetryDecision } from "./retr
 export { readPushback, pushbackHeaders, grpcRetryPushbackHeader, retryAfterHeader } from "./pushback.js";
 export { LatencyEstimate, type LatencyEstimateOptions } from "./latency-estimate.js";
 
+// The one deadline-aware FIFO wait queue under bulkhead, admission and the database's connection slots.
+export { WaitQueue, type WaitQueueOptions, type WaitOptions, type WaitTicket, type WaitingEntry, type LeaveReason, type Settlement } from "./wait-queue.js";
+
 // Isolation per dependency.
 export {
   Bulkhead,
