@@ -225,8 +225,8 @@ describe("an independent grpc-js reflection client", () => {
   test("pricing describes pricing.v1 on its own port", async () => {
     const [services, file] = await ask("v1", p.services.pricing.url, [{ listServices: "" }, { fileContainingSymbol: "pricing.v1.PricingService" }]);
     assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "pricing.v1.PricingService"));
-    // pricing.proto imports checkout.proto (Money): the dependency comes along, as clients need it to decode.
-    assert.deepEqual(fileNames(file), ["pricing/v1/pricing.proto", "checkout/v1/checkout.proto"]);
+    // pricing.proto imports the internal common types (Product, Money), not the public API: the dependency comes along, as clients need it to decode.
+    assert.deepEqual(fileNames(file), ["pricing/v1/pricing.proto", "platform/common/v1/common.proto"]);
   });
 });
 

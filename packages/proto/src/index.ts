@@ -1,8 +1,11 @@
 // The curated surface of the generated code: one namespace per API package,
 // so that `checkout.v1` and `orders.v1` message names never collide.
 export * as checkoutV1 from "./gen/checkout/v1/checkout_pb.js";
+export * as commonV1 from "./gen/platform/common/v1/common_pb.js";
 export * as ordersV1 from "./gen/orders/v1/orders_pb.js";
 export * as pricingV1 from "./gen/pricing/v1/pricing_pb.js";
 export * as healthV1 from "./gen/grpc/health/v1/health_pb.js";
 export * as reflectionV1 from "./gen/grpc/reflection/v1/reflection_pb.js";
 export * as reflectionV1alpha from "./gen/grpc/reflection/v1alpha/reflection_pb.js";
+// Mapping between the internal twins and the public types (the checkout service's job).
+export { publicMoney, publicProduct, publicOrderItem, publicOrder, orderLineRequests } from "./public-twins.js";

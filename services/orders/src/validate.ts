@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { checkoutV1 } from "@platform/proto";
+import type { commonV1 } from "@platform/proto";
 import { checkIdempotencyKey, maxIdempotencyKeyLength } from "@platform/resilience";
 
 export const limits = {
@@ -18,7 +18,7 @@ function invalid(message: string): never {
 }
 
 /** Rejects a bad order before anything is priced or written, naming the first problem. */
-export function validateOrderInput(customerId: string, items: checkoutV1.OrderItemRequest[]): void {
+export function validateOrderInput(customerId: string, items: commonV1.OrderLineRequest[]): void {
   if (customerId === "") invalid("customer_id is required");
   if (customerId.length > limits.maxCustomerIdLength) invalid(`customer_id must be at most ${limits.maxCustomerIdLength} characters`);
   if (!customerIdPattern.test(customerId)) invalid("customer_id may contain only letters, digits and . _ : @ -");
