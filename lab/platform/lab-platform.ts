@@ -44,6 +44,12 @@ export async function startLabPlatform(
     logLevel?: string;
     /** Extra environment for every service (a variant's switches). */
     env?: Record<string, string>;
+    /**
+     * Enable fault injection (FAULT_INJECTION=enabled with a fresh token) so
+     * that `setFaults` works: the storm lab's triggers need it. Default true;
+     * the bench passes false to measure exactly what ships.
+     */
+    faultInjection?: boolean;
   } = {},
 ): Promise<LabPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
@@ -58,8 +64,7 @@ export async function startLabPlatform(
       env: {
         RESILIENCE_PROFILE: profile,
         // The lab's triggers inject faults: enabled here, explicitly, with a fresh token (off everywhere else).
-        FAULT_INJECTION: "enabled",
-        FAULT_INJECTION_TOKEN: faultToken,
+        ...(opts.faultInjection === false ? {} : { FAULT_INJECTION: "enabled", FAULT_INJECTION_TOKEN: faultToken }),
         ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }),
         ...opts.env,
       },
@@ -77,6 +82,7 @@ export async function startLabPlatform(
   const current = () => restarted ?? platform.postgres;
 
   const setFaults = async (service: ServiceName, faults: object) => {
+    if (opts.faultInjection === false) throw new Error("setFaults: this lab platform was started with faultInjection: false");
     const res = await fetch(`${platform.services[service].adminUrl}/admin/faults`, {
       method: "PUT",
       headers: { authorization: `Bearer ${faultToken}` },
