@@ -10,7 +10,7 @@ import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import ts from "typescript";
-import { parse } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 import { supportedPlatforms } from "@platform/embedded-postgres";
 import { readServiceManifests } from "@platform/registry";
 
@@ -233,4 +233,47 @@ test("npm test runs on the Node 24 that npm ci installed from the registry (Linu
   }
   // npm puts node_modules/.bin first on PATH, and every test process is started with process.execPath.
   assert.equal(process.version, `v${pinned}`, "run the tests through npm (npm test)");
+});
+
+/**
+ * Fault injection can take a service down at will: it is enabled only by a
+ * lab or a test that asks for it (FAULT_INJECTION=enabled plus a token),
+ * never by a file someone deploys. Every YAML document, env file and
+ * script under deploy/ and docker-compose.yml is searched, for environment
+ * entries (compose maps, Kubernetes `name`/`value` pairs, ConfigMap data)
+ * and KEY=VALUE strings (env files, kustomize literals).
+ */
+test("docker-compose.yml and deploy/ never enable fault injection", () => {
+  const targets = ["docker-compose.yml", ...[...files("deploy").keys()].map((f) => join("deploy", f))];
+  const found: string[] = [];
+  const note = (file: string, name: string, value: unknown) => {
+    if (name === "FAULTS" || name === "FAULT_INJECTION_TOKEN" || (name === "FAULT_INJECTION" && String(value).trim() !== "disabled")) {
+      found.push(`${file}: ${name}=${String(value)}`);
+    }
+  };
+  const walk = (file: string, v: unknown): void => {
+    if (typeof v === "string") {
+      for (const m of v.matchAll(/\b(FAULT_INJECTION(?:_TOKEN)?|FAULTS)\s*[=:]\s*["']?([^\s"']*)/g)) note(file, m[1]!, m[2]);
+    } else if (Array.isArray(v)) {
+      for (const x of v) walk(file, x);
+    } else if (typeof v === "object" && v !== null) {
+      const o = v as Record<string, unknown>;
+      if (typeof o["name"] === "string" && "value" in o) note(file, o["name"], o["value"]);
+      for (const [k, x] of Object.entries(o)) {
+        note(file, k, x);
+        walk(file, x);
+      }
+    }
+  };
+  for (const file of targets) {
+    const text = readFileSync(file, "utf8");
+    if (/\.ya?ml$/.test(file)) for (const doc of parseAllDocuments(text)) walk(file, doc.toJS());
+    walk(file, text);
+  }
+  assert.deepEqual(found, []);
+  // The check itself can fail: the same walk finds a switched-on service.
+  walk("probe.yml", { services: { pricing: { environment: { FAULT_INJECTION: "enabled" } } } });
+  walk("probe.yaml", { env: [{ name: "FAULT_INJECTION_TOKEN", value: "x" }] });
+  walk("probe.env", "FAULTS='{}'");
+  assert.equal(found.length, 3);
 });

@@ -5,6 +5,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { checkoutV1, ordersV1, pricingV1 } from "@platform/proto";
+import { orderLineRequests, publicOrder, publicProduct } from "@platform/proto/public-twins";
 import { closer, grpcClient, portEnv, requiredEnv, runPlainService, serveH2c } from "./plain-runtime.js";
 
 runPlainService("plain-checkout", async () => {
@@ -14,19 +15,19 @@ runPlainService("plain-checkout", async () => {
     router.service(checkoutV1.CheckoutService, {
       async listProducts() {
         const res = await pricing.listProducts({});
-        return create(checkoutV1.ListProductsResponseSchema, { products: res.products });
+        return create(checkoutV1.ListProductsResponseSchema, { products: res.products.map(publicProduct) });
       },
       async placeOrder(req, ctx) {
         const res = await orders.createOrder({
           idempotencyKey: ctx.requestHeader.get("idempotency-key") ?? "",
           customerId: req.customerId,
-          items: req.items,
+          items: orderLineRequests(req.items),
         });
-        return create(checkoutV1.PlaceOrderResponseSchema, { order: res.order });
+        return create(checkoutV1.PlaceOrderResponseSchema, { order: res.order && publicOrder(res.order) });
       },
       async getOrder(req) {
         const res = await orders.getOrder({ orderId: req.orderId });
-        return create(checkoutV1.GetOrderResponseSchema, { order: res.order });
+        return create(checkoutV1.GetOrderResponseSchema, { order: res.order && publicOrder(res.order) });
       },
     });
   const server = await serveH2c(routes, portEnv("PORT"), requiredEnv("HOST"));

@@ -9,7 +9,7 @@
 import { randomUUID, createHash } from "node:crypto";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
-import { checkoutV1, ordersV1, pricingV1 } from "@platform/proto";
+import { commonV1, ordersV1, pricingV1 } from "@platform/proto";
 import type pg from "pg";
 import { closer, grpcClient, portEnv, requiredEnv, runPlainService, serveH2c } from "./plain-runtime.js";
 import { plainPool, transaction } from "./plain-transaction.js";
@@ -23,7 +23,7 @@ function requestHash(req: ordersV1.CreateOrderRequest): string {
     .digest("hex");
 }
 
-function priceOrder(req: ordersV1.CreateOrderRequest, products: checkoutV1.Product[]): checkoutV1.Order {
+function priceOrder(req: ordersV1.CreateOrderRequest, products: commonV1.Product[]): ordersV1.Order {
   const bySku = new Map(products.map((p) => [p.sku, p]));
   const currencyCode = products[0]?.unitPrice?.currencyCode ?? "";
   let total = 0n;
@@ -34,16 +34,16 @@ function priceOrder(req: ordersV1.CreateOrderRequest, products: checkoutV1.Produ
     total += lineTotal;
     return { sku: item.sku, name: bySku.get(item.sku)!.name, quantity: item.quantity, unitPrice, lineTotal: { currencyCode, amountMinor: lineTotal } };
   });
-  return create(checkoutV1.OrderSchema, {
+  return create(ordersV1.OrderSchema, {
     id: randomUUID(),
-    status: checkoutV1.OrderStatus.PLACED,
+    status: ordersV1.OrderStatus.PLACED,
     customerId: req.customerId,
     items,
     total: { currencyCode, amountMinor: total },
   });
 }
 
-async function findByKey(pool: pg.Pool, key: string): Promise<{ hash: string; order: checkoutV1.Order } | undefined> {
+async function findByKey(pool: pg.Pool, key: string): Promise<{ hash: string; order: ordersV1.Order } | undefined> {
   const r = await transaction(
     pool,
     (c) =>
@@ -54,13 +54,13 @@ async function findByKey(pool: pg.Pool, key: string): Promise<{ hash: string; or
     { readOnly: true },
   );
   const row = r.rows[0];
-  return row && { hash: row.request_hash, order: fromBinary(checkoutV1.OrderSchema, row.response) };
+  return row && { hash: row.request_hash, order: fromBinary(ordersV1.OrderSchema, row.response) };
 }
 
 /** The order as stored, or undefined when a live record holds the key (nothing kept). */
-async function insert(pool: pg.Pool, order: checkoutV1.Order, key: string, hash: string): Promise<checkoutV1.Order | undefined> {
+async function insert(pool: pg.Pool, order: ordersV1.Order, key: string, hash: string): Promise<ordersV1.Order | undefined> {
   const createdAt = new Date();
-  const stored = create(checkoutV1.OrderSchema, { ...order, createdAt: createdAt.toISOString() });
+  const stored = create(ordersV1.OrderSchema, { ...order, createdAt: createdAt.toISOString() });
   return transaction(pool, async (c) => {
     const r = await c.query<{ stored: boolean }>(
       `WITH o AS (
@@ -95,7 +95,7 @@ async function insert(pool: pg.Pool, order: checkoutV1.Order, key: string, hash:
         order.items.map((i) => i.lineTotal!.amountMinor.toString()),
         key,
         hash,
-        Buffer.from(toBinary(checkoutV1.OrderSchema, stored)),
+        Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
         retentionHours,
       ],
     );
@@ -123,7 +123,7 @@ interface OrderLineRow {
   line_total_minor: string;
 }
 
-async function getOrder(pool: pg.Pool, id: string): Promise<checkoutV1.Order | undefined> {
+async function getOrder(pool: pg.Pool, id: string): Promise<ordersV1.Order | undefined> {
   return transaction(
     pool,
     async (c) => {
@@ -137,10 +137,10 @@ async function getOrder(pool: pg.Pool, id: string): Promise<checkoutV1.Order | u
       );
       const row = r.rows[0];
       if (!row) return undefined;
-      return create(checkoutV1.OrderSchema, {
+      return create(ordersV1.OrderSchema, {
         id: row.id,
         customerId: row.customer_id,
-        status: checkoutV1.OrderStatus.PLACED,
+        status: ordersV1.OrderStatus.PLACED,
         total: { currencyCode: row.currency_code, amountMinor: BigInt(row.total_minor) },
         createdAt: row.created_at.toISOString(),
         items: r.rows.map((i) => ({
@@ -165,11 +165,11 @@ runPlainService("plain-orders", async () => {
         if (req.customerId === "" || req.items.length === 0) throw new ConnectError("customer_id and items are required", Code.InvalidArgument);
         const hash = requestHash(req);
         const key = req.idempotencyKey;
-        const replay = (record: { hash: string; order: checkoutV1.Order }) => {
+        const replay = (record: { hash: string; order: ordersV1.Order }) => {
           if (record.hash !== hash) throw new ConnectError(`idempotency key ${JSON.stringify(key)} was used for a different request`, Code.AlreadyExists);
           return create(ordersV1.CreateOrderResponseSchema, { order: record.order, replayed: true });
         };
-        let order: checkoutV1.Order;
+        let order: ordersV1.Order;
         try {
           const prices = await pricing.getPrices({ skus: req.items.map((i) => i.sku) });
           order = priceOrder(req, prices.products);

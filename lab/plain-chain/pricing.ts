@@ -4,7 +4,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
-import { checkoutV1, pricingV1 } from "@platform/proto";
+import { commonV1, pricingV1 } from "@platform/proto";
 import { closer, portEnv, requiredEnv, runPlainService, serveH2c } from "./plain-runtime.js";
 import { plainPool, transaction } from "./plain-transaction.js";
 
@@ -16,7 +16,7 @@ interface ProductRow {
 }
 
 const toProduct = (row: ProductRow) =>
-  create(checkoutV1.ProductSchema, {
+  create(commonV1.ProductSchema, {
     sku: row.sku,
     name: row.name,
     unitPrice: { currencyCode: row.currency_code, amountMinor: BigInt(row.unit_price_minor) },

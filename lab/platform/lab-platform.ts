@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,18 +45,31 @@ export async function startLabPlatform(
     logLevel?: string;
     /** Extra environment for every service (a variant's switches). */
     env?: Record<string, string>;
+    /**
+     * Enable fault injection (FAULT_INJECTION=enabled with a fresh token) so
+     * that `setFaults` works: the storm lab's triggers need it. Default true;
+     * the bench passes false to measure exactly what ships.
+     */
+    faultInjection?: boolean;
   } = {},
 ): Promise<LabPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
   chmodSync(dataDir, 0o755);
   const exits: string[] = [];
+  const faultToken = randomBytes(24).toString("hex");
   let platform: Platform;
   try {
     platform = await startPlatform({
       dataDir,
       manifests: chainManifests(),
       freePorts: true,
-      env: { RESILIENCE_PROFILE: profile, ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }), ...opts.env },
+      env: {
+        RESILIENCE_PROFILE: profile,
+        // The lab's triggers inject faults: enabled here, explicitly, with a fresh token (off everywhere else).
+        ...(opts.faultInjection === false ? {} : { FAULT_INJECTION: "enabled", FAULT_INJECTION_TOKEN: faultToken }),
+        ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }),
+        ...opts.env,
+      },
       onProgress: (line) => {
         if (/ exited /.test(line)) exits.push(line);
         opts.onProgress?.(line);
@@ -70,8 +84,10 @@ export async function startLabPlatform(
   const current = () => restarted ?? platform.postgres;
 
   const setFaults = async (service: ServiceName, faults: object) => {
+    if (opts.faultInjection === false) throw new Error("setFaults: this lab platform was started with faultInjection: false");
     const res = await fetch(`${platform.services[service].adminUrl}/admin/faults`, {
       method: "PUT",
+      headers: { authorization: `Bearer ${faultToken}` },
       body: JSON.stringify(faults),
       signal: AbortSignal.timeout(5000),
     });

@@ -16,7 +16,7 @@ import { watchStatements } from "../../packages/database/src/testing/statement-w
 
 let p: TestPlatform;
 before(async () => {
-  p = await startTestPlatform();
+  p = await startTestPlatform({ faultInjection: true });
 });
 after(async () => {
   await p?.close();

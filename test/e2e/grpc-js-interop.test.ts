@@ -22,6 +22,7 @@ let p: TestPlatform;
 let client: grpc.Client;
 before(async () => {
   p = await startTestPlatform({
+    faultInjection: true,
     serviceEnv: {
       // Authentication and a rate limit on, so that unauthenticated and the
       // rate limit's resource_exhausted are reachable too. alice's calls here

@@ -17,7 +17,7 @@ import { eventually, metricValue, setServiceFaults, startTestPlatform, type Test
 
 let p: TestPlatform;
 before(async () => {
-  p = await startTestPlatform({ env: { LOG_LEVEL: "warn" } });
+  p = await startTestPlatform({ faultInjection: true, env: { LOG_LEVEL: "warn" } });
 });
 after(async () => {
   await p?.close();

@@ -10,6 +10,7 @@ import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform } f
 let p: TestPlatform;
 before(async () => {
   p = await startTestPlatform({
+    faultInjection: true,
     env: { LOG_LEVEL: "warn" },
     serviceEnv: { gateway: { ADMISSION_MAX_CONCURRENT: "2", ADMISSION_MAX_QUEUE: "4", ADMISSION_MAX_QUEUE_WAIT_MS: "4000", INTAKE_ENABLED: "true" } },
   });

@@ -13,7 +13,7 @@ import { expectCode } from "../support/expect-code.js";
 
 let p: TestPlatform;
 before(async () => {
-  p = await startTestPlatform();
+  p = await startTestPlatform({ faultInjection: true });
 });
 after(async () => {
   await p?.close();

@@ -91,6 +91,7 @@ describe("at an edge with authentication on and admission full", () => {
   let q: TestPlatform;
   before(async () => {
     q = await startTestPlatform({
+      faultInjection: true,
       serviceEnv: {
         // One request at a time and no queue; the gateway's calls to checkout take 5 s, so one call fills admission.
         gateway: {
@@ -224,8 +225,8 @@ describe("an independent grpc-js reflection client", () => {
   test("pricing describes pricing.v1 on its own port", async () => {
     const [services, file] = await ask("v1", p.services.pricing.url, [{ listServices: "" }, { fileContainingSymbol: "pricing.v1.PricingService" }]);
     assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "pricing.v1.PricingService"));
-    // pricing.proto imports checkout.proto (Money): the dependency comes along, as clients need it to decode.
-    assert.deepEqual(fileNames(file), ["pricing/v1/pricing.proto", "checkout/v1/checkout.proto"]);
+    // pricing.proto imports the internal common types (Product, Money), not the public API: the dependency comes along, as clients need it to decode.
+    assert.deepEqual(fileNames(file), ["pricing/v1/pricing.proto", "platform/common/v1/common.proto"]);
   });
 });
 

@@ -20,6 +20,7 @@ let p: TestPlatform;
 
 before(async () => {
   p = await startTestPlatform({
+    faultInjection: true,
     env: { LOG_LEVEL: "warn", BREAKER_VOLUME_THRESHOLD: "100000", INTAKE_ENABLED: "false" },
     serviceEnv: { orders: { ADMISSION_MAX_CONCURRENT: "1", ADMISSION_MAX_QUEUE: "0" } },
   });

@@ -31,6 +31,7 @@ const progress: { at: number; line: string }[] = [];
 
 before(async () => {
   p = await startTestPlatform({
+    faultInjection: true,
     env: { LOG_LEVEL: "warn", DRAIN_TIMEOUT_MS: String(drainTimeoutMs) },
     onProgress: (line) => progress.push({ at: performance.now(), line }),
   });

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +18,18 @@ export interface TestPlatform extends Platform {
   sql<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]>;
   /** The Prometheus text of one service's /metrics. */
   metrics(service: keyof Platform["services"]): Promise<string>;
+  /** The bearer token of /admin/faults when started with `faultInjection: true`; undefined otherwise (fault injection off). */
+  faultToken: string | undefined;
   close(): Promise<void>;
+}
+
+export interface TestPlatformOptions extends Partial<PlatformOptions> {
+  /**
+   * Enable fault injection in every service (FAULT_INJECTION=enabled with a
+   * fresh FAULT_INJECTION_TOKEN) so that `setServiceFaults` works. Off by
+   * default, as in production: only tests that inject faults ask for it.
+   */
+  faultInjection?: boolean;
 }
 
 export function transportFor(baseUrl: string, protocol: Protocol): Transport {
@@ -37,15 +49,19 @@ export function transportFor(baseUrl: string, protocol: Protocol): Transport {
  * The platform as `npm start` runs it (embedded PostgreSQL, four service
  * processes on free loopback ports), in a fresh data directory.
  */
-export async function startTestPlatform(opts: Partial<PlatformOptions> = {}): Promise<TestPlatform> {
+export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise<TestPlatform> {
   const dataDir = tempDataDir();
-  const platform = await startPlatform({ dataDir, freePorts: true, env: { LOG_LEVEL: "info", ...opts.env }, ...opts });
+  const { faultInjection, ...rest } = opts;
+  const faultToken = faultInjection ? randomBytes(24).toString("hex") : undefined;
+  const faultEnv: Record<string, string> = faultToken === undefined ? {} : { FAULT_INJECTION: "enabled", FAULT_INJECTION_TOKEN: faultToken };
+  const platform = await startPlatform({ dataDir, freePorts: true, ...rest, env: { LOG_LEVEL: "info", ...faultEnv, ...opts.env } });
   const pool = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
   // Tests restart and terminate the database: an idle connection dying must not end the test process.
   pool.on("error", () => {});
   const clients = new Map<Protocol, Client<typeof checkoutV1.CheckoutService>>();
   return {
     ...platform,
+    faultToken,
     client(protocol) {
       let c = clients.get(protocol);
       if (!c) clients.set(protocol, (c = createClient(checkoutV1.CheckoutService, transportFor(platform.gatewayUrl, protocol))));
@@ -86,9 +102,14 @@ export function tempDataDir(): string {
   return dir;
 }
 
-/** Replaces the faults in force in one service (PUT /admin/faults). */
-export async function setServiceFaults(p: Platform, service: keyof Platform["services"], faults: object): Promise<void> {
-  const res = await fetch(`${p.services[service].adminUrl}/admin/faults`, { method: "PUT", body: JSON.stringify(faults) });
+/** Replaces the faults in force in one service (PUT /admin/faults); the platform must have been started with `faultInjection: true`. */
+export async function setServiceFaults(p: TestPlatform, service: keyof Platform["services"], faults: object): Promise<void> {
+  if (p.faultToken === undefined) throw new Error("setServiceFaults: start the platform with startTestPlatform({ faultInjection: true }) to inject faults");
+  const res = await fetch(`${p.services[service].adminUrl}/admin/faults`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${p.faultToken}` },
+    body: JSON.stringify(faults),
+  });
   if (!res.ok) throw new Error(`setting faults on ${service}: ${res.status} ${await res.text()}`);
 }
 

@@ -1,3 +1,5 @@
+import { type Clock, type Scheduler, systemClock, systemScheduler, WaitQueue } from "@platform/resilience";
+
 /** A wait for a slot that ended without one: it ran out of time, or its signal aborted. */
 export class SlotWaitError extends Error {
   override readonly name = "SlotWaitError";
@@ -6,25 +8,29 @@ export class SlotWaitError extends Error {
   }
 }
 
-interface Waiter {
-  grant(): void;
-}
-
 /**
  * A FIFO counting semaphore in front of the pg pool, one slot per connection.
  *
  * pg-pool queues `connect()` calls itself, but a queued call cannot be
  * withdrawn: a caller that gives up (deadline, cancel) stays in its queue and
  * later receives a connection it no longer wants, and every live caller
- * behind it waits for those ghosts. Waiting here instead makes giving up
- * O(1) and exact, so `waiting` counts only callers that still want a
- * connection, and the pool itself never has to queue.
+ * behind it waits for those ghosts. Waiting here instead (in the platform's
+ * one deadline-aware wait queue) makes giving up O(1) and exact, so
+ * `waiting` counts only callers that still want a connection, and the pool
+ * itself never has to queue.
  */
 export class ConnectionSlots {
   private used = 0;
-  private readonly queue: Waiter[] = [];
+  private readonly queue: WaitQueue<void>;
+  private readonly clock: Clock;
 
-  constructor(readonly size: number) {}
+  constructor(
+    readonly size: number,
+    time: { clock: Clock; scheduler: Scheduler } = { clock: systemClock, scheduler: systemScheduler },
+  ) {
+    this.clock = time.clock;
+    this.queue = new WaitQueue(time);
+  }
 
   /** Callers currently waiting for a slot. */
   get waiting(): number {
@@ -41,35 +47,15 @@ export class ConnectionSlots {
       this.used++;
       return Promise.resolve();
     }
-    if (signal.aborted) return Promise.reject(new SlotWaitError("aborted"));
-    return new Promise<void>((resolve, reject) => {
-      const leave = (why: SlotWaitError["reason"]) => {
-        const i = this.queue.indexOf(waiter);
-        if (i >= 0) this.queue.splice(i, 1);
-        cleanup();
-        reject(new SlotWaitError(why));
-      };
-      const onAbort = () => leave("aborted");
-      const timer = setTimeout(() => leave("timeout"), Math.max(0, timeoutMs));
-      const cleanup = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-      };
-      const waiter: Waiter = {
-        grant: () => {
-          cleanup();
-          resolve();
-        },
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.queue.push(waiter);
-    });
+    return this.queue.enqueue({
+      deadlineAt: this.clock.now() + Math.max(0, timeoutMs),
+      signal,
+      leave: (reason) => ({ error: new SlotWaitError(reason === "aborted" ? "aborted" : "timeout") }),
+    }).promise;
   }
 
-  /** Returns a slot; the longest waiter gets it directly. */
+  /** Returns a slot; the longest waiter still waiting gets it directly. */
   release(): void {
-    const next = this.queue.shift();
-    if (next) next.grant();
-    else this.used--;
+    if (!this.queue.grantNext(() => undefined)) this.used--;
   }
 }

@@ -79,8 +79,18 @@ describe("naive database client", () => {
         // The only connection is held while a second transaction queues for it.
         let release!: () => void;
         const held = new Promise<void>((r) => (release = r));
-        const holder = runInScope(scope, () => db.transaction(() => held));
-        await sleep(50);
+        let begun!: () => void;
+        const holding = new Promise<void>((r) => (begun = r));
+        const holder = runInScope(scope, () =>
+          db.transaction(() => {
+            begun();
+            return held;
+          }),
+        );
+        // Set only once the holder runs: on a loaded machine opening its
+        // connection can take longer than any fixed sleep, and the holder
+        // would then meet the fault itself.
+        await holding;
         setFaults({ db: { errorRate: 1 } });
         const queued = runInScope(scope, () => db.transaction((tx) => tx.query("SELECT 1 AS one")));
         await sleep(50);

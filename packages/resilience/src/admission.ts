@@ -2,6 +2,7 @@ import { Code } from "@connectrpc/connect";
 import type { Clock } from "./clock.js";
 import { systemClock } from "./clock.js";
 import { type Scheduler, systemScheduler } from "./scheduler.js";
+import { WaitQueue } from "./wait-queue.js";
 
 export type Criticality = "critical" | "sheddable";
 
@@ -27,14 +28,6 @@ export type AdmissionOutcome =
 
 export type ShedReason = "queue_full" | "queue_timeout" | "expired" | "evicted" | "cancelled";
 
-interface Waiter {
-  criticality: Criticality;
-  deadlineAt: number | undefined;
-  enqueuedAt: number;
-  resolve: (o: AdmissionOutcome) => void;
-  cancelTimer: () => void;
-}
-
 /**
  * Server-side admission control: bounded in-flight work plus a bounded,
  * criticality-aware wait queue, applied before a request's body is read.
@@ -48,9 +41,9 @@ interface Waiter {
  */
 export class AdmissionController {
   private inFlight = 0;
-  private readonly queues: Record<Criticality, Waiter[]> = { critical: [], sheddable: [] };
+  /** One wait queue per criticality (the shared primitive); critical work is served first. */
+  private readonly queues: Record<Criticality, WaitQueue<AdmissionOutcome>>;
   private readonly clock: Clock;
-  private readonly scheduler: Scheduler;
   /** Recent service time, to turn the queue length into a pushback hint. */
   private serviceMsEwma = 10;
 
@@ -58,7 +51,8 @@ export class AdmissionController {
     if (!(opts.maxConcurrent >= 1)) throw new RangeError("maxConcurrent must be at least 1");
     if (!(opts.maxQueue >= 0)) throw new RangeError("maxQueue must not be negative");
     this.clock = opts.clock ?? systemClock;
-    this.scheduler = opts.scheduler ?? systemScheduler;
+    const time = { clock: this.clock, scheduler: opts.scheduler ?? systemScheduler };
+    this.queues = { critical: new WaitQueue(time), sheddable: new WaitQueue(time) };
   }
 
   stats() {
@@ -85,35 +79,29 @@ export class AdmissionController {
       return settled(this.start(now));
     }
     if (!this.hasRoomFor(criticality)) {
-      if (criticality === "critical" && this.queues.sheddable.length > 0) {
-        const evicted = this.queues.sheddable.pop()!;
-        evicted.cancelTimer();
-        evicted.resolve(this.refuse("evicted", Code.ResourceExhausted, "overloaded: sheddable request displaced by critical work"));
-      } else {
+      const displaced =
+        criticality === "critical" &&
+        this.queues.sheddable.evictNewest(() => ({ value: this.refuse("evicted", Code.ResourceExhausted, "overloaded: sheddable request displaced by critical work") }));
+      if (!displaced) {
         return settled(this.refuse("queue_full", Code.ResourceExhausted, `overloaded: ${this.inFlight} in flight and ${this.queued()} queued`));
       }
     }
-    let waiter!: Waiter;
-    const outcome = new Promise<AdmissionOutcome>((resolve) => {
-      const maxWaitAt = now + this.opts.maxQueueWaitMs;
-      const expiresAt = deadlineAt === undefined ? maxWaitAt : Math.min(deadlineAt, maxWaitAt);
-      waiter = { criticality, deadlineAt, enqueuedAt: now, resolve, cancelTimer: () => {} };
-      waiter.cancelTimer = this.scheduler.setTimeout(() => {
-        if (!this.remove(waiter)) return;
-        resolve(
-          deadlineAt !== undefined && deadlineAt <= maxWaitAt
-            ? this.refuse("expired", Code.DeadlineExceeded, "deadline passed while queued")
-            : this.refuse("queue_timeout", Code.ResourceExhausted, `overloaded: queued longer than ${this.opts.maxQueueWaitMs} ms`),
-        );
-      }, expiresAt - now);
-      this.queues[criticality].push(waiter);
+    // The wait ends at the deadline or after maxQueueWaitMs, whichever is
+    // first; which one it was decides the answer ("expired" or "not now").
+    const maxWaitAt = now + this.opts.maxQueueWaitMs;
+    const deadlineFirst = deadlineAt !== undefined && deadlineAt <= maxWaitAt;
+    const { promise, ticket } = this.queues[criticality].enqueue({
+      deadlineAt: deadlineFirst ? deadlineAt : maxWaitAt,
+      leave: () => ({
+        value: deadlineFirst
+          ? this.refuse("expired", Code.DeadlineExceeded, "deadline passed while queued")
+          : this.refuse("queue_timeout", Code.ResourceExhausted, `overloaded: queued longer than ${this.opts.maxQueueWaitMs} ms`),
+      }),
     });
     return {
-      outcome,
+      outcome: promise,
       abandon: () => {
-        if (!this.remove(waiter)) return;
-        waiter.cancelTimer();
-        waiter.resolve(this.refuse("cancelled", Code.Canceled, "caller went away while queued"));
+        ticket.withdraw(() => ({ value: this.refuse("cancelled", Code.Canceled, "caller went away while queued") }));
       },
     };
   }
@@ -147,26 +135,12 @@ export class AdmissionController {
     };
   }
 
-  /** Starts queued work while slots are free, critical first, skipping expired entries. */
+  /** Starts queued work while slots are free, critical first; the queues skip expired entries. */
   private dispatch(): void {
     while (this.inFlight < this.opts.maxConcurrent) {
-      const next = this.queues.critical.shift() ?? this.queues.sheddable.shift();
-      if (!next) return;
-      next.cancelTimer();
-      if (next.deadlineAt !== undefined && next.deadlineAt <= this.clock.now()) {
-        next.resolve(this.refuse("expired", Code.DeadlineExceeded, "deadline passed while queued"));
-        continue;
-      }
-      next.resolve(this.start(next.enqueuedAt));
+      const start = (_waitedMs: number, entry: { enqueuedAt: number }) => this.start(entry.enqueuedAt);
+      if (!this.queues.critical.grantNext(start) && !this.queues.sheddable.grantNext(start)) return;
     }
-  }
-
-  private remove(w: Waiter): boolean {
-    const q = this.queues[w.criticality];
-    const i = q.indexOf(w);
-    if (i < 0) return false;
-    q.splice(i, 1);
-    return true;
   }
 
   private refuse(reason: ShedReason, code: Code, message: string): AdmissionOutcome {

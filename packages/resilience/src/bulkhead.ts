@@ -5,6 +5,7 @@ import { Listeners } from "./listeners.js";
 import { type LocalRejectionKind, markLocalRejection } from "./local-rejection.js";
 import { pushbackHeaders } from "./pushback.js";
 import { type Scheduler, systemScheduler } from "./scheduler.js";
+import { WaitQueue } from "./wait-queue.js";
 
 /**
  * Bounded concurrency and a bounded FIFO wait queue for one dependency
@@ -108,25 +109,15 @@ export interface BulkheadStats {
   rejectedByReason: Record<BulkheadRejectReason, number>;
 }
 
-interface Waiter {
-  readonly enqueuedAt: number;
-  readonly deadlineAt: number | undefined;
-  readonly signal: AbortSignal | undefined;
-  readonly resolve: (release: Release) => void;
-  readonly reject: (err: ConnectError) => void;
-  /** Cancels the deadline timer and removes the abort listener. */
-  cleanup: () => void;
-}
-
 export class Bulkhead {
   readonly name: string;
   private readonly limiter: ConcurrencyLimiter | undefined;
   private readonly fixedLimit: number;
   private readonly maxQueue: number;
   private readonly clock: Clock;
-  private readonly scheduler: Scheduler;
   private readonly listeners = new Listeners<BulkheadEvent>();
-  private readonly queue: Waiter[] = [];
+  /** Calls waiting for a slot: FIFO, leaving at their deadline or on abort (the shared primitive). */
+  private readonly queue: WaitQueue<Release>;
   private inUse = 0;
   /** When each running call got its slot. */
   private readonly running = new Set<{ readonly at: number; readonly deadlineAt: number | undefined }>();
@@ -147,7 +138,7 @@ export class Bulkhead {
     this.fixedLimit = opts.maxConcurrent ?? 1;
     this.maxQueue = opts.maxQueue;
     this.clock = opts.clock;
-    this.scheduler = opts.scheduler ?? systemScheduler;
+    this.queue = new WaitQueue({ clock: this.clock, scheduler: opts.scheduler ?? systemScheduler });
     if (opts.onEvent) this.listeners.add(opts.onEvent);
   }
 
@@ -211,27 +202,19 @@ export class Bulkhead {
         ),
       );
     }
-    return new Promise<Release>((resolve, reject) => {
-      const waiter: Waiter = { enqueuedAt: now, deadlineAt, signal, resolve, reject, cleanup: () => {} };
-      const cancelTimer =
-        deadlineAt === undefined
-          ? () => {}
-          : this.scheduler.setTimeout(() => {
-              if (!this.remove(waiter)) return;
-              reject(this.rejection("deadline", Code.DeadlineExceeded, "deadline passed while queued", this.waited(waiter)));
-            }, deadlineAt - now);
-      const onAbort = () => {
-        if (!this.remove(waiter) || signal === undefined) return;
-        reject(this.rejectAborted(signal, "while queued", this.waited(waiter)));
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      waiter.cleanup = () => {
-        cancelTimer();
-        signal?.removeEventListener("abort", onAbort);
-      };
-      this.queue.push(waiter);
-      this.listeners.emit({ type: "queued", bulkhead: this.name, queued: this.queue.length });
+    const { promise } = this.queue.enqueue({
+      deadlineAt,
+      signal,
+      leave: (reason, waitedMs) => ({
+        // "full" cannot happen: the queue is unbounded and the bound checked above, with its pushback hint.
+        error:
+          reason === "aborted" && signal !== undefined
+            ? this.rejectAborted(signal, "while queued", waitedMs)
+            : this.rejection("deadline", Code.DeadlineExceeded, "deadline passed while queued", waitedMs),
+      }),
     });
+    this.listeners.emit({ type: "queued", bulkhead: this.name, queued: this.queue.length });
+    return promise;
   }
 
   /** Runs `fn` in a slot, releasing it when `fn` settles, whatever the outcome (a failure is not a latency sample). */
@@ -327,35 +310,11 @@ export class Bulkhead {
     };
   }
 
-  /** Hands free slots to queued entries in FIFO order, dropping those that can no longer start. */
+  /** Hands free slots to queued entries in FIFO order; the queue drops those that can no longer start. */
   private drain(): void {
     while (this.inUse < this.limit()) {
-      const waiter = this.queue.shift();
-      if (waiter === undefined) return;
-      waiter.cleanup();
-      const waitedMs = this.waited(waiter);
-      // The timer or abort listener normally removes these first; this is
-      // the guarantee for ties (a slot freed in the same ms the deadline passes).
-      if (waiter.signal?.aborted) {
-        waiter.reject(this.rejectAborted(waiter.signal, "while queued", waitedMs));
-      } else if (waiter.deadlineAt !== undefined && waiter.deadlineAt <= this.clock.now()) {
-        waiter.reject(this.rejection("deadline", Code.DeadlineExceeded, "deadline passed while queued", waitedMs));
-      } else {
-        waiter.resolve(this.grant(waitedMs, waiter.deadlineAt));
-      }
+      if (!this.queue.grantNext((waitedMs, entry) => this.grant(waitedMs, entry.deadlineAt))) return;
     }
-  }
-
-  private remove(waiter: Waiter): boolean {
-    const i = this.queue.indexOf(waiter);
-    if (i < 0) return false;
-    this.queue.splice(i, 1);
-    waiter.cleanup();
-    return true;
-  }
-
-  private waited(waiter: Waiter): number {
-    return this.clock.now() - waiter.enqueuedAt;
   }
 
   private rejectAborted(signal: AbortSignal, when: string, waitedMs: number): ConnectError {

@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { Code, ConnectError } from "@connectrpc/connect";
 import Opossum from "opossum";
 import { type Clock, systemClock } from "./clock.js";
+import { classify, countsAgainstDependency } from "./failure-class.js";
 import { Listeners } from "./listeners.js";
 import { localRejection, markLocalRejection } from "./local-rejection.js";
 
@@ -72,38 +73,27 @@ export interface CircuitBreakerStats {
 }
 
 /**
- * Codes that say the dependency itself is unhealthy or overloaded. Every
- * other code is an answer from a working server about this request
- * (InvalidArgument, NotFound, ...) or the caller's own doing (Canceled).
- */
-const failureCodes: ReadonlySet<Code> = new Set([
-  Code.Unavailable,
-  Code.Internal,
-  Code.Unknown,
-  Code.DeadlineExceeded,
-  Code.ResourceExhausted,
-  Code.DataLoss,
-]);
-
-/**
- * The default failure classification: UNAVAILABLE, INTERNAL, UNKNOWN,
- * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED and DATA_LOSS from the dependency,
- * and any non-Connect error (a raw network error). Local rejections (our own
- * bulkhead or breaker) never count, nor does a call the caller cancelled.
+ * The default failure classification: codes for which
+ * `countsAgainstDependency` holds (UNAVAILABLE, INTERNAL, UNKNOWN, DATA_LOSS,
+ * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED; see failure-class.ts), and any
+ * non-Connect error (a raw network error). Every other code is an answer
+ * from a working server about this request, or the caller's own doing.
+ * Local rejections (our own bulkhead or breaker) never count, nor does a
+ * call the caller cancelled.
  */
 export function isDependencyFailure(err: unknown): boolean {
   if (localRejection(err) !== undefined) return false;
   // ConnectError.from maps a TimeoutError to Canceled; for a call that is our
   // own timeout expiring, i.e. the dependency being too slow.
   if (err instanceof Error && err.name === "TimeoutError") return true;
-  return failureCodes.has(ConnectError.from(err).code);
+  return countsAgainstDependency(ConnectError.from(err).code);
 }
 
 /** Outcomes that say nothing about the dependency's health either way. */
 function isInconclusive(err: unknown): boolean {
   if (localRejection(err) !== undefined) return true;
   if (err instanceof Error && err.name === "TimeoutError") return false;
-  return ConnectError.from(err).code === Code.Canceled;
+  return classify(ConnectError.from(err).code) === "cancelled";
 }
 
 interface CallRecord {

@@ -17,6 +17,20 @@ export {
   type InboundDeadline,
 } from "./timeout-header.js";
 
+// One error taxonomy: whose problem an outcome is.
+export {
+  classify,
+  neverRetryable,
+  countsAgainstDependency,
+  signalsOverload,
+  isServerFault,
+  describesCallersRequest,
+  type FailureClass,
+} from "./failure-class.js";
+
+// Idempotency keys: one rule for the gateway and orders.
+export { idempotencyKeyHeader, maxIdempotencyKeyLength, idempotencyKeyProblem, checkIdempotencyKey } from "./idempotency-key.js";
+
 // Retries (the gateway only).
 export { backoffDelayMs, backoffCapMs, type BackoffPolicy } from "./backoff.js";
 export { RetryBudget, type RetryBudgetOptions, type RetryBudgetStats } from "./retry-budget.js";
@@ -24,6 +38,9 @@ export { type RetryPolicy, defaultRetryPolicy, noRetryPolicy, neverRetryableCode
 export { decideRetry, type RetryDecisionInput, type RetryDecision } from "./retry-decision.js";
 export { readPushback, pushbackHeaders, grpcRetryPushbackHeader, retryAfterHeader } from "./pushback.js";
 export { LatencyEstimate, type LatencyEstimateOptions } from "./latency-estimate.js";
+
+// The one deadline-aware FIFO wait queue under bulkhead, admission and the database's connection slots.
+export { WaitQueue, type WaitQueueOptions, type WaitOptions, type WaitTicket, type WaitingEntry, type LeaveReason, type Settlement } from "./wait-queue.js";
 
 // Isolation per dependency.
 export {

@@ -2,7 +2,8 @@ import { Code, type ConnectError } from "@connectrpc/connect";
 import { backoffDelayMs } from "./backoff.js";
 import { localRejection } from "./local-rejection.js";
 import type { RetryBudget } from "./retry-budget.js";
-import { neverRetryableCodes, type RetryPolicy } from "./retry-policy.js";
+import { neverRetryable } from "./failure-class.js";
+import type { RetryPolicy } from "./retry-policy.js";
 
 export interface RetryDecisionInput {
   /** The failed attempt's error. */
@@ -45,7 +46,8 @@ export type RetryDecision =
  * last: a token is only withdrawn for a retry that will actually happen,
  * otherwise refusals for other reasons would drain the budget.
  *
- * 1. Codes in `neverRetryableCodes` -> "not_retryable_code", always.
+ * 1. `neverRetryable(code)` (the caller's request, CANCELED, DEADLINE_EXCEEDED;
+ *    see failure-class.ts) -> "not_retryable_code", always.
  * 2. A local rejection (our own open breaker, full bulkhead) ->
  *    "not_retryable_code": the next attempt would meet the same state.
  * 3. Pushback "never" -> "pushback_never" (gRFC A6: a malformed or negative
@@ -70,7 +72,7 @@ export function decideRetry(input: RetryDecisionInput): RetryDecision {
   const code = error.code;
   if (!Number.isInteger(attempt) || attempt < 1) throw new RangeError(`attempt counts attempts made so far, from 1; got ${attempt}`);
 
-  if (neverRetryableCodes.has(code)) return { retry: false, reason: "not_retryable_code" };
+  if (neverRetryable(code)) return { retry: false, reason: "not_retryable_code" };
   if (localRejection(error) !== undefined) return { retry: false, reason: "not_retryable_code" };
   if (pushbackMs === "never") return { retry: false, reason: "pushback_never" };
 

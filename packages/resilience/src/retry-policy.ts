@@ -1,5 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import type { BackoffPolicy } from "./backoff.js";
+import { neverRetryable } from "./failure-class.js";
 
 /**
  * A retry policy is data, so that it can be logged, compared and set per
@@ -20,20 +21,14 @@ export interface RetryPolicy {
 }
 
 /**
- * Codes that describe the request or the caller, not a transient state of
- * the server: repeating the call gets the same answer, or acts against the
- * caller's own wish (CANCELED) or after its deadline (DEADLINE_EXCEEDED).
+ * Codes never retried (see `neverRetryable` in failure-class.ts): the
+ * caller's own request, the caller's wish to stop (CANCELED), or a deadline
+ * already spent (DEADLINE_EXCEEDED). Derived from the one taxonomy, kept as
+ * a set for callers that list or iterate them.
  */
-export const neverRetryableCodes: ReadonlySet<Code> = new Set([
-  Code.InvalidArgument,
-  Code.NotFound,
-  Code.AlreadyExists,
-  Code.FailedPrecondition,
-  Code.PermissionDenied,
-  Code.Unauthenticated,
-  Code.Canceled,
-  Code.DeadlineExceeded,
-]);
+export const neverRetryableCodes: ReadonlySet<Code> = new Set(
+  Object.values(Code).filter((v): v is Code => typeof v === "number" && neverRetryable(v)),
+);
 
 export const defaultRetryPolicy: RetryPolicy = Object.freeze({
   maxAttempts: 3,

@@ -1,19 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-
-/**
- * Codes that describe the caller's request rather than the dependency's
- * health: passed up unchanged so the user reads the same precise message.
- */
-const callerCodes = new Set<Code>([
-  Code.InvalidArgument,
-  Code.NotFound,
-  Code.AlreadyExists,
-  Code.FailedPrecondition,
-  Code.PermissionDenied,
-  Code.Unauthenticated,
-  Code.OutOfRange,
-  Code.Unimplemented,
-]);
+import { describesCallersRequest } from "@platform/resilience";
 
 /** Response metadata that may cross a hop: the server's pushback hint. */
 const forwardedMetadata = ["retry-after", "grpc-retry-pushback-ms"];
@@ -46,7 +32,9 @@ export function mapDownstreamError(e: unknown, ctx: DownstreamFailureContext): C
     return new ConnectError(`${ctx.dependency}: call abandoned because the caller went away`, Code.Canceled);
   }
   let out: ConnectError;
-  if (callerCodes.has(err.code)) {
+  if (describesCallersRequest(err.code)) {
+    // The caller's own request: passed up unchanged, so the user reads the
+    // same precise message the answering service wrote.
     out = new ConnectError(err.rawMessage, err.code);
     out.details.push(...err.details);
   } else if (isRefusedStream(e)) {

@@ -1,5 +1,5 @@
 import { Code } from "@connectrpc/connect";
-import { IntakeController, systemClock, type IntakeControllerOptions } from "@platform/resilience";
+import { IntakeController, signalsOverload, systemClock, type IntakeControllerOptions } from "@platform/resilience";
 import { intakeMetrics } from "./metrics.js";
 import type { EnvReader } from "./config.js";
 import { readBody, sendJson, type HttpEndpoint } from "./http-endpoints.js";
@@ -40,17 +40,6 @@ export function intakeControllerOptions(config: IntakeConfig): Omit<IntakeContro
   };
 }
 
-/**
- * Outcomes that mean "the system is over capacity": work shed by admission
- * control somewhere (RESOURCE_EXHAUSTED; the edge's own queue refusals are
- * fed in too). With admission control at every server, overload shows up
- * as shedding. A slow or dead dependency shows up as DEADLINE_EXCEEDED or
- * UNAVAILABLE on the paths that need it: its breaker and bulkhead deal with
- * that, and cutting all intake would starve the paths that do not need it
- * (invariant 6, docs/architecture.md), then hold goodput down for the whole readmission ramp.
- */
-const overloaded = new Set<Code>([Code.ResourceExhausted]);
-
 export interface Intake {
   controller: IntakeController;
   /** Feeds one finished request's outcome ("ok" or its code). */
@@ -84,7 +73,10 @@ export function createIntake(config: IntakeConfig, logger: Logger): Intake {
   return {
     controller,
     record(code, durationMs) {
-      controller.record(code === "ok" || !overloaded.has(code), durationMs);
+      // Only shedding (RESOURCE_EXHAUSTED, the edge's own queue refusals
+      // included) reads as "over capacity": a slow or dead dependency is its
+      // breaker's and bulkhead's business (see `signalsOverload`, invariant 6).
+      controller.record(!signalsOverload(code), durationMs);
     },
     endpoints: {
       "GET /admin/intake": (_req, res) => sendJson(res, 200, controller.snapshot()),

@@ -11,11 +11,11 @@ const fileNames = (a: Answer) => (a.case === "fileDescriptorResponse" ? a.value.
 test("a file comes with what it imports, and what a stream was already sent is not sent again unless asked for", () => {
   const index = new ReflectionIndex([pricingV1.PricingService]);
   const sent = new Set<string>();
-  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, sent)), ["pricing/v1/pricing.proto", "checkout/v1/checkout.proto"]);
+  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, sent)), ["pricing/v1/pricing.proto", "platform/common/v1/common.proto"]);
   assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, sent)), ["pricing/v1/pricing.proto"]);
-  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "checkout/v1/checkout.proto" }, sent)), ["checkout/v1/checkout.proto"]);
+  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "platform/common/v1/common.proto" }, sent)), ["platform/common/v1/common.proto"]);
   // A new stream starts from nothing.
-  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "pricing/v1/pricing.proto" }, new Set())), ["pricing/v1/pricing.proto", "checkout/v1/checkout.proto"]);
+  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "pricing/v1/pricing.proto" }, new Set())), ["pricing/v1/pricing.proto", "platform/common/v1/common.proto"]);
 });
 
 test("symbols: services, methods, messages, fields, enums and their values, with or without a leading dot", () => {

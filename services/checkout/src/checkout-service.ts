@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { checkoutV1, type ordersV1, type pricingV1 } from "@platform/proto";
-
-export const idempotencyKeyHeader = "idempotency-key";
+import { orderLineRequests, publicOrder, publicProduct } from "@platform/proto/public-twins";
+import { idempotencyKeyHeader } from "@platform/resilience";
 
 export interface CheckoutDeps {
   orders: Client<typeof ordersV1.OrdersService>;
@@ -12,27 +12,29 @@ export interface CheckoutDeps {
 /**
  * Orchestrates the public API over the internal services: the catalogue
  * comes from pricing, orders from orders. The idempotency key arrives as a
- * header and continues as a field of CreateOrder, where it is stored.
+ * header and continues as a field of CreateOrder, where it is stored. The
+ * internal APIs speak their own (wire-identical) types; the answers are
+ * mapped to the public ones here, the only place the two meet.
  */
 export class CheckoutService implements ServiceImpl<typeof checkoutV1.CheckoutService> {
   constructor(private readonly deps: CheckoutDeps) {}
 
   async listProducts(): Promise<checkoutV1.ListProductsResponse> {
     const res = await this.deps.pricing.listProducts({});
-    return create(checkoutV1.ListProductsResponseSchema, { products: res.products });
+    return create(checkoutV1.ListProductsResponseSchema, { products: res.products.map(publicProduct) });
   }
 
   async placeOrder(req: checkoutV1.PlaceOrderRequest, ctx: HandlerContext): Promise<checkoutV1.PlaceOrderResponse> {
     const res = await this.deps.orders.createOrder({
       idempotencyKey: ctx.requestHeader.get(idempotencyKeyHeader) ?? "",
       customerId: req.customerId,
-      items: req.items,
+      items: orderLineRequests(req.items),
     });
-    return create(checkoutV1.PlaceOrderResponseSchema, { order: res.order });
+    return create(checkoutV1.PlaceOrderResponseSchema, { order: res.order && publicOrder(res.order) });
   }
 
   async getOrder(req: checkoutV1.GetOrderRequest): Promise<checkoutV1.GetOrderResponse> {
     const res = await this.deps.orders.getOrder({ orderId: req.orderId });
-    return create(checkoutV1.GetOrderResponseSchema, { order: res.order });
+    return create(checkoutV1.GetOrderResponseSchema, { order: res.order && publicOrder(res.order) });
   }
 }

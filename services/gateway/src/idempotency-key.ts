@@ -1,24 +1,19 @@
 import { randomUUID } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { checkIdempotencyKey, idempotencyKeyHeader } from "@platform/resilience";
 
-export const idempotencyKeyHeader = "idempotency-key";
-export const maxIdempotencyKeyLength = 255;
+export { idempotencyKeyHeader };
 
 /**
  * The client's Idempotency-Key header, checked at the edge so that a bad
- * key is refused before any work: printable ASCII, no spaces, at most 255
- * characters. Returns "" when absent.
+ * key is refused before any work (the rule is `checkIdempotencyKey`'s,
+ * shared with orders). Returns "" when absent.
  */
 export function readIdempotencyKey(headers: Headers): string {
   const key = headers.get(idempotencyKeyHeader);
   if (key === null) return "";
-  if (key === "") throw new ConnectError("Idempotency-Key header is empty; omit it or send a value", Code.InvalidArgument);
-  if (key.length > maxIdempotencyKeyLength) {
-    throw new ConnectError(`Idempotency-Key must be at most ${maxIdempotencyKeyLength} characters, got ${key.length}`, Code.InvalidArgument);
-  }
-  if (!/^[\x21-\x7e]+$/.test(key)) throw new ConnectError("Idempotency-Key must be printable ASCII without spaces", Code.InvalidArgument);
+  checkIdempotencyKey(key, "Idempotency-Key");
   return key;
 }
 

@@ -1,15 +1,15 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Database, Tx } from "@platform/database";
-import { checkoutV1 } from "@platform/proto";
+import { ordersV1 } from "@platform/proto";
 
 export interface IdempotencyRecord {
   requestHash: string;
-  order: checkoutV1.Order;
+  order: ordersV1.Order;
 }
 
 export type InsertOutcome =
-  | { kind: "created"; order: checkoutV1.Order }
+  | { kind: "created"; order: ordersV1.Order }
   /** Another request stored this key first; nothing of ours was written. */
   | { kind: "key_taken"; record: IdempotencyRecord };
 
@@ -48,10 +48,10 @@ export class OrderStore {
    * kept and that record is returned. An expired record no longer protects
    * its key and is replaced.
    */
-  async insert(order: checkoutV1.Order, key: string, requestHash: string, retentionHours: number): Promise<InsertOutcome> {
+  async insert(order: ordersV1.Order, key: string, requestHash: string, retentionHours: number): Promise<InsertOutcome> {
     // Set here, not by the database, because the stored response must carry it.
     const createdAt = new Date();
-    const stored = create(checkoutV1.OrderSchema, { ...order, createdAt: createdAt.toISOString() });
+    const stored = create(ordersV1.OrderSchema, { ...order, createdAt: createdAt.toISOString() });
     try {
       return await this.db.transaction(async (tx) => {
         const r = await tx.query<{ stored: boolean }>(
@@ -87,7 +87,7 @@ export class OrderStore {
             order.items.map((i) => i.lineTotal!.amountMinor.toString()),
             key,
             requestHash,
-            Buffer.from(toBinary(checkoutV1.OrderSchema, stored)),
+            Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
             retentionHours,
           ],
         );
@@ -119,7 +119,7 @@ export class OrderStore {
   }
 
   /** The order with its lines, in one statement (lines in order; every order has at least one). */
-  async get(id: string): Promise<checkoutV1.Order | undefined> {
+  async get(id: string): Promise<ordersV1.Order | undefined> {
     return this.db.transaction(
       async (tx) => {
         const r = await tx.query<OrderLineRow>(
@@ -132,10 +132,10 @@ export class OrderStore {
         );
         const row = r.rows[0];
         if (!row) return undefined;
-        return create(checkoutV1.OrderSchema, {
+        return create(ordersV1.OrderSchema, {
           id: row.id,
           customerId: row.customer_id,
-          status: checkoutV1.OrderStatus.PLACED,
+          status: ordersV1.OrderStatus.PLACED,
           total: { currencyCode: row.currency_code, amountMinor: BigInt(row.total_minor) },
           createdAt: row.created_at.toISOString(),
           items: r.rows.map((i) => ({
@@ -159,5 +159,8 @@ async function readRecord(tx: Tx, key: string): Promise<IdempotencyRecord | unde
   );
   const row = r.rows[0];
   if (!row) return undefined;
-  return { requestHash: row.request_hash, order: fromBinary(checkoutV1.OrderSchema, row.response) };
+  // Rows written before orders.v1 had its own Order hold checkout.v1.Order
+  // bytes: the same field numbers and types, so they decode as they are
+  // (test/proto-twins.test.ts, and the orders store's spec with such a row).
+  return { requestHash: row.request_hash, order: fromBinary(ordersV1.OrderSchema, row.response) };
 }

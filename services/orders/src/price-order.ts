@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { checkoutV1 } from "@platform/proto";
+import { commonV1, ordersV1 } from "@platform/proto";
 
 /** Builds the order from the request and pricing's answer: line totals and total in minor units. */
-export function priceOrder(customerId: string, items: checkoutV1.OrderItemRequest[], products: checkoutV1.Product[]): checkoutV1.Order {
+export function priceOrder(customerId: string, items: commonV1.OrderLineRequest[], products: commonV1.Product[]): ordersV1.Order {
   const bySku = new Map(products.map((p) => [p.sku, p]));
   const currencies = new Set(products.map((p) => p.unitPrice?.currencyCode));
   if (currencies.size !== 1) {
@@ -20,7 +20,7 @@ export function priceOrder(customerId: string, items: checkoutV1.OrderItemReques
     }
     const lineTotal = product.unitPrice.amountMinor * BigInt(item.quantity);
     total += lineTotal;
-    return create(checkoutV1.OrderItemSchema, {
+    return create(commonV1.OrderLineSchema, {
       sku: item.sku,
       name: product.name,
       quantity: item.quantity,
@@ -28,9 +28,9 @@ export function priceOrder(customerId: string, items: checkoutV1.OrderItemReques
       lineTotal: { currencyCode, amountMinor: lineTotal },
     });
   });
-  return create(checkoutV1.OrderSchema, {
+  return create(ordersV1.OrderSchema, {
     id: randomUUID(),
-    status: checkoutV1.OrderStatus.PLACED,
+    status: ordersV1.OrderStatus.PLACED,
     customerId,
     items: lines,
     total: { currencyCode, amountMinor: total },

@@ -1,17 +1,16 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { checkoutV1 } from "@platform/proto";
+import type { commonV1 } from "@platform/proto";
+import { checkIdempotencyKey, maxIdempotencyKeyLength } from "@platform/resilience";
 
 export const limits = {
   maxItems: 50,
   maxQuantity: 1000,
   maxCustomerIdLength: 128,
-  maxIdempotencyKeyLength: 255,
+  maxIdempotencyKeyLength,
 } as const;
 
 const skuPattern = /^[A-Z0-9][A-Z0-9-]{0,63}$/;
 const customerIdPattern = /^[A-Za-z0-9._:@-]+$/;
-/** Printable ASCII without spaces, as for an HTTP header token. */
-const idempotencyKeyPattern = /^[\x21-\x7e]+$/;
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function invalid(message: string): never {
@@ -19,7 +18,7 @@ function invalid(message: string): never {
 }
 
 /** Rejects a bad order before anything is priced or written, naming the first problem. */
-export function validateOrderInput(customerId: string, items: checkoutV1.OrderItemRequest[]): void {
+export function validateOrderInput(customerId: string, items: commonV1.OrderLineRequest[]): void {
   if (customerId === "") invalid("customer_id is required");
   if (customerId.length > limits.maxCustomerIdLength) invalid(`customer_id must be at most ${limits.maxCustomerIdLength} characters`);
   if (!customerIdPattern.test(customerId)) invalid("customer_id may contain only letters, digits and . _ : @ -");
@@ -35,9 +34,9 @@ export function validateOrderInput(customerId: string, items: checkoutV1.OrderIt
   });
 }
 
+/** The platform's key rule (shared with the gateway); "" means the caller sent no key. */
 export function validateIdempotencyKey(key: string): void {
-  if (key.length > limits.maxIdempotencyKeyLength) invalid(`idempotency key must be at most ${limits.maxIdempotencyKeyLength} characters`);
-  if (key !== "" && !idempotencyKeyPattern.test(key)) invalid("idempotency key must be printable ASCII without spaces");
+  if (key !== "") checkIdempotencyKey(key, "idempotency key");
 }
 
 export function validateOrderId(id: string): void {

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { Database } from "@platform/database";
-import { checkoutV1, pricingV1 } from "@platform/proto";
+import { commonV1, pricingV1 } from "@platform/proto";
 
 /** Most SKUs one GetPrices call may ask for: bounds the statement and the response. */
 export const maxSkusPerCall = 100;
@@ -13,8 +13,8 @@ interface ProductRow {
   unit_price_minor: string;
 }
 
-function toProduct(row: ProductRow): checkoutV1.Product {
-  return create(checkoutV1.ProductSchema, {
+function toProduct(row: ProductRow): commonV1.Product {
+  return create(commonV1.ProductSchema, {
     sku: row.sku,
     name: row.name,
     unitPrice: { currencyCode: row.currency_code, amountMinor: BigInt(row.unit_price_minor) },

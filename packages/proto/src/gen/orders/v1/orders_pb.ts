@@ -2,17 +2,17 @@
 // @generated from file orders/v1/orders.proto (package orders.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Order, OrderItemRequest } from "../../checkout/v1/checkout_pb.js";
-import { file_checkout_v1_checkout } from "../../checkout/v1/checkout_pb.js";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Money, OrderLine, OrderLineRequest } from "../../platform/common/v1/common_pb.js";
+import { file_platform_common_v1_common } from "../../platform/common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file orders/v1/orders.proto.
  */
 export const file_orders_v1_orders: GenFile = /*@__PURE__*/
-  fileDesc("ChZvcmRlcnMvdjEvb3JkZXJzLnByb3RvEglvcmRlcnMudjEicAoSQ3JlYXRlT3JkZXJSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIsCgVpdGVtcxgDIAMoCzIdLmNoZWNrb3V0LnYxLk9yZGVySXRlbVJlcXVlc3QiSgoTQ3JlYXRlT3JkZXJSZXNwb25zZRIhCgVvcmRlchgBIAEoCzISLmNoZWNrb3V0LnYxLk9yZGVyEhAKCHJlcGxheWVkGAIgASgIIiMKD0dldE9yZGVyUmVxdWVzdBIQCghvcmRlcl9pZBgBIAEoCSI1ChBHZXRPcmRlclJlc3BvbnNlEiEKBW9yZGVyGAEgASgLMhIuY2hlY2tvdXQudjEuT3JkZXIyrAEKDU9yZGVyc1NlcnZpY2USUQoLQ3JlYXRlT3JkZXISHS5vcmRlcnMudjEuQ3JlYXRlT3JkZXJSZXF1ZXN0Gh4ub3JkZXJzLnYxLkNyZWF0ZU9yZGVyUmVzcG9uc2UiA5ACAhJICghHZXRPcmRlchIaLm9yZGVycy52MS5HZXRPcmRlclJlcXVlc3QaGy5vcmRlcnMudjEuR2V0T3JkZXJSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_checkout_v1_checkout]);
+  fileDesc("ChZvcmRlcnMvdjEvb3JkZXJzLnByb3RvEglvcmRlcnMudjEidwoSQ3JlYXRlT3JkZXJSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIzCgVpdGVtcxgDIAMoCzIkLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmVSZXF1ZXN0IkgKE0NyZWF0ZU9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXISEAoIcmVwbGF5ZWQYAiABKAgiIwoPR2V0T3JkZXJSZXF1ZXN0EhAKCG9yZGVyX2lkGAEgASgJIjMKEEdldE9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXIivAEKBU9yZGVyEgoKAmlkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLm9yZGVycy52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIsCgVpdGVtcxgEIAMoCzIdLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmUSKAoFdG90YWwYBSABKAsyGS5wbGF0Zm9ybS5jb21tb24udjEuTW9uZXkSEgoKY3JlYXRlZF9hdBgGIAEoCSpECgtPcmRlclN0YXR1cxIcChhPUkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNPUkRFUl9TVEFUVVNfUExBQ0VEEAEyrAEKDU9yZGVyc1NlcnZpY2USUQoLQ3JlYXRlT3JkZXISHS5vcmRlcnMudjEuQ3JlYXRlT3JkZXJSZXF1ZXN0Gh4ub3JkZXJzLnYxLkNyZWF0ZU9yZGVyUmVzcG9uc2UiA5ACAhJICghHZXRPcmRlchIaLm9yZGVycy52MS5HZXRPcmRlclJlcXVlc3QaGy5vcmRlcnMudjEuR2V0T3JkZXJSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_platform_common_v1_common]);
 
 /**
  * @generated from message orders.v1.CreateOrderRequest
@@ -32,9 +32,9 @@ export type CreateOrderRequest = Message<"orders.v1.CreateOrderRequest"> & {
   customerId: string;
 
   /**
-   * @generated from field: repeated checkout.v1.OrderItemRequest items = 3;
+   * @generated from field: repeated platform.common.v1.OrderLineRequest items = 3;
    */
-  items: OrderItemRequest[];
+  items: OrderLineRequest[];
 };
 
 /**
@@ -49,7 +49,7 @@ export const CreateOrderRequestSchema: GenMessage<CreateOrderRequest> = /*@__PUR
  */
 export type CreateOrderResponse = Message<"orders.v1.CreateOrderResponse"> & {
   /**
-   * @generated from field: checkout.v1.Order order = 1;
+   * @generated from field: orders.v1.Order order = 1;
    */
   order?: Order | undefined;
 
@@ -90,7 +90,7 @@ export const GetOrderRequestSchema: GenMessage<GetOrderRequest> = /*@__PURE__*/
  */
 export type GetOrderResponse = Message<"orders.v1.GetOrderResponse"> & {
   /**
-   * @generated from field: checkout.v1.Order order = 1;
+   * @generated from field: orders.v1.Order order = 1;
    */
   order?: Order | undefined;
 };
@@ -101,6 +101,77 @@ export type GetOrderResponse = Message<"orders.v1.GetOrderResponse"> & {
  */
 export const GetOrderResponseSchema: GenMessage<GetOrderResponse> = /*@__PURE__*/
   messageDesc(file_orders_v1_orders, 3);
+
+/**
+ * An order as orders owns and stores it (the bytes in orders.response).
+ * Same field numbers and types as the public checkout.v1.Order, so rows
+ * written when orders stored checkout.v1.Order decode unchanged.
+ *
+ * @generated from message orders.v1.Order
+ */
+export type Order = Message<"orders.v1.Order"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: orders.v1.OrderStatus status = 2;
+   */
+  status: OrderStatus;
+
+  /**
+   * @generated from field: string customer_id = 3;
+   */
+  customerId: string;
+
+  /**
+   * @generated from field: repeated platform.common.v1.OrderLine items = 4;
+   */
+  items: OrderLine[];
+
+  /**
+   * @generated from field: platform.common.v1.Money total = 5;
+   */
+  total?: Money | undefined;
+
+  /**
+   * RFC 3339 UTC timestamp of when the order was stored.
+   *
+   * @generated from field: string created_at = 6;
+   */
+  createdAt: string;
+};
+
+/**
+ * Describes the message orders.v1.Order.
+ * Use `create(OrderSchema)` to create a new message.
+ */
+export const OrderSchema: GenMessage<Order> = /*@__PURE__*/
+  messageDesc(file_orders_v1_orders, 4);
+
+/**
+ * @generated from enum orders.v1.OrderStatus
+ */
+export enum OrderStatus {
+  /**
+   * @generated from enum value: ORDER_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Priced and stored; nothing further happens in this reference platform.
+   *
+   * @generated from enum value: ORDER_STATUS_PLACED = 1;
+   */
+  PLACED = 1,
+}
+
+/**
+ * Describes the enum orders.v1.OrderStatus.
+ */
+export const OrderStatusSchema: GenEnum<OrderStatus> = /*@__PURE__*/
+  enumDesc(file_orders_v1_orders, 0);
 
 /**
  * Internal: owns orders, their lines and idempotency records.

@@ -4,15 +4,15 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Product } from "../../checkout/v1/checkout_pb.js";
-import { file_checkout_v1_checkout } from "../../checkout/v1/checkout_pb.js";
+import type { Product } from "../../platform/common/v1/common_pb.js";
+import { file_platform_common_v1_common } from "../../platform/common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file pricing/v1/pricing.proto.
  */
 export const file_pricing_v1_pricing: GenFile = /*@__PURE__*/
-  fileDesc("ChhwcmljaW5nL3YxL3ByaWNpbmcucHJvdG8SCnByaWNpbmcudjEiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCI+ChRMaXN0UHJvZHVjdHNSZXNwb25zZRImCghwcm9kdWN0cxgBIAMoCzIULmNoZWNrb3V0LnYxLlByb2R1Y3QiIAoQR2V0UHJpY2VzUmVxdWVzdBIMCgRza3VzGAEgAygJIjsKEUdldFByaWNlc1Jlc3BvbnNlEiYKCHByb2R1Y3RzGAEgAygLMhQuY2hlY2tvdXQudjEuUHJvZHVjdDK3AQoOUHJpY2luZ1NlcnZpY2USVgoMTGlzdFByb2R1Y3RzEh8ucHJpY2luZy52MS5MaXN0UHJvZHVjdHNSZXF1ZXN0GiAucHJpY2luZy52MS5MaXN0UHJvZHVjdHNSZXNwb25zZSIDkAIBEk0KCUdldFByaWNlcxIcLnByaWNpbmcudjEuR2V0UHJpY2VzUmVxdWVzdBodLnByaWNpbmcudjEuR2V0UHJpY2VzUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_checkout_v1_checkout]);
+  fileDesc("ChhwcmljaW5nL3YxL3ByaWNpbmcucHJvdG8SCnByaWNpbmcudjEiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCJFChRMaXN0UHJvZHVjdHNSZXNwb25zZRItCghwcm9kdWN0cxgBIAMoCzIbLnBsYXRmb3JtLmNvbW1vbi52MS5Qcm9kdWN0IiAKEEdldFByaWNlc1JlcXVlc3QSDAoEc2t1cxgBIAMoCSJCChFHZXRQcmljZXNSZXNwb25zZRItCghwcm9kdWN0cxgBIAMoCzIbLnBsYXRmb3JtLmNvbW1vbi52MS5Qcm9kdWN0MrcBCg5QcmljaW5nU2VydmljZRJWCgxMaXN0UHJvZHVjdHMSHy5wcmljaW5nLnYxLkxpc3RQcm9kdWN0c1JlcXVlc3QaIC5wcmljaW5nLnYxLkxpc3RQcm9kdWN0c1Jlc3BvbnNlIgOQAgESTQoJR2V0UHJpY2VzEhwucHJpY2luZy52MS5HZXRQcmljZXNSZXF1ZXN0Gh0ucHJpY2luZy52MS5HZXRQcmljZXNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_platform_common_v1_common]);
 
 /**
  * @generated from message pricing.v1.ListProductsRequest
@@ -32,7 +32,7 @@ export const ListProductsRequestSchema: GenMessage<ListProductsRequest> = /*@__P
  */
 export type ListProductsResponse = Message<"pricing.v1.ListProductsResponse"> & {
   /**
-   * @generated from field: repeated checkout.v1.Product products = 1;
+   * @generated from field: repeated platform.common.v1.Product products = 1;
    */
   products: Product[];
 };
@@ -66,7 +66,7 @@ export const GetPricesRequestSchema: GenMessage<GetPricesRequest> = /*@__PURE__*
  */
 export type GetPricesResponse = Message<"pricing.v1.GetPricesResponse"> & {
   /**
-   * @generated from field: repeated checkout.v1.Product products = 1;
+   * @generated from field: repeated platform.common.v1.Product products = 1;
    */
   products: Product[];
 };
