@@ -75,7 +75,7 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     assert.match(/^  grafana:\n((?:    .*\n|      .*\n)+)/m.exec(out)?.[1] ?? "", /^    profiles:\n    - observability\n/m, "Grafana runs only in the observability profile");
   }
   const manifests = readServiceManifests();
-  for (const svc of [...manifests.filter((m) => !m.edge).map((m) => m.name), "postgres"]) {
+  for (const svc of [...manifests.filter((m) => !m.edge && m.deploy).map((m) => m.name), "postgres"]) {
     const block = new RegExp(`^  ${svc}:\\n((?:    .*\\n|      .*\\n)+)`, "m").exec(out)?.[1] ?? "";
     assert.doesNotMatch(block, /^    ports:/m, `${svc} must not publish ports`);
     assert.match(block, /internal/, `${svc} is on the internal network`);
@@ -90,7 +90,7 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     assert.match(block!, /^    mem_limit: /m, `${name} has a memory limit`);
     assert.match(block!, /^      driver: json-file\n      options:\n(?:        .*\n)*        max-file: '\d+'\n(?:        .*\n)*?        max-size: \d+m\n/m, `${name} rotates its logs`);
   }
-  for (const svc of manifests.map((m) => m.name)) {
+  for (const svc of manifests.filter((m) => m.deploy).map((m) => m.name)) {
     const block = services.find((m) => m[1] === svc)?.[2] ?? "";
     assert.match(block, /^      OTEL_EXPORTER_OTLP_ENDPOINT: ''$/m, `${svc} exports no spans unless asked`);
   }
@@ -99,7 +99,7 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     env: { ...process.env, ...composeSecrets, OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector:4318" },
     encoding: "utf8",
   });
-  assert.equal([...traced.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT: http:\/\/otel-collector:4318/g)].length, manifests.length, "with the tracing profile's endpoint, every service exports to the collector");
+  assert.equal([...traced.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT: http:\/\/otel-collector:4318/g)].length, manifests.filter((m) => m.deploy).length, "with the tracing profile's endpoint, every service exports to the collector");
   assert.match(/^  otel-collector:\n((?:    .*\n|      .*\n)+)/m.exec(traced)?.[1] ?? "", /^    networks:\n(?:      .*\n)*      internal: null\n/m, "the collector is reachable from the services' network");
 });
 

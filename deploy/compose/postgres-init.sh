@@ -7,14 +7,12 @@
 # the repository or in an environment variable.
 set -eu
 psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" \
-  -v pricing_pw="$(cat "$PRICING_DB_PASSWORD_FILE")" -v orders_pw="$(cat "$ORDERS_DB_PASSWORD_FILE")" -v example_notes_pw="$(cat "$EXAMPLE_NOTES_DB_PASSWORD_FILE")" -v db="$POSTGRES_DB" <<'SQL'
+  -v pricing_pw="$(cat "$PRICING_DB_PASSWORD_FILE")" -v orders_pw="$(cat "$ORDERS_DB_PASSWORD_FILE")" -v db="$POSTGRES_DB" <<'SQL'
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 CREATE ROLE pricing LOGIN PASSWORD :'pricing_pw';
 CREATE ROLE orders LOGIN PASSWORD :'orders_pw';
-CREATE ROLE example_notes LOGIN PASSWORD :'example_notes_pw';
 CREATE SCHEMA pricing AUTHORIZATION pricing;
 CREATE SCHEMA orders AUTHORIZATION orders;
-CREATE SCHEMA example_notes AUTHORIZATION example_notes;
-GRANT CONNECT ON DATABASE :"db" TO pricing, orders, example_notes;
+GRANT CONNECT ON DATABASE :"db" TO pricing, orders;
 SQL

@@ -25,6 +25,8 @@ export function renderManifest(example: Record<string, unknown>, c: ManifestChoi
     public: c.public,
     dependencies: [],
   };
+  // The examples run under npm start only; the copy is a service to deploy.
+  delete manifest["deploy"];
   if (example["database"] !== undefined) manifest["database"] = { schema: c.names.snake, role: c.names.snake };
   return `{\n${Object.entries(manifest)
     .map(([k, v]) => `  ${JSON.stringify(k)}: ${inline(v)}`)

@@ -41,6 +41,14 @@ export function registryProblems(manifests: readonly LoadedManifest[], protoApis
   }
 
   const edges = manifests.filter((m) => m.edge);
+  // What runs only under npm start (the examples) cannot be needed by what is deployed.
+  for (const m of manifests) {
+    if (m.deploy) continue;
+    if (m.edge || m.public) problems.push(`${m.file}: deploy: ${m.edge ? "the edge" : "a public service"} must be deployed; remove "deploy": false`);
+    for (const caller of manifests) {
+      if (caller.deploy && caller.dependencies.some((d) => d.service === m.name)) problems.push(`${caller.file}: dependencies: calls ${m.name}, which is not deployed ("deploy": false)`);
+    }
+  }
   if (manifests.length > 0 && edges.length !== 1) problems.push(`exactly one service must have "edge": true (the gateway), found ${edges.length}: ${edges.map((e) => e.file).join(", ") || "none"}`);
   for (const e of edges) {
     if (e.public) problems.push(`${e.file}: public: the edge is not itself published by the gateway; set "public": false`);

@@ -17,6 +17,12 @@ export interface ServiceManifest {
   edge: boolean;
   /** Services it calls, with the bulkhead for each. */
   dependencies: DependencyManifest[];
+  /**
+   * false: `npm start` and the tests run it, no deployment does (compose,
+   * Kubernetes, prometheus, the database init script): the example services
+   * that `npm run new-service` copies. Default true.
+   */
+  deploy: boolean;
   /** Omitted: no database. */
   database?: { schema: string; role: string };
   /** deploy/k8s: the HPA's ceilings, literal settings (never secrets). */

@@ -15,7 +15,7 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   const problems: string[] = [];
   const show = (v: unknown) => JSON.stringify(v) ?? String(v);
   if (!isObject(raw)) return { problems: [`must be a JSON object, got ${show(raw)}`] };
-  const known = new Set(["$schema", "name", "description", "ports", "apis", "public", "edge", "dependencies", "database", "kubernetes", "launcher"]);
+  const known = new Set(["$schema", "name", "description", "ports", "apis", "public", "edge", "deploy", "dependencies", "database", "kubernetes", "launcher"]);
   for (const key of Object.keys(raw)) if (!known.has(key)) problems.push(`unknown key "${key}" (known: ${[...known].slice(1).join(", ")})`);
 
   const name = raw["name"];
@@ -46,6 +46,8 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   }
   const isPublic = raw["public"];
   if (typeof isPublic !== "boolean") problems.push(`public must be true or false, got ${show(isPublic)}`);
+  const deploy = raw["deploy"] ?? true;
+  if (typeof deploy !== "boolean") problems.push(`deploy must be true or false, got ${show(deploy)}`);
   const edge = raw["edge"] ?? false;
   if (typeof edge !== "boolean") problems.push(`edge must be true or false, got ${show(edge)}`);
 
@@ -116,6 +118,7 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
       apis: apis as string[],
       public: isPublic as boolean,
       edge: edge as boolean,
+      deploy: deploy as boolean,
       dependencies: dependencies.map((d) => ({ service: d.service, maxConcurrent: d.maxConcurrent, ...(d.minConcurrent !== undefined ? { minConcurrent: d.minConcurrent } : {}), maxQueue: d.maxQueue })),
       ...(isObject(database) ? { database: { schema: database["schema"] as string, role: database["role"] as string } } : {}),
       kubernetes,

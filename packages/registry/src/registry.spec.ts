@@ -73,7 +73,7 @@ test("a bad key is named with its file and what was given", (t) => {
     `${file("prices")}: dependencies[0].service must be a service name, got "Stock"`,
     `${file("prices")}: ports.admin must be an integer port 1-65535, got "9"`,
     `${file("prices")}: ports.rpc must be an integer port 1-65535, got 70000`,
-    `${file("prices")}: unknown key "colour" (known: name, description, ports, apis, public, edge, dependencies, database, kubernetes, launcher)`,
+    `${file("prices")}: unknown key "colour" (known: name, description, ports, apis, public, edge, deploy, dependencies, database, kubernetes, launcher)`,
     `${file("stock")}: not valid JSON (Expected property name or '}' in JSON at position 2 (line 1 column 3))`,
   ]);
 });
@@ -106,10 +106,21 @@ test("exactly one edge, which is not itself public; a service the edge calls is 
   ]);
 });
 
+test("a service that is not deployed (an example) is neither public, nor the edge, nor called by a deployed service", (t) => {
+  const file = (name: string) => join("services", name, "service.json");
+  assert.equal(readServiceManifests(repo(t, { ...shop, receipts: { ...shop.receipts, deploy: false } })).find((m) => m.name === "receipts")?.deploy, false);
+  assert.deepEqual(problems(repo(t, { ...shop, prices: { ...shop.prices, deploy: false } })).sort(), [
+    `${file("front")}: dependencies: calls prices, which is not deployed ("deploy": false)`,
+    `${file("stock")}: dependencies: calls prices, which is not deployed ("deploy": false)`,
+  ]);
+  assert.deepEqual(problems(repo(t, { ...shop, front: { ...shop.front, deploy: "no" } })), [`${file("front")}: deploy must be true or false, got "no"`]);
+  assert.ok(problems(repo(t, { ...shop, front: { ...shop.front, deploy: false } })).includes(`${file("front")}: deploy: a public service must be deployed; remove "deploy": false`));
+});
+
 test("parseManifest fills the optional keys' defaults", () => {
   const { manifest: m, problems: p } = parseManifest({ ...manifest("x"), ports: { rpc: 1, admin: 2 } }, "x");
   assert.deepEqual(p, []);
-  assert.deepEqual(m, { name: "x", description: "the x", ports: { rpc: 1, admin: 2 }, apis: [], public: false, edge: false, dependencies: [], kubernetes: { maxReplicas: 4, productionMaxReplicas: 4, env: {} }, launcher: { env: {} } });
+  assert.deepEqual(m, { name: "x", description: "the x", ports: { rpc: 1, admin: 2 }, apis: [], public: false, edge: false, deploy: true, dependencies: [], kubernetes: { maxReplicas: 4, productionMaxReplicas: 4, env: {} }, launcher: { env: {} } });
 });
 
 test("the JSON schema and the reader know the same keys", () => {

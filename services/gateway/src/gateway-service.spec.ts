@@ -91,7 +91,7 @@ describe("GatewayService, served in memory", () => {
 
   // Every rule of the key (idempotency-key.ts), each refused before any work: checkout is never called.
   const badKeys: [string, string, RegExp][] = [
-    ["an empty key", "", /^Idempotency-Key header is empty; omit it or send a value$/],
+    ["an empty key", "", /^Idempotency-Key is empty; omit it or send a value$/],
     ["a key of 256 characters", "k".repeat(256), /^Idempotency-Key must be at most 255 characters, got 256$/],
     ["a key with a space", "my key", /^Idempotency-Key must be printable ASCII without spaces$/],
     ["a key with a tab", "my\tkey", /^Idempotency-Key must be printable ASCII without spaces$/],
@@ -202,7 +202,7 @@ describe("a forwarded API, served in memory", () => {
 
   test("a bad key is refused on a forwarded method too, before the call", async () => {
     await expectCode(edge.getOrder({ orderId: order.id }, { headers: { "Idempotency-Key": "k".repeat(256) } }), Code.InvalidArgument, /^Idempotency-Key must be at most 255 characters, got 256$/);
-    await expectCode(edge.createOrder({ customerId: "c-1" }, { headers: { "Idempotency-Key": "" } }), Code.InvalidArgument, /^Idempotency-Key header is empty/);
+    await expectCode(edge.createOrder({ customerId: "c-1" }, { headers: { "Idempotency-Key": "" } }), Code.InvalidArgument, /^Idempotency-Key is empty/);
     assert.equal(getOrder.calls.length + createOrder.calls.length, 0);
   });
 });

@@ -137,7 +137,7 @@ describe("OrdersService, served in memory on a real database", () => {
       ["a quantity of 0", { items: [item("MUG", 0)] }, "items[0].quantity must be positive, got 0"],
       ["a negative quantity", { items: [item("MUG"), item("TEE", -3)] }, "items[1].quantity must be positive, got -3"],
       ["a quantity of 1001", { items: [item("MUG", 1001)] }, "items[0].quantity must be at most 1000, got 1001"],
-      ["a key of 256 characters", { idempotencyKey: "k".repeat(256) }, "idempotency key must be at most 255 characters"],
+      ["a key of 256 characters", { idempotencyKey: "k".repeat(256) }, "idempotency key must be at most 255 characters, got 256"],
       ["a key with a space", { idempotencyKey: "my key" }, "idempotency key must be printable ASCII without spaces"],
       ["a key beyond ASCII", { idempotencyKey: "cl\u00e9" }, "idempotency key must be printable ASCII without spaces"],
     ];
