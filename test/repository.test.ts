@@ -33,7 +33,7 @@ test("committed generated code matches proto/ (run `npm run generate` after edit
   }
 });
 
-const composeSecrets = { POSTGRES_PASSWORD: "test-only", ORDERS_DB_PASSWORD: "test-only-orders", PRICING_DB_PASSWORD: "test-only-pricing" };
+const composeSecrets = { POSTGRES_PASSWORD: "test-only", ORDERS_DB_PASSWORD: "test-only-orders", PRICING_DB_PASSWORD: "test-only-pricing", RECEIPTS_DB_PASSWORD: "test-only-receipts" };
 
 test("docker-compose.yml is valid, and only the gateway is published", (t) => {
   const hasCompose = spawnSync("docker-compose", ["version"], { stdio: "ignore" }).status === 0;

@@ -5,12 +5,14 @@
 # README "Deploy with docker compose"); none is stored in the repository.
 set -eu
 psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" \
-  -v orders_pw="$ORDERS_DB_PASSWORD" -v pricing_pw="$PRICING_DB_PASSWORD" -v db="$POSTGRES_DB" <<'SQL'
+  -v orders_pw="$ORDERS_DB_PASSWORD" -v pricing_pw="$PRICING_DB_PASSWORD" -v receipts_pw="$RECEIPTS_DB_PASSWORD" -v db="$POSTGRES_DB" <<'SQL'
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 CREATE ROLE orders LOGIN PASSWORD :'orders_pw';
 CREATE ROLE pricing LOGIN PASSWORD :'pricing_pw';
+CREATE ROLE receipts LOGIN PASSWORD :'receipts_pw';
 CREATE SCHEMA orders AUTHORIZATION orders;
 CREATE SCHEMA pricing AUTHORIZATION pricing;
-GRANT CONNECT ON DATABASE :"db" TO orders, pricing;
+CREATE SCHEMA receipts AUTHORIZATION receipts;
+GRANT CONNECT ON DATABASE :"db" TO orders, pricing, receipts;
 SQL
