@@ -5,7 +5,8 @@ import { findFreePort, startEmbeddedPostgres, type EmbeddedPostgres } from "@pla
 import { ServiceProcess } from "./service-process.js";
 import { ensureServiceRoles } from "./service-roles.js";
 
-export const serviceNames = ["pricing", "orders", "checkout", "gateway"] as const;
+// Stopped in reverse: the edge first, the receipts worker and its mailer last.
+export const serviceNames = ["mailer", "receipts", "pricing", "orders", "checkout", "gateway"] as const;
 export type ServiceName = (typeof serviceNames)[number];
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
@@ -15,6 +16,8 @@ export const defaultPorts: Record<ServiceName, { port: number; adminPort: number
   checkout: { port: 8081, adminPort: 9081 },
   orders: { port: 8082, adminPort: 9082 },
   pricing: { port: 8083, adminPort: 9083 },
+  receipts: { port: 8084, adminPort: 9084 },
+  mailer: { port: 8085, adminPort: 9085 },
 };
 
 export interface PlatformOptions {
@@ -136,7 +139,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   // With the embedded database we own the server: one role per service. An
   // external DATABASE_URL is used as given (its operator manages roles).
   const serviceUrls: Record<string, string> = postgres
-    ? await ensureServiceRoles(databaseUrl, ["orders", "pricing", ...extras.filter((x) => x.database).map((x) => roleOf(x.name))])
+    ? await ensureServiceRoles(databaseUrl, ["orders", "pricing", "receipts", ...extras.filter((x) => x.database).map((x) => roleOf(x.name))])
     : {};
 
   const ports = {} as Record<ServiceName, { port: number; adminPort: number }>;
@@ -163,8 +166,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       PRICING_URL: url("pricing"),
       ORDERS_URL: url("orders"),
       CHECKOUT_URL: url("checkout"),
+      MAILER_URL: url("mailer"),
       ...extraUrls,
-      ...(name === "orders" || name === "pricing" ? { DATABASE_URL: serviceUrls[name] ?? databaseUrl } : {}),
+      ...(name === "orders" || name === "pricing" || name === "receipts" ? { DATABASE_URL: serviceUrls[name] ?? databaseUrl } : {}),
       // npm start and the tests place orders on a fresh database; deployments bring their own catalogue.
       ...(name === "pricing" ? { DEMO_CATALOGUE: "true" } : {}),
       ...opts.env,

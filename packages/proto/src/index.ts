@@ -3,7 +3,6 @@
 export * as checkoutV1 from "./gen/checkout/v1/checkout_pb.js";
 export * as ordersV1 from "./gen/orders/v1/orders_pb.js";
 export * as pricingV1 from "./gen/pricing/v1/pricing_pb.js";
-export * as receiptsV1 from "./gen/receipts/v1/receipts_pb.js";
 export * as mailerV1 from "./gen/mailer/v1/mailer_pb.js";
 export * as healthV1 from "./gen/grpc/health/v1/health_pb.js";
 export * as reflectionV1 from "./gen/grpc/reflection/v1/reflection_pb.js";

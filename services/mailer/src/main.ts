@@ -5,6 +5,6 @@ import { routes, services } from "./routes.js";
 
 runMain("mailer", async () => {
   const config = loadConfig(process.env);
-  const impl = new MailerService({ items: new Map([["example", "An example item"]]) });
+  const impl = new MailerService({ rememberKeys: config.rememberKeys });
   return serve({ config: config.server, services, routes: routes(impl) });
 });
