@@ -145,7 +145,7 @@ function unknownFieldErrors(objects: K8sObject[]): string[] {
 
 const partOf = "resilient-platform";
 /** Who may call whom: the platform's shape (docs/kubernetes.md). The gateway is public. */
-const expectedCallers: Record<string, string[]> = { gateway: [], checkout: ["gateway"], orders: ["checkout"], pricing: ["checkout", "orders"], receipts: [], mailer: [] };
+const expectedCallers: Record<string, string[]> = { gateway: [], checkout: ["gateway"], orders: ["checkout"], pricing: ["checkout", "orders"], receipts: [], mailer: ["receipts"] };
 /** Seconds between the end of the drain and SIGKILL: closing pools, flushing logs. */
 const shutdownSlackSeconds = 2;
 /**
