@@ -164,7 +164,7 @@ describe("npm run new-service", () => {
   test("adds a service with a database (stock-level) on the next free ports", () => {
     const r = generate("stock-level", "--db");
     assert.equal(r.status, 0, tail(r));
-    assert.match(r.stdout, /added "stock-level" \(with its own schema stock_level\) on ports 8084 \(rpc\) \/ 9084 \(admin\)/);
+    assert.match(r.stdout, /added "stock-level" \(with its own schema stock_level\) on ports 8086 \(rpc\) \/ 9086 \(admin\)/);
     for (const f of [
       "proto/stock_level/v1/stock_level.proto",
       "packages/proto/src/gen/stock_level/v1/stock_level_pb.ts",
@@ -186,7 +186,7 @@ describe("npm run new-service", () => {
     assert.match(read("docker-compose.yml"), /^ {2}stock-level:\n {4}<<: \*service\n/m);
     assert.match(read("docker-compose.yml"), /DATABASE_URL: postgres:\/\/stock_level:\$\{STOCK_LEVEL_DB_PASSWORD:\?set STOCK_LEVEL_DB_PASSWORD\}@postgres:5432\/platform/);
     assert.match(read("deploy/compose/postgres-init.sh"), /CREATE ROLE stock_level LOGIN PASSWORD :'stock_level_pw';/);
-    assert.match(read("observability/prometheus.yml"), /- targets: \["stock-level:9084"\]/);
+    assert.match(read("observability/prometheus.yml"), /- targets: \["stock-level:9086"\]/);
     assert.match(read("package-lock.json"), /"services\/stock-level": \{/, "the lock file lists the new workspace (npm ci)");
     // main.ts is as small as pricing's: the runtime does the wiring.
     const lines = (f: string) => read(f).split("\n").length;
@@ -196,19 +196,19 @@ describe("npm run new-service", () => {
   test("adds a public service without a database (greeter) on the pair after: the gateway publishes it", () => {
     const r = generate("greeter", "--public");
     assert.equal(r.status, 0, tail(r));
-    assert.match(r.stdout, /added "greeter" \(without a database, published by the gateway\) on ports 8085 \(rpc\) \/ 9085 \(admin\)/);
+    assert.match(r.stdout, /added "greeter" \(without a database, published by the gateway\) on ports 8087 \(rpc\) \/ 9087 \(admin\)/);
     const read = (f: string) => readFileSync(join(copy, f), "utf8");
     assert.ok(!existsSync(join(copy, "services/greeter/migrations")));
     assert.doesNotMatch(read("services/greeter/src/main.ts"), /database/i);
-    assert.match(read("services/gateway/src/forwarded-apis.ts"), /^ {2}\{ service: greeterV1\.GreeterService, dependency: "greeter", defaultUrl: "http:\/\/127\.0\.0\.1:8085" \},$/m);
+    assert.match(read("services/gateway/src/forwarded-apis.ts"), /^ {2}\{ service: greeterV1\.GreeterService, dependency: "greeter", defaultUrl: "http:\/\/127\.0\.0\.1:8087" \},$/m);
     assert.match(read("services/gateway/src/forwarded-apis.ts"), /^import \{ greeterV1 \} from "@platform\/proto";$/m);
-    assert.match(read("docker-compose.yml"), /^ {6}CHECKOUT_URL: http:\/\/checkout:8081\n {6}GREETER_URL: http:\/\/greeter:8085$/m);
+    assert.match(read("docker-compose.yml"), /^ {6}CHECKOUT_URL: http:\/\/checkout:8081\n {6}GREETER_URL: http:\/\/greeter:8087$/m);
     assert.match(read("docker-compose.yml"), /^ {4}depends_on:\n {6}checkout:\n {8}condition: service_healthy\n {6}greeter:\n {8}condition: service_healthy\n/m);
-    assert.match(read("deploy/k8s/base/gateway.yaml"), /- name: GREETER_URL\n {14}value: http:\/\/greeter:8085/);
+    assert.match(read("deploy/k8s/base/gateway.yaml"), /- name: GREETER_URL\n {14}value: http:\/\/greeter:8087/);
     assert.match(read("test/kubernetes-manifests.test.ts"), /greeter: \["gateway"\]/);
     // stock-level is internal: nothing calls it, so no route at the gateway.
     assert.doesNotMatch(read("services/gateway/src/forwarded-apis.ts"), /stock/i);
-    assert.deepEqual(JSON.parse(read("services/greeter/package.json")).platform, { port: 8085, adminPort: 9085, database: false });
+    assert.deepEqual(JSON.parse(read("services/greeter/package.json")).platform, { port: 8087, adminPort: 9087, database: false });
   });
 
   test("running it again for the same name is refused and changes nothing", () => {
