@@ -40,10 +40,11 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
       concurrency,
       pollIntervalMs: r.int("RECEIPTS_POLL_INTERVAL_MS", 1000, { min: 50, max: 60_000 }),
       jobTimeoutMs: r.int("RECEIPTS_JOB_TIMEOUT_MS", 5000, { min: 100, max: 600_000 }),
-      // About 5 minutes of expected retrying in all (full jitter averages
-      // half of each ceiling): a dependency down for a minute or two loses
-      // no receipt.
-      retry: { baseMs, capMs, maxAttempts: r.int("RECEIPTS_MAX_ATTEMPTS", 15, { min: 1, max: 1000 }) },
+      // About 8 minutes of retrying on average (full jitter averages half of
+      // each ceiling), and never less than the ceilings' spread allows: the
+      // storm lab's one-minute outage took up to 10 attempts for the
+      // unluckiest of 194 receipts (docs/outbox.md).
+      retry: { baseMs, capMs, maxAttempts: r.int("RECEIPTS_MAX_ATTEMPTS", 20, { min: 1, max: 1000 }) },
       enqueuerRoles,
     };
   });
