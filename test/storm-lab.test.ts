@@ -1,7 +1,7 @@
 /**
  * The storm lab in quick mode, inside `npm test`: the full outage (naive,
- * platform without breakers, platform) and the metastable spike (naive,
- * platform), each on a fresh platform, with the lab's users (patience 2 s,
+ * platform without breakers, platform), the metastable spike (naive,
+ * platform) and the receipts outage (platform), each on a fresh platform, with the lab's users (patience 2 s,
  * 3 tries). Every assertion is about counts and ratios measured in the
  * same run, never absolute times or rates: the machine may be shared.
  *
@@ -14,7 +14,7 @@ import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { RunResult } from "../lab/analyze.js";
-import { attributionHelp, columnHelp, fullReport, receiptsTable } from "../lab/report/table.js";
+import { attributionHelp, columnHelp, fullReport, receiptsHelp } from "../lab/report/table.js";
 import { writeReport } from "../lab/report/write-report.js";
 import { scenarioNamed, scenarios } from "../lab/scenarios.js";
 import { runStorm } from "../lab/storm.js";
@@ -42,7 +42,8 @@ function context(...runs: RunResult[]): string {
 describe("storm lab (quick)", () => {
   before(async () => {
     results = await runStorm({
-      scenarios: [scenarioNamed("full-outage"), scenarioNamed("metastable")],
+      // receipts-outage runs the platform only (its `profiles`).
+      scenarios: [scenarioNamed("full-outage"), scenarioNamed("metastable"), scenarioNamed("receipts-outage")],
       profiles: ["naive", "platform"],
       quick: true,
       clientTimeoutMs: 2000,
@@ -61,7 +62,7 @@ describe("storm lab (quick)", () => {
       table,
       Object.fromEntries(scenarios.map((s) => [s.name, s.title])),
       { generatedAt: new Date().toISOString(), quick: true },
-      [...columnHelp, "", ...attributionHelp],
+      [...columnHelp, "", ...attributionHelp, "", ...receiptsHelp],
     );
   });
 
@@ -160,27 +161,10 @@ describe("storm lab (quick)", () => {
       `naive ${Math.round(n.recovery.endGoodputRatio * 100)}% vs platform ${Math.round(p.recovery.endGoodputRatio * 100)}% of goodput before the spike, at the end of the run${context(p, n)}`,
     );
   });
-});
-
-describe("storm lab (quick): receipts off the request path", () => {
-  let r: RunResult | undefined;
-  before(async () => {
-    [r] = await runStorm({
-      scenarios: [scenarioNamed("receipts-outage")],
-      profiles: ["platform"],
-      quick: true,
-      clientTimeoutMs: 2000,
-      failover: "stop",
-      measureEachRun: false,
-      ablation: false,
-      repeat: 1,
-      log: (line) => console.log(`[storm] ${line}`),
-    });
-    if (r) console.log(`[storm]\n${receiptsTable([r])}`);
-  });
 
   test("the mailer down: orders are served as before it went down, and every receipt is sent once after it recovers", () => {
-    assert.ok(r?.receipts, "the run counted receipts");
+    const r = result("receipts-outage", "platform");
+    assert.ok(r.receipts, "the run counted receipts");
     const c = r.receipts;
     assert.ok(c.orders > 0, `the run placed orders${context(r)}`);
     // The outage really reached the worker: some receipt needed more than one attempt.
