@@ -14,6 +14,8 @@ export interface ReceiptsConfig {
   pollIntervalMs: number;
   /** One job's deadline: its statements and its call to the mailer. */
   jobTimeoutMs: number;
+  /** SendReceiptDeps.pauseAfterFailureMs. */
+  pauseAfterFailureMs: number;
   retry: RetrySchedule;
   /** Roles allowed to call enqueue_receipt and receipt_status (the orders service's). */
   enqueuerRoles: string[];
@@ -40,6 +42,8 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
       concurrency,
       pollIntervalMs: r.int("RECEIPTS_POLL_INTERVAL_MS", 1000, { min: 50, max: 60_000 }),
       jobTimeoutMs: r.int("RECEIPTS_JOB_TIMEOUT_MS", 5000, { min: 100, max: 600_000 }),
+      // As long as a breaker stays open before its trial call (BREAKER_RESET_MS).
+      pauseAfterFailureMs: r.int("RECEIPTS_PAUSE_AFTER_FAILURE_MS", 5000, { min: 0, max: 600_000 }),
       // About 8 minutes of retrying on average (full jitter averages half of
       // each ceiling), and never less than the ceilings' spread allows: the
       // storm lab's one-minute outage took up to 10 attempts for the

@@ -36,6 +36,7 @@ runMain("receipts", async () => {
     mailer,
     schedule: config.retry,
     jobTimeoutMs: config.jobTimeoutMs,
+    pauseAfterFailureMs: config.pauseAfterFailureMs,
     logger,
   });
   // Serves NOT_SERVING until: the database answers, our migrations are in,

@@ -9,7 +9,9 @@ const orderId = "6f1c2d3e-4a5b-4c6d-8e9f-0a1b2c3d4e5f";
 const quiet = { info() {}, warn() {} };
 
 /** The store as a map of receipts, recording each call; the mailer as a list of outcomes to give. */
-function harness(opts: { state?: "pending" | "sent" | "failed"; attempts?: number; mailer: ("ok" | "fail")[]; maxAttempts?: number }) {
+function harness(opts: { state?: "pending" | "sent" | "failed"; attempts?: number; mailer: ("ok" | "fail")[]; maxAttempts?: number; pauseAfterFailureMs?: number }) {
+  const clock = { now: 1000 };
+  const waits: number[] = [];
   const receipt = { state: opts.state ?? "pending", attempts: opts.attempts ?? 0 };
   const calls: string[] = [];
   const mailerCalls: string[] = [];
@@ -46,10 +48,16 @@ function harness(opts: { state?: "pending" | "sent" | "failed"; attempts?: numbe
     },
     schedule: { baseMs: 1000, capMs: 60_000, maxAttempts: opts.maxAttempts ?? 3 },
     jobTimeoutMs: 5000,
+    pauseAfterFailureMs: opts.pauseAfterFailureMs ?? 0,
     random: () => 0.5,
+    now: () => clock.now,
+    sleep: async (ms) => {
+      waits.push(ms);
+      clock.now += ms;
+    },
     logger: quiet,
   });
-  return { run, receipt, calls, mailerCalls };
+  return { run, receipt, calls, mailerCalls, waits, clock };
 }
 
 test("a pending receipt is sent with the order id as the mailer's idempotency key, and marked sent", async () => {
@@ -98,6 +106,7 @@ test("a run that loses the race to mark it sent reports already_done", async () 
     mailer: { sendReceipt: async () => create(mailerV1.SendReceiptResponseSchema, { messageId: "m-1", duplicate: true }) },
     schedule: { baseMs: 1000, capMs: 60_000, maxAttempts: 3 },
     jobTimeoutMs: 5000,
+    pauseAfterFailureMs: 0,
     logger: quiet,
   });
   assert.equal(await run({ orderId }), "already_done");
@@ -109,4 +118,16 @@ test("a job without a valid order id is dropped without touching the store or th
     assert.equal(await h.run(payload), "malformed");
     assert.deepEqual([h.calls, h.mailerCalls], [[], []]);
   }
+});
+
+test("after a failure the next run holds back (jittered) before touching the store; after a success it does not", async () => {
+  const h = harness({ mailer: ["fail", "ok", "ok"], pauseAfterFailureMs: 4000 });
+  await h.run({ orderId });
+  assert.deepEqual(h.waits, [], "the first run did not wait");
+  // random 0.5: between half and all of 4000 ms -> 3000 ms.
+  await h.run({ orderId });
+  assert.deepEqual(h.waits, [3000]);
+  assert.deepEqual(h.calls.slice(-2), ["startAttempt", "markSent m-1"]);
+  await h.run({ orderId });
+  assert.deepEqual(h.waits, [3000], "a success left no pause behind");
 });

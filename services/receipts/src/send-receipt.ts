@@ -11,7 +11,17 @@ export interface SendReceiptDeps {
   schedule: RetrySchedule;
   /** The job's own deadline: its statements and its call to the mailer share it. */
   jobTimeoutMs: number;
+  /**
+   * After a failed delivery, every runner of this process holds back for
+   * about this long (between half and all of it, jittered) before its next
+   * attempt: while the dependency is down, the jobs wait in the queue
+   * instead of each costing transactions and an attempt of its budget.
+   */
+  pauseAfterFailureMs: number;
   random?: () => number;
+  /** Injectable for tests: the clock and the wait. */
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
   logger: { info(o: object, m: string): void; warn(o: object, m: string): void };
 }
 
@@ -35,6 +45,10 @@ export function createSendReceipt(deps: SendReceiptDeps): (payload: unknown) => 
     ["outcome"],
   );
   const random = deps.random ?? Math.random;
+  const now = deps.now ?? (() => performance.now());
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  // Shared by the runners: the dependency failed recently, hold back until then.
+  let holdUntil = 0;
   const run = async (payload: unknown): Promise<JobOutcome> => {
     const orderId = (payload as { orderId?: unknown } | null)?.orderId;
     if (typeof orderId !== "string" || !uuid.test(orderId)) {
@@ -50,6 +64,7 @@ export function createSendReceipt(deps: SendReceiptDeps): (payload: unknown) => 
       // mailer answered both with one message (same key).
       return (await deps.store.markSent(orderId, res.messageId)) ? "sent" : "already_done";
     } catch (e) {
+      holdUntil = Math.max(holdUntil, now() + deps.pauseAfterFailureMs * (0.5 + random() / 2));
       const error = ConnectError.from(e).message;
       const next = afterFailure(deps.schedule, attempts, random());
       if (next.kind === "give_up") {
@@ -63,6 +78,9 @@ export function createSendReceipt(deps: SendReceiptDeps): (payload: unknown) => 
     }
   };
   return async (payload) => {
+    // Before the job's deadline starts: waiting here costs nothing but the slot.
+    const wait = holdUntil - now();
+    if (wait > 0) await sleep(wait);
     const scope = createScope({ timeoutMs: deps.jobTimeoutMs, requestId: "", procedure: "receipts/send_receipt", criticality: "sheddable" });
     try {
       const outcome = await runInScope(scope, () => run(payload));
