@@ -1,6 +1,7 @@
 import { chainServices as serviceNames, type ChainService as ServiceName } from "./chain.js";
 import type { Attribution } from "./attribution.js";
 import type { Bucket, UserModel } from "./load/protocol.js";
+import type { ReceiptCounts } from "./receipts/receipt-counts.js";
 import type { RawRun } from "./run-scenario.js";
 import { mean, percentile, ratio, round, sum } from "./stats.js";
 
@@ -102,6 +103,8 @@ export interface RunResult {
   triggerGoodputVsCapacity: number;
   /** Work per user request from the services' logs (scenarios that attribute it). */
   attribution?: Attribution;
+  /** Every order's receipt, once the queue drained (the outbox scenario). */
+  receipts?: ReceiptCounts;
   /** Resilience machinery seen at work (increase over the run). */
   mechanisms: { retries: number; retriesRefused: number; shed: number; breakerRejected: number; bulkheadRejected: number; dbRejected: number; cancelledStatements: number };
   /** Per-second series from the load's start, by send time (goodput: requests sent that second that succeeded). */
@@ -200,6 +203,10 @@ export function analyze(raw: RawRun): RunResult {
   }
   for (const e of raw.serviceExits) warnings.push(`${e}: that service's counters restarted from zero, so its counts are too low`);
   if (!marks.settled) warnings.push("still busy when the settle time ran out: work after the users left is undercounted");
+  if (raw.receipts && !raw.receipts.exactlyOnce) {
+    const c = raw.receipts;
+    warnings.push(`receipts not exactly once: ${c.sent}/${c.orders} sent, ${c.pending} pending, ${c.failed} failed, ${c.withoutReceipt} without a receipt; the mailer sent ${c.mailerSent} for ${c.sentInDatabase} sent in the database`);
+  }
 
   return {
     scenario: raw.scenario.name,
@@ -261,6 +268,7 @@ export function analyze(raw: RawRun): RunResult {
     },
     triggerGoodputVsCapacity: round(ratio(trigger.goodputPerSec, raw.capacity.referencePerSec)),
     ...(raw.attribution ? { attribution: raw.attribution } : {}),
+    ...(raw.receipts ? { receipts: raw.receipts } : {}),
     mechanisms: {
       retries: delta("retry_retries_total"),
       retriesRefused: delta("retry_refused_total"),

@@ -33,7 +33,7 @@ export function workByRequest(logFiles: Record<ServiceName, string>, prefix: str
   const entry = (id: string) => {
     let w = work.get(id);
     if (!w) {
-      w = { received: { gateway: 0, checkout: 0, orders: 0, pricing: 0 }, transactions: {}, transactionEnds: [] };
+      w = { received: { gateway: 0, checkout: 0, orders: 0, pricing: 0, receipts: 0, mailer: 0 }, transactions: {}, transactionEnds: [] };
       work.set(id, w);
     }
     return w;
@@ -102,7 +102,7 @@ function summarize(tries: readonly TryRecord[], work: Map<string, RequestWork>):
   for (const t of tries) for (const db of Object.keys(work.get(t.id)?.transactions ?? {})) dbs.add(db);
   const tx: Record<string, number> = { all: 0 };
   for (const db of dbs) tx[db] = 0;
-  const received: Record<ServiceName, number> = { gateway: 0, checkout: 0, orders: 0, pricing: 0 };
+  const received: Record<ServiceName, number> = { gateway: 0, checkout: 0, orders: 0, pricing: 0, receipts: 0, mailer: 0 };
   let maxPricingDb = 0;
   for (const t of tries) {
     const w = work.get(t.id);
@@ -128,7 +128,7 @@ function weighted(byKind: Record<string, AttributedWork>, mix: Record<string, nu
   const present = Object.entries(mix).filter(([kind]) => (byKind[kind]?.requests ?? 0) > 0);
   const total = present.reduce((a, [, share]) => a + share, 0) || 1;
   const tx: Record<string, number> = {};
-  const received: Record<ServiceName, number> = { gateway: 0, checkout: 0, orders: 0, pricing: 0 };
+  const received: Record<ServiceName, number> = { gateway: 0, checkout: 0, orders: 0, pricing: 0, receipts: 0, mailer: 0 };
   for (const [kind, share] of Object.entries(mix)) {
     const w = byKind[kind];
     if (!w || w.requests === 0) continue;

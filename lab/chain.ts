@@ -3,12 +3,14 @@ import { readServiceManifests, type LoadedManifest } from "@platform/registry";
 
 /**
  * The lab measures the order path, gateway -> checkout -> orders -> pricing,
- * and nothing else: example services and services added with
+ * plus the receipts worker and its mailer (orders queues a receipt in each
+ * order's transaction, and the receipts-outage scenario takes the mailer
+ * down), and nothing else: example services and services added with
  * `npm run new-service` are not started by the lab and not counted in its
  * per-hop numbers, so a scenario's results do not change when the
  * repository grows a service.
  */
-export const chainServices = ["gateway", "checkout", "orders", "pricing"] as const;
+export const chainServices = ["gateway", "checkout", "orders", "pricing", "receipts", "mailer"] as const;
 export type ChainService = (typeof chainServices)[number];
 
 const repoRoot = fileURLToPath(new URL("../", import.meta.url));

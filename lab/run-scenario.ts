@@ -6,6 +6,7 @@ import type { LoadResult } from "./load/protocol.js";
 import { MetricsRecorder } from "./metrics/scraper.js";
 import { attribute, transactionsAfterCallerLeft, workByRequest, type Attribution } from "./attribution.js";
 import { defaultUserModel, type UserModel } from "./load/protocol.js";
+import { countReceipts, type ReceiptCounts } from "./receipts/receipt-counts.js";
 import { startLabPlatform, type LabPlatform, type Profile } from "./platform/lab-platform.js";
 import { failoverByFault, timingOf, type Scenario, type ScenarioTiming, type Trigger } from "./scenarios.js";
 import type { Variant } from "./variants.js";
@@ -74,6 +75,8 @@ export interface RawRun {
   attribution?: Attribution;
   /** Transactions that ended more than 0.25 s after their user gave up, from the logs (scenarios that read them). */
   transactionsAfterCallerLeft?: number;
+  /** Every order's receipt, once the queue drained (scenarios with `receipts` only). */
+  receipts?: ReceiptCounts;
   user: Omit<UserModel, "patienceMs">;
 }
 
@@ -139,7 +142,7 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
   const user = scenario.maxTries === undefined ? base : { ...base, maxTries: scenario.maxTries };
   // Request logs (and the database's per-transaction lines) only where work is attributed per request: they cost CPU.
   const readsLogs = scenario.attribution !== undefined || scenario.logWork === true;
-  const p = await startLabPlatform(profile, { env: variant.env, ...(readsLogs ? { logLevel: "debug" } : {}) });
+  const p = await startLabPlatform(profile, { env: { ...variant.env, ...scenario.env?.[opts.quick ? "quick" : "full"] }, ...(readsLogs ? { logLevel: "debug" } : {}) });
   opts.log(`  ${label}: platform up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   let raw: RawRun | undefined;
   let readAttribution: (() => void) | undefined;
@@ -225,6 +228,20 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
     const longStatements = observer.lateStatements();
     const orders = await observer.orderCounts(customerPrefix, load.failedOrderCustomers);
     await observer.close();
+    const receipts = scenario.receipts
+      ? await countReceipts({
+          databaseUrl: p.databaseUrl,
+          mailerAdminUrl: p.services.mailer.adminUrl,
+          customerPrefix,
+          triggerOffAt,
+          maxWaitMs: scenario.receipts.maxDrainMs[opts.quick ? "quick" : "full"],
+        })
+      : undefined;
+    if (receipts) {
+      opts.log(
+        `  ${label}: receipts ${receipts.sent}/${receipts.orders} sent (${receipts.pending} pending, ${receipts.failed} failed), mailer sent ${receipts.mailerSent} for ${receipts.sentInDatabase} in the database${receipts.drainedAfterSec === null ? "; not drained in time" : `; drained ${receipts.drainedAfterSec} s after recovery`}`,
+      );
+    }
     opts.log(`  ${label}: ${load.sent} requests sent, ${load.succeeded} succeeded${settled ? "" : "; still busy when the settle time ran out"}`);
     for (const e of p.exits) opts.log(`  ${label}: ${e}`);
     if (readsLogs && load.tries) {
@@ -257,6 +274,7 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
       marks: { triggerOnAt, triggerOffAt, usersGoneAt, endAt, settled },
       longStatements,
       orders,
+      ...(receipts ? { receipts } : {}),
       serviceExits: [...p.exits],
     };
     return raw;

@@ -63,6 +63,16 @@ export interface Scenario {
    * over the naive stack's.
    */
   sizedPerVariant?: boolean;
+  /**
+   * The outbox check: once the load is done, wait (at most this long) for
+   * the receipts queue to drain, then count every order's receipt and what
+   * the mailer sent (lab/receipts/receipt-counts.ts).
+   */
+  receipts?: { maxDrainMs: { full: number; quick: number } };
+  /** Extra environment for every service in this scenario's runs, per mode. */
+  env?: { full?: Record<string, string>; quick?: Record<string, string> };
+  /** Only these profiles run it (default: both). */
+  profiles?: readonly ("naive" | "platform")[];
 }
 
 const noop = async () => {};
@@ -171,6 +181,24 @@ export const scenarios: readonly Scenario[] = [
     trigger: lockTable("pricing.products"),
     logWork: true,
     heldOut: true,
+  },
+  {
+    name: "receipts-outage",
+    title: "7. Receipts: the mailer is down for a minute, orders keep coming",
+    summary:
+      "The receipts worker's dependency (the mailer) answers every call UNAVAILABLE (handler.errorRate 1 on mailer) for 60 s (8 s in quick mode) under steady load (0.6x capacity). Orders queue their receipts in their own transaction and never wait for them: PlaceOrder's success and latency should not move. After the mailer recovers, every receipt of the run must be sent, once (docs/outbox.md).",
+    timing: timing(60_000, 8000),
+    load: { base: 0.6, during: 0.6 },
+    trigger: {
+      start: (p) => p.setFaults("mailer", { handler: { errorRate: 1 } }),
+      stop: (p) => p.setFaults("mailer", {}),
+    },
+    // The worker's backoff ceiling (60 s as shipped): a receipt that failed late in the outage
+    // waits up to that after it. Quick mode lowers it to fit the test's time.
+    env: { quick: { RECEIPTS_BACKOFF_CAP_MS: "4000" } },
+    receipts: { maxDrainMs: { full: 120_000, quick: 30_000 } },
+    // The outbox is the same code in both profiles: the naive run would repeat the platform's.
+    profiles: ["platform"],
   },
 ];
 

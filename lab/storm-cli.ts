@@ -11,7 +11,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { profiles as allProfiles, type Profile } from "./platform/lab-platform.js";
-import { attributionHelp, columnHelp, fullReport } from "./report/table.js";
+import { attributionHelp, columnHelp, fullReport, receiptsHelp } from "./report/table.js";
 import { writeReport } from "./report/write-report.js";
 import { scenarioNamed, scenarios as allScenarios } from "./scenarios.js";
 import { formatDuration, planStorm, runStorm } from "./storm.js";
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   const results = await runStorm(stormOpts);
   const table = fullReport(results);
-  const help = [...columnHelp, "", ...attributionHelp];
+  const help = [...columnHelp, "", ...attributionHelp, ...(results.some((r) => r.receipts) ? ["", ...receiptsHelp] : [])];
   console.log("\n" + table + "\n\n" + help.join("\n"));
 
   const titles = Object.fromEntries(allScenarios.map((s) => [s.name, s.title]));

@@ -47,7 +47,7 @@ export function variantsFor(scenario: Scenario, opts: Pick<StormOptions, "profil
       if (!list.some((v) => v.name === a.ablated!.name)) list.push(a.ablated);
     }
   }
-  return list.filter((v) => opts.profiles.includes(v.profile));
+  return list.filter((v) => opts.profiles.includes(v.profile) && (scenario.profiles ?? opts.profiles).includes(v.profile));
 }
 
 export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "ablation" | "repeat" | "quick" | "capacity">): PlannedRun[] {

@@ -49,7 +49,7 @@ test("npm run audit passes the defaults, the compose file and every Kubernetes o
   assert.ok(overlays.length >= 2);
   for (const dir of overlays) assert.match(out, new RegExp(`^== kubernetes ${dir.slice(repoRoot.length).replaceAll("/", "\\/")}: PASS`, "m"));
   assert.match(out, /PlaceOrder: 3 x 1 x 1 x 1 = 3 attempts at pricing's database \(gateway -> checkout -> orders -> pricing -> database\); budget-capped at 1\.1x under total failure/);
-  assert.match(out, /call graph: gateway -> checkout, checkout -> orders, checkout -> pricing, orders -> pricing, orders -> database, pricing -> database/);
+  assert.match(out, /call graph: gateway -> checkout, checkout -> orders, checkout -> pricing, orders -> pricing, receipts -> mailer, orders -> database, pricing -> database, receipts -> database/);
   assert.equal((out.match(/^pass {2}\d\. /gm) ?? []).length, 7 * (2 + overlays.length), "seven answers per configuration");
   assert.match(out, /rehearsed in CI: test\/e2e\/overload\.test\.ts cuts intake to 0 through PUT \/admin\/intake/);
   assert.match(out, /^audit: PASS$/m);

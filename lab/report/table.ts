@@ -115,6 +115,41 @@ export function attributionTable(results: readonly RunResult[]): string {
   return rows.length === 1 ? "" : renderTable(rows);
 }
 
+export const receiptsHelp = [
+  "Receipts (outbox scenario): orders of the run, and their receipts once the queue drained. PlaceOrder never waits for a receipt, so its numbers before and",
+  "during the mailer's outage should match.",
+  "orders          orders the run placed; sent / pending / failed: their receipts (failed: retry budget spent)",
+  "once            every order's receipt sent, and the mailer sent exactly as many receipts as the database holds as sent (dup: repeated keys it answered without sending)",
+  "max att         the most attempts one receipt needed (above 1: the outage reached the worker)",
+  "drained         seconds from the mailer's recovery until no receipt was pending",
+  "served / p99    users served and p99 latency of the whole mix, before -> during the outage",
+];
+
+export function receiptsTable(results: readonly RunResult[]): string {
+  const rows: string[][] = [["scenario", "variant", "orders", "sent", "pending", "failed", "once", "dup", "max att", "drained", "orders/s", "served", "p99"]];
+  for (const r of results) {
+    const c = r.receipts;
+    if (!c) continue;
+    const pct = (x: number) => `${Math.round(x * 100)}%`;
+    rows.push([
+      r.scenario,
+      `${r.variant}${r.repetition ? ` #${r.repetition}` : ""}`,
+      String(c.orders),
+      String(c.sent),
+      String(c.pending),
+      String(c.failed),
+      c.exactlyOnce ? "yes" : "NO",
+      String(c.mailerDuplicates),
+      String(c.maxAttempts),
+      c.drainedAfterSec === null ? "no" : `${c.drainedAfterSec} s`,
+      `${r.windows.pre.ordersPerSec} -> ${r.windows.trigger.ordersPerSec}`,
+      `${pct(r.windows.pre.usersServedRatio)} -> ${pct(r.windows.trigger.usersServedRatio)}`,
+      `${r.windows.pre.p99Ms} -> ${r.windows.trigger.p99Ms} ms`,
+    ]);
+  }
+  return rows.length === 1 ? "" : renderTable(rows);
+}
+
 /** The number each ablation compares (see variants.ts). */
 function ablationMetric(scenario: string, r: RunResult): number | null {
   switch (scenario) {
@@ -169,6 +204,8 @@ export function fullReport(results: readonly RunResult[]): string {
   const parts = [resultsTable(results)];
   const attribution = attributionTable(results);
   if (attribution) parts.push("Full outage, per user request:\n" + attribution);
+  const receipts = receiptsTable(results);
+  if (receipts) parts.push("Receipts, off the request path:\n" + receipts);
   const ablation = ablationTable(results);
   if (ablation) parts.push("Ablation: the platform with one mechanism off:\n" + ablation);
   const warnings = warningLines(results);

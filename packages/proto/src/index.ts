@@ -7,6 +7,7 @@ export * as exampleNotesV1 from "./gen/example_notes/v1/example_notes_pb.js";
 export * as healthV1 from "./gen/grpc/health/v1/health_pb.js";
 export * as reflectionV1 from "./gen/grpc/reflection/v1/reflection_pb.js";
 export * as reflectionV1alpha from "./gen/grpc/reflection/v1alpha/reflection_pb.js";
+export * as mailerV1 from "./gen/mailer/v1/mailer_pb.js";
 export * as ordersV1 from "./gen/orders/v1/orders_pb.js";
 export * as commonV1 from "./gen/platform/common/v1/common_pb.js";
 export * as pricingV1 from "./gen/pricing/v1/pricing_pb.js";

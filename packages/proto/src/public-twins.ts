@@ -15,6 +15,17 @@ const publicStatus: Record<ordersV1.OrderStatus, checkoutV1.OrderStatus> = {
   [ordersV1.OrderStatus.PLACED]: checkoutV1.OrderStatus.PLACED,
 };
 
+const publicReceiptState: Record<ordersV1.ReceiptState, checkoutV1.ReceiptState> = {
+  [ordersV1.ReceiptState.UNSPECIFIED]: checkoutV1.ReceiptState.UNSPECIFIED,
+  [ordersV1.ReceiptState.PENDING]: checkoutV1.ReceiptState.PENDING,
+  [ordersV1.ReceiptState.SENT]: checkoutV1.ReceiptState.SENT,
+  [ordersV1.ReceiptState.FAILED]: checkoutV1.ReceiptState.FAILED,
+};
+
+export function publicReceipt(r: ordersV1.Receipt): checkoutV1.Receipt {
+  return create(checkoutV1.ReceiptSchema, { state: publicReceiptState[r.state] ?? (r.state as number as checkoutV1.ReceiptState), attempts: r.attempts });
+}
+
 export function publicMoney(m: commonV1.Money): checkoutV1.Money {
   return create(checkoutV1.MoneySchema, { currencyCode: m.currencyCode, amountMinor: m.amountMinor });
 }
@@ -46,6 +57,7 @@ export function publicOrder(o: ordersV1.Order): checkoutV1.Order {
     items: o.items.map(publicOrderItem),
     total: optionalMoney(o.total),
     createdAt: o.createdAt,
+    receipt: o.receipt === undefined ? undefined : publicReceipt(o.receipt),
   });
 }
 

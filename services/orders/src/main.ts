@@ -5,6 +5,7 @@ import { createDependencyClient, createLogger, databaseProfileOptions, runMain, 
 import { loadConfig } from "./config.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
+import { waitForReceiptsInterface } from "./receipts-interface.js";
 import { routes, services } from "./routes.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -23,6 +24,11 @@ runMain("orders", async () => {
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.
   const startup = migrateWhenReachable(db, { schema: "orders", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
+  // Every order queues its receipt in its own transaction: not ready before that is possible.
+  const stopWaiting = new AbortController();
+  const ready = startup.ready.then(() =>
+    waitForReceiptsInterface(db, { budgetMs: config.dbStartupTimeoutMs, signal: stopWaiting.signal, logger }),
+  );
   const pricing = createDependencyClient(pricingV1.PricingService, {
     dependency: config.pricing,
     server: config.server,
@@ -44,9 +50,10 @@ runMain("orders", async () => {
     logger,
     services,
     routes: routes(impl),
-    startup: { ready: startup.ready, waitingFor: "the database" },
+    startup: { ready, waitingFor: "the database and the receipts queue" },
     onShutdown: async () => {
       startup.cancel();
+      stopWaiting.abort(new Error("shutting down"));
       clearInterval(purge);
       await db.close();
     },

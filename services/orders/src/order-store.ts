@@ -26,7 +26,16 @@ interface OrderLineRow {
   line_currency_code: string;
   unit_price_minor: string;
   line_total_minor: string;
+  /** Null for an order from before receipts existed. */
+  receipt_state: "pending" | "sent" | "failed" | null;
+  receipt_attempts: number | null;
 }
+
+const receiptStates = {
+  pending: ordersV1.ReceiptState.PENDING,
+  sent: ordersV1.ReceiptState.SENT,
+  failed: ordersV1.ReceiptState.FAILED,
+} as const;
 
 /** Thrown inside the insert's transaction to roll it back when the key is taken. */
 class KeyTaken extends Error {}
@@ -41,9 +50,10 @@ export class OrderStore {
   }
 
   /**
-   * Writes the order, its lines and (with a key) the idempotency record with
-   * the response, atomically, as one statement: one round trip between
-   * BEGIN and COMMIT. If the key is held by a live record (also one that a
+   * Writes the order, its lines, (with a key) the idempotency record with
+   * the response, and the receipt's job (receipts.enqueue_receipt, the
+   * receipts service's outbox), atomically, as one statement: one round
+   * trip between BEGIN and COMMIT. If the key is held by a live record (also one that a
    * concurrent request committed first: the upsert waits for it) nothing is
    * kept and that record is returned. An expired record no longer protects
    * its key and is replaced.
@@ -51,7 +61,12 @@ export class OrderStore {
   async insert(order: ordersV1.Order, key: string, requestHash: string, retentionHours: number): Promise<InsertOutcome> {
     // Set here, not by the database, because the stored response must carry it.
     const createdAt = new Date();
-    const stored = create(ordersV1.OrderSchema, { ...order, createdAt: createdAt.toISOString() });
+    // Its receipt is queued in this same transaction (below), so the answer can say so.
+    const stored = create(ordersV1.OrderSchema, {
+      ...order,
+      createdAt: createdAt.toISOString(),
+      receipt: create(ordersV1.ReceiptSchema, { state: ordersV1.ReceiptState.PENDING, attempts: 0 }),
+    });
     try {
       return await this.db.transaction(async (tx) => {
         const r = await tx.query<{ stored: boolean }>(
@@ -72,7 +87,10 @@ export class OrderStore {
                WHERE r.expires_at < now()
              RETURNING 1
            )
-           SELECT $12::text = '' OR EXISTS (SELECT 1 FROM k) AS stored`,
+           -- The transactional outbox: the receipt's row and job commit with
+           -- the order or not at all (a key found taken rolls back both).
+           -- Nothing slow happens here: the receipts worker sends it later.
+           SELECT $12::text = '' OR EXISTS (SELECT 1 FROM k) AS stored, receipts.enqueue_receipt($1) AS queued`,
           [
             order.id,
             order.customerId,
@@ -118,14 +136,16 @@ export class OrderStore {
     return r.rowCount ?? 0;
   }
 
-  /** The order with its lines, in one statement (lines in order; every order has at least one). */
+  /** The order with its lines and its receipt's state, in one statement (lines in order; every order has at least one). */
   async get(id: string): Promise<ordersV1.Order | undefined> {
     return this.db.transaction(
       async (tx) => {
         const r = await tx.query<OrderLineRow>(
           `SELECT o.id, o.customer_id, o.currency_code, o.total_minor, o.created_at,
-                  i.sku, i.name, i.quantity, i.currency_code AS line_currency_code, i.unit_price_minor, i.line_total_minor
+                  i.sku, i.name, i.quantity, i.currency_code AS line_currency_code, i.unit_price_minor, i.line_total_minor,
+                  r.state AS receipt_state, r.attempts AS receipt_attempts
              FROM orders.orders o JOIN orders.order_items i ON i.order_id = o.id
+             LEFT JOIN LATERAL receipts.receipt_status(o.id) r ON true
             WHERE o.id = $1
             ORDER BY i.line_no`,
           [id],
@@ -138,6 +158,7 @@ export class OrderStore {
           status: ordersV1.OrderStatus.PLACED,
           total: { currencyCode: row.currency_code, amountMinor: BigInt(row.total_minor) },
           createdAt: row.created_at.toISOString(),
+          ...(row.receipt_state === null ? {} : { receipt: { state: receiptStates[row.receipt_state], attempts: row.receipt_attempts ?? 0 } }),
           items: r.rows.map((i) => ({
             sku: i.sku,
             name: i.name,

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file checkout/v1/checkout.proto.
  */
 export const file_checkout_v1_checkout: GenFile = /*@__PURE__*/
-  fileDesc("ChpjaGVja291dC92MS9jaGVja291dC5wcm90bxILY2hlY2tvdXQudjEiNAoFTW9uZXkSFQoNY3VycmVuY3lfY29kZRgBIAEoCRIUCgxhbW91bnRfbWlub3IYAiABKAMiTAoHUHJvZHVjdBILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRImCgp1bml0X3ByaWNlGAMgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCI+ChRMaXN0UHJvZHVjdHNSZXNwb25zZRImCghwcm9kdWN0cxgBIAMoCzIULmNoZWNrb3V0LnYxLlByb2R1Y3QiMQoQT3JkZXJJdGVtUmVxdWVzdBILCgNza3UYASABKAkSEAoIcXVhbnRpdHkYAiABKAUiVgoRUGxhY2VPcmRlclJlcXVlc3QSEwoLY3VzdG9tZXJfaWQYASABKAkSLAoFaXRlbXMYAiADKAsyHS5jaGVja291dC52MS5PcmRlckl0ZW1SZXF1ZXN0IjcKElBsYWNlT3JkZXJSZXNwb25zZRIhCgVvcmRlchgBIAEoCzISLmNoZWNrb3V0LnYxLk9yZGVyIiMKD0dldE9yZGVyUmVxdWVzdBIQCghvcmRlcl9pZBgBIAEoCSI1ChBHZXRPcmRlclJlc3BvbnNlEiEKBW9yZGVyGAEgASgLMhIuY2hlY2tvdXQudjEuT3JkZXIiiAEKCU9yZGVySXRlbRILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRIQCghxdWFudGl0eRgDIAEoBRImCgp1bml0X3ByaWNlGAQgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkSJgoKbGluZV90b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5IrABCgVPcmRlchIKCgJpZBgBIAEoCRIoCgZzdGF0dXMYAiABKA4yGC5jaGVja291dC52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIlCgVpdGVtcxgEIAMoCzIWLmNoZWNrb3V0LnYxLk9yZGVySXRlbRIhCgV0b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5EhIKCmNyZWF0ZWRfYXQYBiABKAkqRAoLT3JkZXJTdGF0dXMSHAoYT1JERVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTT1JERVJfU1RBVFVTX1BMQUNFRBABMo0CCg9DaGVja291dFNlcnZpY2USWAoMTGlzdFByb2R1Y3RzEiAuY2hlY2tvdXQudjEuTGlzdFByb2R1Y3RzUmVxdWVzdBohLmNoZWNrb3V0LnYxLkxpc3RQcm9kdWN0c1Jlc3BvbnNlIgOQAgESUgoKUGxhY2VPcmRlchIeLmNoZWNrb3V0LnYxLlBsYWNlT3JkZXJSZXF1ZXN0Gh8uY2hlY2tvdXQudjEuUGxhY2VPcmRlclJlc3BvbnNlIgOQAgISTAoIR2V0T3JkZXISHC5jaGVja291dC52MS5HZXRPcmRlclJlcXVlc3QaHS5jaGVja291dC52MS5HZXRPcmRlclJlc3BvbnNlIgOQAgFiBnByb3RvMw");
+  fileDesc("ChpjaGVja291dC92MS9jaGVja291dC5wcm90bxILY2hlY2tvdXQudjEiNAoFTW9uZXkSFQoNY3VycmVuY3lfY29kZRgBIAEoCRIUCgxhbW91bnRfbWlub3IYAiABKAMiTAoHUHJvZHVjdBILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRImCgp1bml0X3ByaWNlGAMgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCI+ChRMaXN0UHJvZHVjdHNSZXNwb25zZRImCghwcm9kdWN0cxgBIAMoCzIULmNoZWNrb3V0LnYxLlByb2R1Y3QiMQoQT3JkZXJJdGVtUmVxdWVzdBILCgNza3UYASABKAkSEAoIcXVhbnRpdHkYAiABKAUiVgoRUGxhY2VPcmRlclJlcXVlc3QSEwoLY3VzdG9tZXJfaWQYASABKAkSLAoFaXRlbXMYAiADKAsyHS5jaGVja291dC52MS5PcmRlckl0ZW1SZXF1ZXN0IjcKElBsYWNlT3JkZXJSZXNwb25zZRIhCgVvcmRlchgBIAEoCzISLmNoZWNrb3V0LnYxLk9yZGVyIiMKD0dldE9yZGVyUmVxdWVzdBIQCghvcmRlcl9pZBgBIAEoCSI1ChBHZXRPcmRlclJlc3BvbnNlEiEKBW9yZGVyGAEgASgLMhIuY2hlY2tvdXQudjEuT3JkZXIiiAEKCU9yZGVySXRlbRILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRIQCghxdWFudGl0eRgDIAEoBRImCgp1bml0X3ByaWNlGAQgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkSJgoKbGluZV90b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5ItcBCgVPcmRlchIKCgJpZBgBIAEoCRIoCgZzdGF0dXMYAiABKA4yGC5jaGVja291dC52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIlCgVpdGVtcxgEIAMoCzIWLmNoZWNrb3V0LnYxLk9yZGVySXRlbRIhCgV0b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5EhIKCmNyZWF0ZWRfYXQYBiABKAkSJQoHcmVjZWlwdBgHIAEoCzIULmNoZWNrb3V0LnYxLlJlY2VpcHQiRQoHUmVjZWlwdBIoCgVzdGF0ZRgBIAEoDjIZLmNoZWNrb3V0LnYxLlJlY2VpcHRTdGF0ZRIQCghhdHRlbXB0cxgCIAEoDSpECgtPcmRlclN0YXR1cxIcChhPUkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNPUkRFUl9TVEFUVVNfUExBQ0VEEAEqegoMUmVjZWlwdFN0YXRlEh0KGVJFQ0VJUFRfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSRUNFSVBUX1NUQVRFX1BFTkRJTkcQARIWChJSRUNFSVBUX1NUQVRFX1NFTlQQAhIYChRSRUNFSVBUX1NUQVRFX0ZBSUxFRBADMo0CCg9DaGVja291dFNlcnZpY2USWAoMTGlzdFByb2R1Y3RzEiAuY2hlY2tvdXQudjEuTGlzdFByb2R1Y3RzUmVxdWVzdBohLmNoZWNrb3V0LnYxLkxpc3RQcm9kdWN0c1Jlc3BvbnNlIgOQAgESUgoKUGxhY2VPcmRlchIeLmNoZWNrb3V0LnYxLlBsYWNlT3JkZXJSZXF1ZXN0Gh8uY2hlY2tvdXQudjEuUGxhY2VPcmRlclJlc3BvbnNlIgOQAgISTAoIR2V0T3JkZXISHC5jaGVja291dC52MS5HZXRPcmRlclJlcXVlc3QaHS5jaGVja291dC52MS5HZXRPcmRlclJlc3BvbnNlIgOQAgFiBnByb3RvMw");
 
 /**
  * An amount of money in a currency's minor units (cents for USD), so that
@@ -265,6 +265,15 @@ export type Order = Message<"checkout.v1.Order"> & {
    * @generated from field: string created_at = 6;
    */
   createdAt: string;
+
+  /**
+   * The order's receipt. It is queued in the order's own transaction and
+   * sent afterwards by a worker, never within the request's deadline
+   * (docs/outbox.md).
+   *
+   * @generated from field: checkout.v1.Receipt receipt = 7;
+   */
+  receipt?: Receipt | undefined;
 };
 
 /**
@@ -273,6 +282,32 @@ export type Order = Message<"checkout.v1.Order"> & {
  */
 export const OrderSchema: GenMessage<Order> = /*@__PURE__*/
   messageDesc(file_checkout_v1_checkout, 10);
+
+/**
+ * The receipt of an order, as the receipts worker last recorded it.
+ *
+ * @generated from message checkout.v1.Receipt
+ */
+export type Receipt = Message<"checkout.v1.Receipt"> & {
+  /**
+   * @generated from field: checkout.v1.ReceiptState state = 1;
+   */
+  state: ReceiptState;
+
+  /**
+   * Delivery attempts made so far (0 while the first is still queued).
+   *
+   * @generated from field: uint32 attempts = 2;
+   */
+  attempts: number;
+};
+
+/**
+ * Describes the message checkout.v1.Receipt.
+ * Use `create(ReceiptSchema)` to create a new message.
+ */
+export const ReceiptSchema: GenMessage<Receipt> = /*@__PURE__*/
+  messageDesc(file_checkout_v1_checkout, 11);
 
 /**
  * @generated from enum checkout.v1.OrderStatus
@@ -296,6 +331,43 @@ export enum OrderStatus {
  */
 export const OrderStatusSchema: GenEnum<OrderStatus> = /*@__PURE__*/
   enumDesc(file_checkout_v1_checkout, 0);
+
+/**
+ * @generated from enum checkout.v1.ReceiptState
+ */
+export enum ReceiptState {
+  /**
+   * @generated from enum value: RECEIPT_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Queued, being sent, or waiting for its next retry.
+   *
+   * @generated from enum value: RECEIPT_STATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * Sent, exactly once.
+   *
+   * @generated from enum value: RECEIPT_STATE_SENT = 2;
+   */
+  SENT = 2,
+
+  /**
+   * Its retry budget was spent without success; an operator may re-queue it.
+   *
+   * @generated from enum value: RECEIPT_STATE_FAILED = 3;
+   */
+  FAILED = 3,
+}
+
+/**
+ * Describes the enum checkout.v1.ReceiptState.
+ */
+export const ReceiptStateSchema: GenEnum<ReceiptState> = /*@__PURE__*/
+  enumDesc(file_checkout_v1_checkout, 1);
 
 /**
  * The platform's public API, served by the gateway (and, behind it, by the

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file orders/v1/orders.proto.
  */
 export const file_orders_v1_orders: GenFile = /*@__PURE__*/
-  fileDesc("ChZvcmRlcnMvdjEvb3JkZXJzLnByb3RvEglvcmRlcnMudjEidwoSQ3JlYXRlT3JkZXJSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIzCgVpdGVtcxgDIAMoCzIkLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmVSZXF1ZXN0IkgKE0NyZWF0ZU9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXISEAoIcmVwbGF5ZWQYAiABKAgiIwoPR2V0T3JkZXJSZXF1ZXN0EhAKCG9yZGVyX2lkGAEgASgJIjMKEEdldE9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXIivAEKBU9yZGVyEgoKAmlkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLm9yZGVycy52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIsCgVpdGVtcxgEIAMoCzIdLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmUSKAoFdG90YWwYBSABKAsyGS5wbGF0Zm9ybS5jb21tb24udjEuTW9uZXkSEgoKY3JlYXRlZF9hdBgGIAEoCSpECgtPcmRlclN0YXR1cxIcChhPUkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNPUkRFUl9TVEFUVVNfUExBQ0VEEAEyrAEKDU9yZGVyc1NlcnZpY2USUQoLQ3JlYXRlT3JkZXISHS5vcmRlcnMudjEuQ3JlYXRlT3JkZXJSZXF1ZXN0Gh4ub3JkZXJzLnYxLkNyZWF0ZU9yZGVyUmVzcG9uc2UiA5ACAhJICghHZXRPcmRlchIaLm9yZGVycy52MS5HZXRPcmRlclJlcXVlc3QaGy5vcmRlcnMudjEuR2V0T3JkZXJSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_platform_common_v1_common]);
+  fileDesc("ChZvcmRlcnMvdjEvb3JkZXJzLnByb3RvEglvcmRlcnMudjEidwoSQ3JlYXRlT3JkZXJSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIzCgVpdGVtcxgDIAMoCzIkLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmVSZXF1ZXN0IkgKE0NyZWF0ZU9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXISEAoIcmVwbGF5ZWQYAiABKAgiIwoPR2V0T3JkZXJSZXF1ZXN0EhAKCG9yZGVyX2lkGAEgASgJIjMKEEdldE9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXIi4QEKBU9yZGVyEgoKAmlkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLm9yZGVycy52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIsCgVpdGVtcxgEIAMoCzIdLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmUSKAoFdG90YWwYBSABKAsyGS5wbGF0Zm9ybS5jb21tb24udjEuTW9uZXkSEgoKY3JlYXRlZF9hdBgGIAEoCRIjCgdyZWNlaXB0GAcgASgLMhIub3JkZXJzLnYxLlJlY2VpcHQiQwoHUmVjZWlwdBImCgVzdGF0ZRgBIAEoDjIXLm9yZGVycy52MS5SZWNlaXB0U3RhdGUSEAoIYXR0ZW1wdHMYAiABKA0qRAoLT3JkZXJTdGF0dXMSHAoYT1JERVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTT1JERVJfU1RBVFVTX1BMQUNFRBABKnoKDFJlY2VpcHRTdGF0ZRIdChlSRUNFSVBUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGQoVUkVDRUlQVF9TVEFURV9QRU5ESU5HEAESFgoSUkVDRUlQVF9TVEFURV9TRU5UEAISGAoUUkVDRUlQVF9TVEFURV9GQUlMRUQQAzKsAQoNT3JkZXJzU2VydmljZRJRCgtDcmVhdGVPcmRlchIdLm9yZGVycy52MS5DcmVhdGVPcmRlclJlcXVlc3QaHi5vcmRlcnMudjEuQ3JlYXRlT3JkZXJSZXNwb25zZSIDkAICEkgKCEdldE9yZGVyEhoub3JkZXJzLnYxLkdldE9yZGVyUmVxdWVzdBobLm9yZGVycy52MS5HZXRPcmRlclJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_platform_common_v1_common]);
 
 /**
  * @generated from message orders.v1.CreateOrderRequest
@@ -141,6 +141,13 @@ export type Order = Message<"orders.v1.Order"> & {
    * @generated from field: string created_at = 6;
    */
   createdAt: string;
+
+  /**
+   * Its receipt, queued in the order's transaction (the receipts worker's outbox).
+   *
+   * @generated from field: orders.v1.Receipt receipt = 7;
+   */
+  receipt?: Receipt | undefined;
 };
 
 /**
@@ -149,6 +156,32 @@ export type Order = Message<"orders.v1.Order"> & {
  */
 export const OrderSchema: GenMessage<Order> = /*@__PURE__*/
   messageDesc(file_orders_v1_orders, 4);
+
+/**
+ * The receipt of an order, as the receipts worker last recorded it; the twin of checkout.v1.Receipt.
+ *
+ * @generated from message orders.v1.Receipt
+ */
+export type Receipt = Message<"orders.v1.Receipt"> & {
+  /**
+   * @generated from field: orders.v1.ReceiptState state = 1;
+   */
+  state: ReceiptState;
+
+  /**
+   * Delivery attempts made so far (0 while the first is still queued).
+   *
+   * @generated from field: uint32 attempts = 2;
+   */
+  attempts: number;
+};
+
+/**
+ * Describes the message orders.v1.Receipt.
+ * Use `create(ReceiptSchema)` to create a new message.
+ */
+export const ReceiptSchema: GenMessage<Receipt> = /*@__PURE__*/
+  messageDesc(file_orders_v1_orders, 5);
 
 /**
  * @generated from enum orders.v1.OrderStatus
@@ -172,6 +205,43 @@ export enum OrderStatus {
  */
 export const OrderStatusSchema: GenEnum<OrderStatus> = /*@__PURE__*/
   enumDesc(file_orders_v1_orders, 0);
+
+/**
+ * @generated from enum orders.v1.ReceiptState
+ */
+export enum ReceiptState {
+  /**
+   * @generated from enum value: RECEIPT_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Queued, being sent, or waiting for its next retry.
+   *
+   * @generated from enum value: RECEIPT_STATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * Sent, exactly once.
+   *
+   * @generated from enum value: RECEIPT_STATE_SENT = 2;
+   */
+  SENT = 2,
+
+  /**
+   * Its retry budget was spent without success; an operator may re-queue it.
+   *
+   * @generated from enum value: RECEIPT_STATE_FAILED = 3;
+   */
+  FAILED = 3,
+}
+
+/**
+ * Describes the enum orders.v1.ReceiptState.
+ */
+export const ReceiptStateSchema: GenEnum<ReceiptState> = /*@__PURE__*/
+  enumDesc(file_orders_v1_orders, 1);
 
 /**
  * Internal: owns orders, their lines and idempotency records.

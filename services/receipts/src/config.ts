@@ -1,0 +1,55 @@
+import { readDependencyConfig, readEnv, readServerConfig, type DependencyConfig, type ServerConfig } from "@platform/runtime";
+import type { RetrySchedule } from "./retry-schedule.js";
+
+export interface ReceiptsConfig {
+  server: ServerConfig;
+  databaseUrl: string;
+  dbPoolMax: number;
+  /** How long start-up waits for the database (first connection, migrations) before giving up. */
+  dbStartupTimeoutMs: number;
+  mailer: DependencyConfig;
+  /** Jobs run at once by this process. */
+  concurrency: number;
+  /** How often the queue looks for jobs whose time came (new jobs arrive by LISTEN/NOTIFY at once). */
+  pollIntervalMs: number;
+  /** One job's deadline: its statements and its call to the mailer. */
+  jobTimeoutMs: number;
+  /** SendReceiptDeps.pauseAfterFailureMs. */
+  pauseAfterFailureMs: number;
+  retry: RetrySchedule;
+  /** Roles allowed to call enqueue_receipt and receipt_status (the orders service's). */
+  enqueuerRoles: string[];
+}
+
+export function loadConfig(env: Record<string, string | undefined>): ReceiptsConfig {
+  return readEnv(env, (r) => {
+    const concurrency = r.int("RECEIPTS_CONCURRENCY", 8, { min: 1, max: 256 });
+    const roles = r.string("RECEIPTS_ENQUEUER_ROLES", "orders");
+    const enqueuerRoles = roles.split(",").map((s) => s.trim()).filter((s) => s !== "");
+    for (const role of enqueuerRoles) {
+      if (!/^[a-z_][a-z0-9_]*$/.test(role)) r.problems.push(`RECEIPTS_ENQUEUER_ROLES: ${JSON.stringify(role)} is not a plain role name`);
+    }
+    const baseMs = r.int("RECEIPTS_BACKOFF_BASE_MS", 1000, { min: 1, max: 3_600_000 });
+    const capMs = r.int("RECEIPTS_BACKOFF_CAP_MS", 60_000, { min: 1, max: 86_400_000 });
+    if (capMs < baseMs) r.problems.push(`RECEIPTS_BACKOFF_CAP_MS (${capMs}) must not be below RECEIPTS_BACKOFF_BASE_MS (${baseMs})`);
+    return {
+      server: readServerConfig(r, "receipts", { port: 8084, adminPort: 9084, naiveCallTimeoutMs: 4000 }),
+      databaseUrl: r.postgresUrl("DATABASE_URL"),
+      dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
+      dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
+      // As many calls in flight as jobs run at once; a short queue.
+      mailer: readDependencyConfig(r, "mailer", "http://127.0.0.1:8085", { maxConcurrent: concurrency, minConcurrent: Math.min(2, concurrency), maxQueue: 16 }),
+      concurrency,
+      pollIntervalMs: r.int("RECEIPTS_POLL_INTERVAL_MS", 1000, { min: 50, max: 60_000 }),
+      jobTimeoutMs: r.int("RECEIPTS_JOB_TIMEOUT_MS", 5000, { min: 100, max: 600_000 }),
+      // As long as a breaker stays open before its trial call (BREAKER_RESET_MS).
+      pauseAfterFailureMs: r.int("RECEIPTS_PAUSE_AFTER_FAILURE_MS", 5000, { min: 0, max: 600_000 }),
+      // About 8 minutes of retrying on average (full jitter averages half of
+      // each ceiling), and never less than the ceilings' spread allows: the
+      // storm lab's one-minute outage took up to 10 attempts for the
+      // unluckiest of 194 receipts (docs/outbox.md).
+      retry: { baseMs, capMs, maxAttempts: r.int("RECEIPTS_MAX_ATTEMPTS", 20, { min: 1, max: 1000 }) },
+      enqueuerRoles,
+    };
+  });
+}

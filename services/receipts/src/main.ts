@@ -1,0 +1,66 @@
+import { fileURLToPath } from "node:url";
+import { createDatabase, migrateWhenReachable } from "@platform/database";
+import { mailerV1 } from "@platform/proto";
+import { createDependencyClient, createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
+import { loadConfig } from "./config.js";
+import { openInterface, startQueue, type Queue } from "./queue.js";
+import { ReceiptStore } from "./receipt-store.js";
+import { createSendReceipt } from "./send-receipt.js";
+
+const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
+
+/**
+ * The receipts worker: no API of its own (health on its RPC port, metrics,
+ * probes and faults on its admin port). It takes receipt jobs that orders
+ * queued in each order's transaction and sends them through the mailer.
+ */
+runMain("receipts", async () => {
+  const config = loadConfig(process.env);
+  const logger = createLogger("receipts", config.server.logLevel);
+  const db = createDatabase({
+    name: "receipts-db",
+    connectionString: config.databaseUrl,
+    maxConnections: config.dbPoolMax,
+    applicationName: "receipts",
+    logger,
+    ...databaseProfileOptions(config.server),
+  });
+  const mailer = createDependencyClient(mailerV1.MailerService, {
+    dependency: config.mailer,
+    server: config.server,
+    // The queue retries this work (a new job at a jittered time), not the call.
+    retry: "none",
+  });
+  const sendReceipt = createSendReceipt({
+    store: new ReceiptStore(db),
+    mailer,
+    schedule: config.retry,
+    jobTimeoutMs: config.jobTimeoutMs,
+    pauseAfterFailureMs: config.pauseAfterFailureMs,
+    logger,
+  });
+  // Serves NOT_SERVING until: the database answers, our migrations are in,
+  // the queue is installed and running, and orders may enqueue.
+  const startup = migrateWhenReachable(db, { schema: "receipts", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
+  let queue: Queue | undefined;
+  let stopping = false;
+  const ready = startup.ready.then(async () => {
+    if (stopping) return;
+    queue = await startQueue({ connectionString: config.databaseUrl, concurrency: config.concurrency, pollIntervalMs: config.pollIntervalMs, sendReceipt, logger });
+    await openInterface(db, config.enqueuerRoles, logger);
+  });
+  return serve({
+    config: config.server,
+    logger,
+    services: [],
+    routes: () => {},
+    startup: { ready, waitingFor: "the database and the queue" },
+    onShutdown: async () => {
+      stopping = true;
+      startup.cancel();
+      // Lets running jobs finish (each within its own deadline), then closes.
+      await queue?.stop();
+      await db.close();
+    },
+  });
+});

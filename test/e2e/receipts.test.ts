@@ -1,0 +1,174 @@
+/**
+ * The receipts outbox end to end (docs/outbox.md): the platform as
+ * `npm start` runs it, with the receipts worker and the mailer as their own
+ * processes, on the embedded PostgreSQL. Orders queues each receipt in the
+ * order's own transaction; the worker sends it through the mailer later,
+ * with its own deadline, jittered retries and a budget of attempts; each
+ * receipt goes out once.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { Code } from "@connectrpc/connect";
+import { checkoutV1 } from "@platform/proto";
+import { expectCode } from "../support/expect-code.js";
+import { eventually, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+
+let p: TestPlatform;
+
+/** Attempts per receipt in this file, and short backoffs, so that retries and the budget are seen within a test. */
+const maxAttempts = 3;
+
+before(async () => {
+  p = await startTestPlatform({
+    serviceEnv: {
+      receipts: { RECEIPTS_MAX_ATTEMPTS: String(maxAttempts), RECEIPTS_BACKOFF_BASE_MS: "50", RECEIPTS_BACKOFF_CAP_MS: "200", RECEIPTS_PAUSE_AFTER_FAILURE_MS: "100", RECEIPTS_POLL_INTERVAL_MS: "100" },
+    },
+  });
+});
+after(async () => {
+  await p?.close();
+});
+
+const client = () => p.client("connect-json");
+const place = (headers: Record<string, string> = {}) =>
+  client().placeOrder({ customerId: "receipts-e2e", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { headers, timeoutMs: 5000 });
+
+async function receiptOf(orderId: string): Promise<checkoutV1.Receipt | undefined> {
+  return (await client().getOrder({ orderId }, { timeoutMs: 5000 })).order?.receipt;
+}
+
+async function mailerSent(outcome: "sent" | "duplicate"): Promise<number> {
+  return metricValue(await p.metrics("mailer"), "mailer_receipts_total", { outcome });
+}
+
+async function jobRuns(outcome: string): Promise<number> {
+  return metricValue(await p.metrics("receipts"), "receipts_jobs_total", { outcome });
+}
+
+async function waitForState(orderId: string, state: checkoutV1.ReceiptState): Promise<checkoutV1.Receipt> {
+  let last: checkoutV1.Receipt | undefined;
+  await eventually(async () => (last = await receiptOf(orderId))?.state === state, `receipt of ${orderId} ${checkoutV1.ReceiptState[state]} (last: ${JSON.stringify(last)})`, 200, 50);
+  return last!;
+}
+
+/** Orders without exactly one receipt row, and receipt rows or jobs without a committed order. */
+async function outboxMismatches() {
+  const [row] = await p.sql<{ without_receipt: number; orphan_receipts: number; orphan_jobs: number }>(
+    `SELECT (SELECT count(*) FROM orders.orders o WHERE NOT EXISTS (SELECT 1 FROM receipts.receipts r WHERE r.order_id = o.id))::int AS without_receipt,
+            (SELECT count(*) FROM receipts.receipts r WHERE NOT EXISTS (SELECT 1 FROM orders.orders o WHERE o.id = r.order_id))::int AS orphan_receipts,
+            (SELECT count(*) FROM receipts._private_jobs j WHERE NOT EXISTS (SELECT 1 FROM orders.orders o WHERE o.id = (j.payload->>'orderId')::uuid))::int AS orphan_jobs`,
+  );
+  return row;
+}
+
+describe("the outbox: the receipt is queued in the order's transaction", () => {
+  test("PlaceOrder answers with the receipt pending; the worker sends it once and GetOrder says so", async () => {
+    const sentBefore = await mailerSent("sent");
+    const { order } = await place();
+    assert.ok(order);
+    assert.deepEqual([order.receipt?.state, order.receipt?.attempts], [checkoutV1.ReceiptState.PENDING, 0]);
+    const receipt = await waitForState(order.id, checkoutV1.ReceiptState.SENT);
+    assert.equal(receipt.attempts, 1);
+    assert.equal((await mailerSent("sent")) - sentBefore, 1, "one receipt went out");
+    const rows = await p.sql<{ state: string; message_id: string | null }>("SELECT state, message_id FROM receipts.receipts WHERE order_id = $1", [order.id]);
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]!.state, "sent");
+    assert.ok(rows[0]!.message_id, "the mailer's message id is kept");
+  });
+
+  test("an order whose transaction rolls back leaves no receipt and no job; every committed order has exactly one", async () => {
+    // The same key with another request: orders' one statement writes the
+    // order, its lines and enqueues the receipt, finds the key taken, and
+    // rolls all of it back (ALREADY_EXISTS).
+    const key = `receipts-e2e-${randomUUID()}`;
+    const first = await place({ "Idempotency-Key": key });
+    const receiptsBefore = (await p.sql<{ n: number }>("SELECT count(*)::int AS n FROM receipts.receipts"))[0]!.n;
+    await expectCode(
+      client().placeOrder({ customerId: "receipts-e2e", items: [{ sku: "MUG-CERAMIC", quantity: 5 }] }, { headers: { "Idempotency-Key": key }, timeoutMs: 5000 }),
+      Code.AlreadyExists,
+      /already used/,
+    );
+    // A replay is answered from the store: no second receipt either.
+    const replay = await place({ "Idempotency-Key": key });
+    assert.equal(replay.order?.id, first.order?.id);
+    assert.equal((await p.sql<{ n: number }>("SELECT count(*)::int AS n FROM receipts.receipts"))[0]!.n, receiptsBefore);
+    assert.deepEqual(await outboxMismatches(), { without_receipt: 0, orphan_receipts: 0, orphan_jobs: 0 });
+  });
+
+  test("orders may call the receipts interface and nothing else of the receipts schema", async () => {
+    const [row] = await p.sql<{ enqueue: boolean; status: boolean; add_job: boolean; read_jobs: boolean; read_receipts: boolean }>(
+      `SELECT has_function_privilege('orders', 'receipts.enqueue_receipt(uuid)', 'EXECUTE') AS enqueue,
+              has_function_privilege('orders', 'receipts.receipt_status(uuid)', 'EXECUTE') AS status,
+              has_table_privilege('orders', 'receipts._private_jobs', 'INSERT') AS add_job,
+              has_table_privilege('orders', 'receipts._private_jobs', 'SELECT') AS read_jobs,
+              has_table_privilege('orders', 'receipts.receipts', 'SELECT') AS read_receipts`,
+    );
+    assert.deepEqual(row, { enqueue: true, status: true, add_job: false, read_jobs: false, read_receipts: false });
+  });
+});
+
+describe("the worker: each receipt once, retried with a budget", () => {
+  test("a job that runs again for a sent receipt sends nothing", async () => {
+    const { order } = await place();
+    await waitForState(order!.id, checkoutV1.ReceiptState.SENT);
+    const sentBefore = await mailerSent("sent");
+    const doneBefore = await jobRuns("already_done");
+    // A second job for the same order, as a redelivery would make it.
+    await p.sql("SELECT receipts.add_job('send_receipt', json_build_object('orderId', $1::uuid))", [order!.id]);
+    await eventually(async () => (await jobRuns("already_done")) > doneBefore, "the repeated job ran");
+    assert.equal((await mailerSent("sent")) - sentBefore, 0);
+    assert.deepEqual(await receiptOf(order!.id), await waitForState(order!.id, checkoutV1.ReceiptState.SENT));
+    assert.equal((await receiptOf(order!.id))?.attempts, 1);
+  });
+
+  test("two runs of one receipt at once: the mailer's key and the conditional update keep it one receipt", async () => {
+    // A slow mailer keeps the first run in flight while the second starts.
+    await setServiceFaults(p, "mailer", { handler: { latencyMs: 300 } });
+    try {
+      const sentBefore = await mailerSent("sent");
+      const { order } = await place();
+      await p.sql("SELECT receipts.add_job('send_receipt', json_build_object('orderId', $1::uuid))", [order!.id]);
+      await waitForState(order!.id, checkoutV1.ReceiptState.SENT);
+      await eventually(async () => (await p.sql<{ n: number }>("SELECT count(*)::int AS n FROM receipts._private_jobs WHERE payload->>'orderId' = $1", [order!.id]))[0]!.n === 0, "both jobs done");
+      assert.equal((await mailerSent("sent")) - sentBefore, 1, "one receipt went out");
+      const rows = await p.sql<{ state: string }>("SELECT state FROM receipts.receipts WHERE order_id = $1", [order!.id]);
+      assert.deepEqual(rows, [{ state: "sent" }]);
+    } finally {
+      await setServiceFaults(p, "mailer", {});
+    }
+  });
+
+  test("the mailer fails twice, then recovers: retried by the queue, sent once on the third attempt", async () => {
+    await setServiceFaults(p, "mailer", { handler: { errorRate: 1, times: 2 } });
+    try {
+      const sentBefore = await mailerSent("sent");
+      const retriesBefore = await jobRuns("retry_scheduled");
+      const { order } = await place();
+      const receipt = await waitForState(order!.id, checkoutV1.ReceiptState.SENT);
+      assert.equal(receipt.attempts, 3);
+      assert.equal((await jobRuns("retry_scheduled")) - retriesBefore, 2);
+      assert.equal((await mailerSent("sent")) - sentBefore, 1);
+    } finally {
+      await setServiceFaults(p, "mailer", {});
+    }
+  });
+
+  test("a mailer that stays down: orders are still placed at once, and each receipt fails after its budget, unsent", async () => {
+    await setServiceFaults(p, "mailer", { handler: { errorRate: 1 } });
+    try {
+      const sentBefore = await mailerSent("sent");
+      const orders = await Promise.all([place(), place(), place()]);
+      for (const { order } of orders) assert.equal(order?.receipt?.state, checkoutV1.ReceiptState.PENDING, "the order does not wait for its receipt");
+      for (const { order } of orders) {
+        const receipt = await waitForState(order!.id, checkoutV1.ReceiptState.FAILED);
+        assert.equal(receipt.attempts, maxAttempts);
+      }
+      assert.equal((await mailerSent("sent")) - sentBefore, 0);
+      const errors = await p.sql<{ last_error: string }>("SELECT last_error FROM receipts.receipts WHERE order_id = $1", [orders[0]!.order!.id]);
+      assert.match(errors[0]!.last_error, /injected fault/);
+    } finally {
+      await setServiceFaults(p, "mailer", {});
+    }
+  });
+});
