@@ -19,8 +19,12 @@ const messageTwins: [DescMessage, DescMessage][] = [
   [commonV1.OrderLineRequestSchema, checkoutV1.OrderItemRequestSchema],
   [commonV1.OrderLineSchema, checkoutV1.OrderItemSchema],
   [ordersV1.OrderSchema, checkoutV1.OrderSchema],
+  [ordersV1.ReceiptSchema, checkoutV1.ReceiptSchema],
 ];
-const enumTwins: [DescEnum, DescEnum][] = [[ordersV1.OrderStatusSchema, checkoutV1.OrderStatusSchema]];
+const enumTwins: [DescEnum, DescEnum][] = [
+  [ordersV1.OrderStatusSchema, checkoutV1.OrderStatusSchema],
+  [ordersV1.ReceiptStateSchema, checkoutV1.ReceiptStateSchema],
+];
 
 function twinOf(internal: DescMessage | DescEnum): string | undefined {
   return [...messageTwins, ...enumTwins].find(([i]) => i.typeName === internal.typeName)?.[1].typeName;

@@ -47,14 +47,14 @@ function scratchRepository(t: { after(fn: () => void): void }): string {
   // A public API: pricing's proto stands in for one the gateway forwards (pricing itself stays internal).
   writeFileSync(join(dir, "proto", "stock.proto"), 'syntax = "proto3";\npackage stock.v1;\nservice StockService {}\n');
   add("stock", { ports: { rpc: 8090, admin: 9090 }, apis: ["stock.v1.StockService"], public: true, dependencies: [{ service: "pricing", maxConcurrent: 4, maxQueue: 8 }] });
-  add("receipts", { ports: { rpc: 8091, admin: 9091 }, apis: [], database: { schema: "receipts", role: "receipts" } });
+  add("ledger", { ports: { rpc: 8091, admin: 9091 }, apis: [], database: { schema: "ledger", role: "ledger" } });
   return dir;
 }
 
 test("a worker with a database and no api, and a public service: compose, Kubernetes, prometheus, roles, the gateway's list", (t) => {
   const dir = scratchRepository(t);
   const written = generateServiceArtifacts(dir);
-  assert.ok(written.includes("docker-compose.yml") && written.includes("deploy/k8s/base/receipts.yaml") && written.includes("deploy/k8s/base/stock.yaml"), written.join(", "));
+  assert.ok(written.includes("docker-compose.yml") && written.includes("deploy/k8s/base/ledger.yaml") && written.includes("deploy/k8s/base/stock.yaml"), written.join(", "));
   assert.deepEqual(generateServiceArtifacts(dir), [], "a second run changes nothing");
   const read = (p: string) => readFileSync(join(dir, p), "utf8");
 
@@ -63,45 +63,45 @@ test("a worker with a database and no api, and a public service: compose, Kubern
     services: Record<string, { environment?: Record<string, string>; secrets?: { source: string }[]; depends_on?: Record<string, unknown>; ports?: unknown; mem_limit?: unknown; healthcheck?: unknown; logging?: unknown }>;
     secrets: Record<string, { file: string }>;
   };
-  const receipts = compose.services["receipts"]!;
-  assert.equal(receipts.environment?.["DATABASE_URL"], "postgres://receipts@postgres:5432/platform", "no password in the URL");
-  assert.equal(receipts.environment?.["DATABASE_PASSWORD_FILE"], "/run/secrets/receipts_db_password");
-  assert.deepEqual(receipts.secrets?.map((s) => s.source), ["receipts_db_password"]);
-  assert.equal(compose.secrets["receipts_db_password"]?.file, "/secrets/receipts_db_password");
-  assert.deepEqual(Object.keys(receipts.depends_on ?? {}), ["postgres"]);
-  assert.ok(receipts.mem_limit !== undefined && receipts.healthcheck !== undefined && receipts.logging !== undefined, "x-service's settings apply");
-  assert.equal(receipts.ports, undefined, "only the gateway publishes a port");
+  const ledger = compose.services["ledger"]!;
+  assert.equal(ledger.environment?.["DATABASE_URL"], "postgres://ledger@postgres:5432/platform", "no password in the URL");
+  assert.equal(ledger.environment?.["DATABASE_PASSWORD_FILE"], "/run/secrets/ledger_db_password");
+  assert.deepEqual(ledger.secrets?.map((s) => s.source), ["ledger_db_password"]);
+  assert.equal(compose.secrets["ledger_db_password"]?.file, "/secrets/ledger_db_password");
+  assert.deepEqual(Object.keys(ledger.depends_on ?? {}), ["postgres"]);
+  assert.ok(ledger.mem_limit !== undefined && ledger.healthcheck !== undefined && ledger.logging !== undefined, "x-service's settings apply");
+  assert.equal(ledger.ports, undefined, "only the gateway publishes a port");
   assert.equal(compose.services["gateway"]?.environment?.["STOCK_URL"], "http://stock:8090", "the gateway reaches the public service");
   assert.equal(compose.services["stock"]?.environment?.["PRICING_URL"], "http://pricing:8083");
-  assert.deepEqual(compose.services["postgres"]?.secrets?.map((s) => s.source).sort(), ["orders_db_password", "postgres_password", "pricing_db_password", "receipts_db_password"]);
+  assert.deepEqual(compose.services["postgres"]?.secrets?.map((s) => s.source).sort(), ["ledger_db_password", "orders_db_password", "postgres_password", "pricing_db_password", "receipts_db_password"]);
   assert.ok(!JSON.stringify(compose).match(/PASSWORD"?:\s*"[^/]/), "no password value in any environment");
 
-  // --- the init script gives receipts its role and schema ---
+  // --- the init script gives ledger its role and schema ---
   const init = read("deploy/compose/postgres-init.sh");
-  assert.match(init, /-v receipts_pw="\$\(cat "\$RECEIPTS_DB_PASSWORD_FILE"\)"/);
-  assert.match(init, /^CREATE ROLE receipts LOGIN PASSWORD :'receipts_pw';$/m);
-  assert.match(init, /^CREATE SCHEMA receipts AUTHORIZATION receipts;$/m);
-  assert.match(read("deploy/compose/example.env"), /receipts_db_password/);
+  assert.match(init, /-v ledger_pw="\$\(cat "\$LEDGER_DB_PASSWORD_FILE"\)"/);
+  assert.match(init, /^CREATE ROLE ledger LOGIN PASSWORD :'ledger_pw';$/m);
+  assert.match(init, /^CREATE SCHEMA ledger AUTHORIZATION ledger;$/m);
+  assert.match(read("deploy/compose/example.env"), /ledger_db_password/);
 
   // --- prometheus scrapes both ---
   const targets = (parse(read("observability/prometheus.yml")) as { scrape_configs: { static_configs: { targets: string[] }[] }[] }).scrape_configs[0]!.static_configs.flatMap((c) => c.targets);
-  assert.deepEqual(targets.sort(), ["checkout:9081", "gateway:9080", "orders:9082", "pricing:9083", "receipts:9091", "stock:9090"]);
+  assert.deepEqual(targets.sort(), ["checkout:9081", "gateway:9080", "ledger:9091", "mailer:9085", "orders:9082", "pricing:9083", "receipts:9084", "stock:9090"]);
 
   // --- Kubernetes, as kubectl kustomize renders it ---
   for (const overlay of ["dev", "production"]) {
     const objects = renderOverlay(join(dir, "deploy/k8s/overlays", overlay)) as { kind: string; metadata: { name: string }; spec: Record<string, any> }[];
     const deployment = (name: string) => objects.find((o) => o.kind === "Deployment" && o.metadata.name === name)!.spec["template"].spec;
     const env = (name: string) => Object.fromEntries((deployment(name).containers[0].env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
-    assert.equal(env("receipts")["DATABASE_URL_FILE"], "/var/run/secrets/platform-database/url");
-    assert.deepEqual(deployment("receipts").volumes.find((v: { name: string }) => v.name === "database").secret, { secretName: "platform-database", items: [{ key: "receipts-url", path: "url" }] });
+    assert.equal(env("ledger")["DATABASE_URL_FILE"], "/var/run/secrets/platform-database/url");
+    assert.deepEqual(deployment("ledger").volumes.find((v: { name: string }) => v.name === "database").secret, { secretName: "platform-database", items: [{ key: "ledger-url", path: "url" }] });
     assert.equal(env("gateway")["STOCK_URL"], "http://stock:8090");
     const policy = (name: string) => objects.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === `${name}-ingress`)!.spec;
     const from = (name: string) => (policy(name)["ingress"] as { from?: { podSelector: { matchLabels: Record<string, string> } }[] }[]).flatMap((i) => i.from ?? []).map((f) => f.podSelector.matchLabels["app.kubernetes.io/name"]);
     assert.deepEqual(from("stock"), ["gateway"]);
     assert.deepEqual(from("pricing"), ["stock", "checkout", "orders"]);
-    assert.deepEqual(policy("receipts")["ingress"], [], "nothing calls the worker");
+    assert.deepEqual(policy("ledger")["ingress"], [], "nothing calls the worker");
     if (overlay === "production") {
-      const hpa = objects.find((o) => o.kind === "HorizontalPodAutoscaler" && o.metadata.name === "receipts")!;
+      const hpa = objects.find((o) => o.kind === "HorizontalPodAutoscaler" && o.metadata.name === "ledger")!;
       assert.equal(hpa.spec["maxReplicas"], 4);
     }
   }
@@ -110,7 +110,7 @@ test("a worker with a database and no api, and a public service: compose, Kubern
   assert.match(read("services/gateway/src/forwarded-apis.generated.ts"), /^ {2}\{ api: "stock\.v1\.StockService", dependency: "stock", defaultUrl: "http:\/\/127\.0\.0\.1:8090" \},\n\];/m);
   assert.match(read("packages/proto/src/index.ts"), /^export \* as stockV1 from "\.\/gen\/stock_pb\.js";$/m, "a new proto is exported");
   const names = JSON.parse(/serviceNames = (\[[^\]]*\]) as const/.exec(read("packages/launcher/src/service-names.generated.ts"))?.[1] ?? "[]") as string[];
-  assert.ok(names.includes("stock") && names.includes("receipts"), names.join(", "));
+  assert.ok(names.includes("stock") && names.includes("ledger"), names.join(", "));
   const at = (n: string) => names.indexOf(n);
   assert.ok(at("pricing") < at("orders") && at("orders") < at("checkout") && at("checkout") < at("gateway") && at("stock") < at("gateway"), `callees first: ${names.join(", ")}`);
 });

@@ -4,7 +4,15 @@ import type { RetrySchedule } from "./retry-schedule.js";
 export interface ReceiptsConfig {
   server: ServerConfig;
   databaseUrl: string;
+  /**
+   * Connections this process holds at most, both pools together: the
+   * queue's (concurrency + 2: a job runner each, LISTEN, maintenance) and
+   * the rest for receipt bookkeeping. The Kubernetes connection budget counts
+   * DB_POOL_MAX per pod, so it must be the whole.
+   */
   dbPoolMax: number;
+  /** The bookkeeping pool: dbPoolMax less the queue's. */
+  appPoolMax: number;
   /** How long start-up waits for the database (first connection, migrations) before giving up. */
   dbStartupTimeoutMs: number;
   mailer: DependencyConfig;
@@ -29,13 +37,17 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
     for (const role of enqueuerRoles) {
       if (!/^[a-z_][a-z0-9_]*$/.test(role)) r.problems.push(`RECEIPTS_ENQUEUER_ROLES: ${JSON.stringify(role)} is not a plain role name`);
     }
+    const dbPoolMax = r.int("DB_POOL_MAX", 12, { min: 2, max: 200 });
+    const appPoolMax = dbPoolMax - (concurrency + 2);
+    if (appPoolMax < 1) r.problems.push(`DB_POOL_MAX (${dbPoolMax}) must be at least RECEIPTS_CONCURRENCY + 3 (${concurrency + 3}): the queue holds RECEIPTS_CONCURRENCY + 2 connections and the bookkeeping at least one`);
     const baseMs = r.int("RECEIPTS_BACKOFF_BASE_MS", 1000, { min: 1, max: 3_600_000 });
     const capMs = r.int("RECEIPTS_BACKOFF_CAP_MS", 60_000, { min: 1, max: 86_400_000 });
     if (capMs < baseMs) r.problems.push(`RECEIPTS_BACKOFF_CAP_MS (${capMs}) must not be below RECEIPTS_BACKOFF_BASE_MS (${baseMs})`);
     return {
       server: readServerConfig(r, "receipts", { port: 8084, adminPort: 9084, naiveCallTimeoutMs: 4000 }),
       databaseUrl: r.postgresUrl("DATABASE_URL"),
-      dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
+      dbPoolMax,
+      appPoolMax: Math.max(1, appPoolMax),
       dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
       // As many calls in flight as jobs run at once; a short queue.
       mailer: readDependencyConfig(r, "mailer", "http://127.0.0.1:8085", { maxConcurrent: concurrency, minConcurrent: Math.min(2, concurrency), maxQueue: 16 }),

@@ -20,7 +20,7 @@ runMain("receipts", async () => {
   const db = createDatabase({
     name: "receipts-db",
     connectionString: config.databaseUrl,
-    maxConnections: config.dbPoolMax,
+    maxConnections: config.appPoolMax,
     applicationName: "receipts",
     logger,
     ...databaseProfileOptions(config.server),

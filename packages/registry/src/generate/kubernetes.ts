@@ -29,11 +29,16 @@ export function kubernetesService(m: LoadedManifest, all: readonly LoadedManifes
       `# (docs/kubernetes.md).`,
       `- name: DATABASE_URL_FILE`,
       `  value: ${databaseSecretDir}/url`,
-      `# Per process: replicas x DB_POOL_MAX connections in total, which`,
-      `# must stay below max_connections (docs/scaling.md).`,
-      `- name: DB_POOL_MAX`,
-      `  value: "6"`,
     );
+    // The manifest's kubernetes.env may set its own (a worker with a pool of its own, docs/outbox.md).
+    if (m.kubernetes.env["DB_POOL_MAX"] === undefined) {
+      env.push(
+        `# Per process: replicas x DB_POOL_MAX connections in total, which`,
+        `# must stay below max_connections (docs/scaling.md).`,
+        `- name: DB_POOL_MAX`,
+        `  value: "${defaultPoolMax}"`,
+      );
+    }
     mounts.push(`- name: database`, `  mountPath: ${databaseSecretDir}`, `  readOnly: true`);
     volumes.push(`- name: database`, `  secret:`, `    secretName: platform-database`, `    items:`, `      - key: ${m.name}-url`, `        path: url`);
   }
@@ -125,14 +130,18 @@ export function networkPolicies(manifests: readonly LoadedManifest[]): string {
   return header + docs.join("\n---\n") + "\n";
 }
 
+/** DB_POOL_MAX per pod in Kubernetes unless a manifest's kubernetes.env sets it (docs/scaling.md). */
+const defaultPoolMax = 5;
+const poolMax = (m: LoadedManifest) => Number(m.kubernetes.env["DB_POOL_MAX"] ?? defaultPoolMax);
+
 /** overlays/production/kustomization.yaml's per-service HPA ceilings. */
 export function productionReplicaPatches(manifests: readonly LoadedManifest[]): string {
   const lines: string[] = [];
   const withDb = manifests.toReversed().filter((m) => m.database);
   for (const m of manifests.toReversed()) {
     if (m === withDb[0]) {
-      const total = withDb.map((x) => `(${x.kubernetes.productionMaxReplicas} + 1) x 6`).join(" + ");
-      const sum = withDb.reduce((n, x) => n + (x.kubernetes.productionMaxReplicas + 1) * 6, 0);
+      const total = withDb.map((x) => `(${x.kubernetes.productionMaxReplicas} + 1) x ${poolMax(x)}`).join(" + ");
+      const sum = withDb.reduce((n, x) => n + (x.kubernetes.productionMaxReplicas + 1) * poolMax(x), 0);
       lines.push(
         `  # ${withDb.map((x) => x.name).join(" and ")} hold database connections: (maxReplicas + maxSurge) x`,
         `  # DB_POOL_MAX for each must stay below PostgreSQL's max_connections, here`,
