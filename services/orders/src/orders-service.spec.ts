@@ -26,6 +26,7 @@ import { OrdersService } from "./orders-service.js";
 import { routes, services } from "./routes.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
+const receiptsMigrations = fileURLToPath(new URL("../../receipts/migrations", import.meta.url));
 
 /** Beyond 2^53: the arithmetic must be exact (bigint), not a double's. */
 const goldPrice = 9007199254740993n;
@@ -70,8 +71,25 @@ let db: Database;
 before(async () => {
   server = await startTestServer();
   await migrate(server.url, { schema: "orders", directory: migrations });
+  await installReceiptsInterface(server.url);
   db = createDatabase({ name: "orders-db", connectionString: server.url, maxConnections: 4, applicationName: "orders-spec" });
 });
+
+/**
+ * Orders queues each order's receipt in the order's transaction by calling
+ * receipts.enqueue_receipt (docs/outbox.md). Here that is the receipts
+ * service's own migration, over a stand-in for the one function of the queue
+ * library it calls (graphile-worker's add_job, installed by the receipts
+ * worker at start): the receipt row is real, the job is not run.
+ */
+async function installReceiptsInterface(url: string): Promise<void> {
+  await adminQuery(url, "CREATE SCHEMA IF NOT EXISTS receipts");
+  await adminQuery(
+    url,
+    "CREATE OR REPLACE FUNCTION receipts.add_job(identifier text, payload json, job_key text DEFAULT NULL, max_attempts int DEFAULT NULL) RETURNS void LANGUAGE plpgsql AS $$ BEGIN END $$",
+  );
+  await migrate(url, { schema: "receipts", directory: receiptsMigrations });
+}
 after(async () => {
   try {
     await db?.close();
