@@ -14,7 +14,7 @@ import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform } f
 let p: TestPlatform;
 
 before(async () => {
-  p = await startTestPlatform();
+  p = await startTestPlatform({ faultInjection: true });
 });
 after(async () => {
   await p?.close();

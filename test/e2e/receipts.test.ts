@@ -21,6 +21,7 @@ const maxAttempts = 3;
 
 before(async () => {
   p = await startTestPlatform({
+    faultInjection: true,
     serviceEnv: {
       receipts: { RECEIPTS_MAX_ATTEMPTS: String(maxAttempts), RECEIPTS_BACKOFF_BASE_MS: "50", RECEIPTS_BACKOFF_CAP_MS: "200", RECEIPTS_PAUSE_AFTER_FAILURE_MS: "100", RECEIPTS_POLL_INTERVAL_MS: "100" },
     },
