@@ -138,7 +138,7 @@ runMain("${s.name}", async () => {
   }
   return `import { fileURLToPath } from "node:url";
 import { createDatabase, migrateWhenReachable } from "@platform/database";
-import { createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
+import { createLogger, databaseDeadlineOptions, databaseProfileOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { ${s.pascal}Service } from "./${s.name}-service.js";
 import { routes, services } from "./routes.js";
@@ -154,6 +154,7 @@ runMain("${s.name}", async () => {
     maxConnections: config.dbPoolMax,
     applicationName: "${s.name}",
     logger,
+    ...databaseDeadlineOptions(config.server),
     ...databaseProfileOptions(config.server),
   });
   // Serves NOT_SERVING until the database answers and the migrations are in.

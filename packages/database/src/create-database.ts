@@ -18,9 +18,13 @@ export interface DatabaseOptions {
   connectionString: string;
   /** Pool size: this dependency's bulkhead. */
   maxConnections: number;
-  /** Do not start (or wait for a connection) with less time than this left. Default 5. */
-  minBudgetMs?: number;
-  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 5. */
+  /**
+   * Do not start (or wait for a connection) with less time than this left.
+   * A service passes its own DEADLINE_MIN_BUDGET_MS (runtime's
+   * `databaseDeadlineOptions`), the same minimum its dependency calls keep.
+   */
+  minBudgetMs: number;
+  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 5; a service passes its DEADLINE_HOP_RESERVE_MS. */
   statementReserveMs?: number;
   /** Deadline for work outside any request scope (startup jobs, scripts). Default 5000. */
   fallbackTimeoutMs?: number;
@@ -80,7 +84,7 @@ const MAX_DEAD_CHECKOUTS = 3;
 export function createDatabase(opts: DatabaseOptions): Database {
   if (opts.naive) return createNaiveDatabase({ ...opts, queryTimeoutMs: opts.naive.queryTimeoutMs });
   const name = opts.name;
-  const minBudgetMs = opts.minBudgetMs ?? 5;
+  const minBudgetMs = opts.minBudgetMs;
   const statementReserveMs = opts.statementReserveMs ?? 5;
   const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
   const metrics = databaseMetrics();

@@ -21,7 +21,7 @@ describe("naive database client", () => {
   const open = (name: string, naive: boolean, maxConnections = 1) => {
     const lines: { requestId: string; outcome: string }[] = [];
     const logger = { warn: () => {}, debug: (o: object) => lines.push(o as { requestId: string; outcome: string }) };
-    const db = createDatabase({ name, connectionString: pg_.url, maxConnections, logger, ...(naive ? { naive: { queryTimeoutMs: 300 } } : {}) });
+    const db = createDatabase({ name, connectionString: pg_.url, minBudgetMs: 5, maxConnections, logger, ...(naive ? { naive: { queryTimeoutMs: 300 } } : {}) });
     dbs.push(db);
     return { db, lines };
   };

@@ -10,16 +10,14 @@ import {
   abortReason,
   remainingMs,
   runInScope,
-  parseTimeoutHeader,
-  resolveInboundDeadline,
   type CallScope,
 } from "@platform/resilience";
 import type { Logger } from "./logger.js";
 import type { DeadlineConfig, ResilienceProfile } from "./server-config.js";
 import { deadlineMetrics, rpcServerMetrics } from "./metrics.js";
-import { requestIdFrom, requestIdHeader } from "./request-id.js";
+import { grpcRetryPushbackHeader, requestIdHeader, retryAfterHeader } from "./headers.js";
+import { createRequestContext, fetchHeader, requestContext } from "./request-context.js";
 import { codeLabel } from "./code-label.js";
-import { callerHeader } from "./edge-auth.js";
 import { endSpan, startServerSpan, traceFields, withServerSpanActive } from "./tracing.js";
 
 /**
@@ -36,15 +34,10 @@ import { endSpan, startServerSpan, traceFields, withServerSpanActive } from "./t
  * interceptor races it, answers DEADLINE_EXCEEDED, and counts the work that
  * finishes later as work nobody waited for.
  */
-/** Set by serve() on each request: its arrival time on the monotonic clock. Never trusted from the wire. */
-export const arrivalHeader = "x-platform-arrival-ms";
-
 export function inboundInterceptor(opts: {
   deadline: DeadlineConfig;
   profile: ResilienceProfile;
   logger: Logger;
-  /** Called with the arrival token of every request that reached the interceptors. */
-  onHandled?: (arrivalToken: string) => void;
   /** Called with every request's outcome (the edge's intake controller listens). */
   onOutcome?: (code: Code | "ok", durationMs: number) => void;
   /** Aborts every in-flight request when the drain period of a shutdown ends. */
@@ -58,37 +51,39 @@ export function inboundInterceptor(opts: {
   return (next) => async (req) => {
     const procedure = `/${req.service.typeName}/${req.method.name}`;
     const started = performance.now();
-    const requestId = requestIdFrom(req.header);
-    const inbound = inboundTimeoutMs(req.header);
-    const resolved = resolveInboundDeadline({ headerMs: inbound, defaultMs: deadline.defaultMs, maxMs: deadline.maxMs });
-    if (resolved.source === "default") {
+    // Built by serve() when the headers arrived; built here only for a
+    // request that did not come through serve() (an in-memory transport).
+    const given = requestContext({ values: req.contextValues });
+    const context =
+      given ??
+      createRequestContext({ header: fetchHeader(req.header), procedure, arrivedAt: started, deadline, trustCaller: true });
+    context.logged = true;
+    const { requestId, caller } = context;
+    if (context.deadlineSource === "default") {
       dl.missing.inc({ procedure });
       // At the edge a missing deadline is normal (browsers, curl); below it,
       // it means a caller bypassed propagation, which deserves a warning.
-      if (!deadline.edge) logger.warn({ procedure, requestId, fallbackMs: resolved.timeoutMs }, "request arrived without a deadline; applied the fallback");
-    } else if (resolved.source === "capped") {
+      if (!deadline.edge) logger.warn({ procedure, requestId, fallbackMs: context.timeoutMs }, "request arrived without a deadline; applied the fallback");
+    } else if (context.deadlineSource === "capped") {
       dl.capped.inc({ procedure });
     }
-    dl.remainingAtArrival.observe({ procedure }, resolved.timeoutMs / 1000);
+    dl.remainingAtArrival.observe({ procedure }, context.timeoutMs / 1000);
 
-    const arrivalToken = req.header.get(arrivalHeader);
-    if (arrivalToken !== null) opts.onHandled?.(arrivalToken);
-    const arrived = Number(arrivalToken);
-    const caller = req.header.get(callerHeader) ?? undefined;
     const scope = createScope({
-      timeoutMs: resolved.timeoutMs,
-      ...(Number.isFinite(arrived) && arrived > 0 ? { startedAt: arrived } : {}),
+      timeoutMs: context.timeoutMs,
+      startedAt: context.arrivedAt,
+      deadlineSignal: context.deadline,
       requestId,
       procedure,
-      criticality: req.header.get("x-criticality") === "sheddable" ? "sheddable" : "critical",
+      criticality: context.criticality,
       ...(caller ? { caller } : {}),
       // The naive profile does not notice its caller leaving: work goes on.
       parentSignals: naive ? [shutdownSignal] : [req.signal, shutdownSignal],
     });
     const span = startServerSpan(scope, req.header, req.service.typeName, req.method.name, {
-      "deadline.timeout_ms": resolved.timeoutMs,
+      "deadline.timeout_ms": context.timeoutMs,
       "deadline.remaining_ms": Math.floor(remainingMs(scope)),
-      "deadline.source": resolved.source,
+      "deadline.source": context.deadlineSource,
       "request.id": requestId,
     });
     rpc.inFlight.inc({ procedure });
@@ -110,6 +105,7 @@ export function inboundInterceptor(opts: {
       throw error;
     } finally {
       scope.dispose();
+      if (!given) context.dispose();
       endSpan(span, code, error?.rawMessage);
       rpc.inFlight.dec({ procedure });
       const codeName = codeLabel(code);
@@ -124,8 +120,8 @@ export function inboundInterceptor(opts: {
         requestId,
         ...traceFields(scope),
         ...(caller ? { caller } : {}),
-        deadlineMs: resolved.timeoutMs,
-        deadlineSource: resolved.source,
+        deadlineMs: context.timeoutMs,
+        deadlineSource: context.deadlineSource,
         ...(error ? { error: error.rawMessage } : {}),
       };
       if (error && isServerFault(error.code)) logger.warn(line, "rpc");
@@ -143,19 +139,6 @@ function handle<T>(next: (req: T) => Promise<UnaryOrStreamResponse>, req: T, sco
     if (shouldFail(fault)) throw new ConnectError("injected fault: handler failed", Code.Unavailable);
     return next(req);
   })();
-}
-
-/** The caller's deadline in ms from the protocol's header, or undefined. */
-function inboundTimeoutMs(header: Headers): number | undefined {
-  for (const name of ["grpc-timeout", "connect-timeout-ms"]) {
-    const v = header.get(name);
-    if (v === null) continue;
-    const parsed = parseTimeoutHeader(name, v);
-    // Connect has already rejected malformed values with INVALID_ARGUMENT
-    // before interceptors run; anything left unparsable here gets the default.
-    if (parsed.ok) return parsed.ms;
-  }
-  return undefined;
 }
 
 /**
@@ -223,7 +206,7 @@ function toInboundError(e: unknown, scope: CallScope, requestId: string, logger:
     // the pushback hint crosses the hop with it.
     const out = new ConnectError(e.rawMessage, e.code);
     out.details.push(...e.details);
-    for (const [k, v] of e.metadata) if (k === "retry-after" || k === "grpc-retry-pushback-ms") out.metadata.set(k, v);
+    for (const [k, v] of e.metadata) if (k === retryAfterHeader || k === grpcRetryPushbackHeader) out.metadata.set(k, v);
     return out;
   }
   if (scope.signal.aborted) return abortError(scope);

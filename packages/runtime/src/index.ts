@@ -1,7 +1,10 @@
+export * from "./headers.js";
+export { requestContext, requestContextValues, type RequestContext } from "./request-context.js";
 export { ConfigError, EnvReader, readEnv } from "./config.js";
 export {
   readServerConfig,
   databaseProfileOptions,
+  databaseDeadlineOptions,
   type ServerConfig,
   type DeadlineConfig,
   type ServerDefaults,

@@ -1,6 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { currentScope, formatConnectTimeout, formatGrpcTimeout } from "@platform/resilience";
-import { requestIdHeader } from "./request-id.js";
+import { connectTimeoutHeader, grpcTimeoutHeader, requestIdHeader } from "./headers.js";
 import { rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { codeLabel } from "./code-label.js";
@@ -33,8 +33,8 @@ export function naiveClientInterceptors(dependency: string, callTimeoutMs: numbe
     const requestId = currentScope()?.requestId;
     if (requestId) req.header.set(requestIdHeader, requestId);
     const contentType = req.header.get("content-type") ?? "";
-    if (contentType.startsWith("application/grpc")) req.header.set("grpc-timeout", formatGrpcTimeout(callTimeoutMs));
-    else req.header.set("connect-timeout-ms", formatConnectTimeout(callTimeoutMs));
+    if (contentType.startsWith("application/grpc")) req.header.set(grpcTimeoutHeader, formatGrpcTimeout(callTimeoutMs));
+    else req.header.set(connectTimeoutHeader, formatConnectTimeout(callTimeoutMs));
     // One controller and timer per call, cleared when it settles (the
     // AbortSignal.any + AbortSignal.timeout pattern leaks on Node 20, see
     // outbound-interceptor.ts).

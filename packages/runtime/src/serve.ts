@@ -5,7 +5,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { collectProcessMetrics } from "./metrics.js";
 import { HealthState, registerHealthService } from "./health.js";
 import { registerReflectionService } from "./reflection.js";
-import { arrivalHeader, inboundInterceptor } from "./inbound-interceptor.js";
+import { inboundInterceptor } from "./inbound-interceptor.js";
 import { listen, type Listener } from "./listen.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
 import type { ServerConfig } from "./server-config.js";
@@ -17,7 +17,7 @@ import type { AuthConfig } from "./edge-auth.js";
 import { handleCors, type CorsConfig } from "./cors.js";
 import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
 import { createRequestGate } from "./request-gate.js";
-import { NodeExchanges } from "./node-exchange.js";
+import { RequestContexts, createRequestContext, nodeHeader } from "./request-context.js";
 import { checkConnectPatch } from "./connect-compat.js";
 import { requestCompressions } from "./request-compression.js";
 import { initTracing } from "./tracing.js";
@@ -87,8 +87,6 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
 
   let inFlight = 0;
   let starting = opts.startup !== undefined;
-  /** Arrival tokens of requests that reached the interceptors or were refused by the request gate (both log their own line). */
-  const handled = new Set<string>();
   let drained: (() => void) | undefined;
   const admission =
     config.profile.kind === "naive"
@@ -96,11 +94,8 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       : createAdmissionGate({
           ...(intake ? { intake: intake.controller, onShed: () => intake.record(Code.ResourceExhausted, 0) } : {}),
           config: config.admission,
-          defaultTimeoutMs: config.deadline.defaultMs,
-          maxTimeoutMs: config.deadline.maxMs,
-          criticality: opts.criticality ?? propagatedCriticality,
         });
-  const exchanges = new NodeExchanges();
+  const contexts = new RequestContexts();
   const adapter = connectNodeAdapter({
     routes(router) {
       opts.routes(router);
@@ -113,7 +108,6 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         profile: config.profile,
         logger,
         shutdownSignal: shutdownController.signal,
-        onHandled: (token) => handled.add(token),
         ...(intake ? { onOutcome: intake.record } : {}),
       }),
       ...(opts.interceptors ?? []),
@@ -132,10 +126,10 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       logger,
       ...(opts.edge ? { edge: { auth: opts.edge.auth, limiter: new RateLimiter(opts.edge.rateLimit) } } : {}),
       waitingFor: () => (starting ? opts.startup?.waitingFor : undefined),
+      criticality: opts.criticality ?? propagatedCriticality,
       ...(admission ? { admission } : {}),
-      onRefused: (token) => handled.add(token),
     }),
-    contextValues: exchanges.contextValues,
+    contextValues: contexts.contextValues,
     fallback(_req, res) {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
       res.end("not found\n");
@@ -149,18 +143,20 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     http1: opts.http1 ?? false,
     handler(req, res) {
       if (dispatchEndpoint(publicEndpoints, req, res)) return;
-      // The deadline counts from arrival, not from when the body was parsed
-      // after waiting for admission. Overwrites any value from the wire.
-      const arrival = performance.now();
-      const token = String(arrival);
-      req.headers[arrivalHeader] = token;
+      // The request's context, its deadline counted from arrival (not from
+      // when the body was parsed after waiting for admission): built once,
+      // here, and handed to the gate, the interceptors and the handler.
+      const arrivedAt = performance.now();
+      const procedure = (req.url ?? "/").split("?")[0]!;
+      const context = createRequestContext({ header: nodeHeader(req), procedure, arrivedAt, deadline: config.deadline, trustCaller: !config.deadline.edge, exchange: { req, res } });
       res.once("close", () => {
+        context.dispose();
         // Refused before any handler ran and not by the request gate (which
         // logs its own): a body Connect could not parse, an unknown method.
-        if (!handled.delete(token)) {
+        if (!context.logged) {
           const grpcStatus = res.getHeader("grpc-status");
           logger.info(
-            { procedure: (req.url ?? "/").split("?")[0], status: res.statusCode, ...(grpcStatus !== undefined ? { grpcStatus } : {}), durationMs: Math.round((performance.now() - arrival) * 10) / 10 },
+            { procedure, status: res.statusCode, ...(grpcStatus !== undefined ? { grpcStatus } : {}), durationMs: Math.round((performance.now() - arrivedAt) * 10) / 10 },
             "rpc refused before the handler",
           );
         }
@@ -171,7 +167,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
       });
-      exchanges.register({ req, res, arrivedAt: arrival });
+      contexts.register(req, context);
       adapter(req, res);
     },
   });

@@ -117,6 +117,16 @@ function readFaults(r: EnvReader): Faults {
   }
 }
 
+/**
+ * The database's deadline settings from the service's own: a transaction
+ * does not start with less than DEADLINE_MIN_BUDGET_MS left (as a
+ * dependency call does not), and its statement_timeout keeps back
+ * DEADLINE_HOP_RESERVE_MS to report an error in time.
+ */
+export function databaseDeadlineOptions(server: Pick<ServerConfig, "deadline">): { minBudgetMs: number; statementReserveMs: number } {
+  return { minBudgetMs: server.deadline.minBudgetMs, statementReserveMs: server.deadline.hopReserveMs };
+}
+
 /** Database options for the profile: the naive baseline uses a fixed client-side query timeout. */
 export function databaseProfileOptions(server: Pick<ServerConfig, "profile">): { naive?: { queryTimeoutMs: number } } {
   return server.profile.kind === "naive" ? { naive: { queryTimeoutMs: server.profile.callTimeoutMs } } : {};

@@ -1,8 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { checkoutV1, type ordersV1, type pricingV1 } from "@platform/proto";
+import { idempotencyKeyHeader } from "@platform/runtime";
 
-export const idempotencyKeyHeader = "idempotency-key";
+export { idempotencyKeyHeader };
 
 export interface CheckoutDeps {
   orders: Client<typeof ordersV1.OrdersService>;

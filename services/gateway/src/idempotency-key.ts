@@ -2,8 +2,9 @@ import { randomUUID } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { idempotencyKeyHeader } from "@platform/runtime";
 
-export const idempotencyKeyHeader = "idempotency-key";
+export { idempotencyKeyHeader };
 export const maxIdempotencyKeyLength = 255;
 
 /**
