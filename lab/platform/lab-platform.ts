@@ -1,10 +1,14 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
 import { serviceNames, startPlatform, type Platform, type ServiceName } from "@platform/launcher";
 
 export type Profile = "naive" | "platform";
+
+/** The naive baseline, as a plug-in module every service loads (runtime plugin.ts). */
+export const naivePlugin = fileURLToPath(new URL("../naive/plugin.ts", import.meta.url));
 export const profiles: readonly Profile[] = ["naive", "platform"];
 
 /** A fresh platform for one run, with the handles a scenario's trigger needs. */
@@ -31,8 +35,9 @@ export interface LabPlatform {
 /**
  * Starts embedded PostgreSQL and the four services for one profile, in a
  * new temp directory (0755: the database runs as an unprivileged user when
- * we are root). The two profiles get exactly the same platform but for
- * RESILIENCE_PROFILE.
+ * we are root). The two profiles get exactly the same platform but for the
+ * naive plug-in (lab/naive/plugin.ts), loaded into every service through
+ * PLATFORM_PLUGINS.
  */
 export async function startLabPlatform(
   profile: Profile,
@@ -53,7 +58,7 @@ export async function startLabPlatform(
     platform = await startPlatform({
       dataDir,
       freePorts: true,
-      env: { RESILIENCE_PROFILE: profile, ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }), ...opts.env },
+      env: { ...(profile === "naive" ? { PLATFORM_PLUGINS: naivePlugin } : {}), ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }), ...opts.env },
       onProgress: (line) => {
         if (/ exited /.test(line)) exits.push(line);
         opts.onProgress?.(line);

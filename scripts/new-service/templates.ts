@@ -113,7 +113,7 @@ export interface ${s.pascal}Config {
 
 export function loadConfig(env: Record<string, string | undefined>): ${s.pascal}Config {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "${s.name}", { port: ${s.port}, adminPort: ${s.adminPort}, naiveCallTimeoutMs: 4000 }),
+    server: readServerConfig(r, "${s.name}", { port: ${s.port}, adminPort: ${s.adminPort} }),
     databaseUrl: r.postgresUrl("DATABASE_URL"),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
     dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
@@ -138,7 +138,7 @@ runMain("${s.name}", async () => {
   }
   return `import { fileURLToPath } from "node:url";
 import { createDatabase, migrateWhenReachable } from "@platform/database";
-import { createLogger, databaseDeadlineOptions, databaseProfileOptions, runMain, serve } from "@platform/runtime";
+import { createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { ${s.pascal}Service } from "./${s.name}-service.js";
 import { routes, services } from "./routes.js";
@@ -155,7 +155,6 @@ runMain("${s.name}", async () => {
     applicationName: "${s.name}",
     logger,
     ...databaseDeadlineOptions(config.server),
-    ...databaseProfileOptions(config.server),
   });
   // Serves NOT_SERVING until the database answers and the migrations are in.
   const startup = migrateWhenReachable(db, { schema: "${s.snake}", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createClient, createRouterTransport, type Interceptor } from "@connectrpc/connect";
 import { currentScope, parseTimeoutHeader, type CallScope } from "@platform/resilience";
 import { Counter } from "../../../test/support/counter-service.js";
-import { inboundInterceptor } from "./inbound-interceptor.js";
+import { inOrder, serverInterceptors } from "./server-interceptors.js";
 import { createLogger } from "./logger.js";
 import { createRequestContext, requestContext, requestContextValues, type RequestContext } from "./request-context.js";
 
@@ -79,7 +79,7 @@ describe("createRequestContext", () => {
   });
 });
 
-describe("the inbound interceptor works from the request context", () => {
+describe("the server interceptors work from the request context", () => {
   /** Serves Counter in memory with `context` handed in as serve() would; returns what the handler saw. */
   async function serveWith(context: RequestContext) {
     const seen: { scope?: CallScope; context?: RequestContext } = {};
@@ -98,7 +98,7 @@ describe("the inbound interceptor works from the request context", () => {
         router: {
           interceptors: [
             handOver,
-            inboundInterceptor({ deadline: { ...deadline, edge: false, hopReserveMs: 5, minBudgetMs: 10 }, profile: { kind: "platform" }, logger: createLogger("spec", "silent"), shutdownSignal: new AbortController().signal }),
+            ...inOrder(serverInterceptors({ deadline: { ...deadline, edge: false }, logger: createLogger("spec", "silent"), shutdownSignal: new AbortController().signal })),
           ],
         },
       },

@@ -2,7 +2,7 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { randomUUID } from "node:crypto";
 import { createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
-import { parseTimeoutHeader, resolveInboundDeadline, type Criticality, type InboundDeadline } from "@platform/resilience";
+import { parseTimeoutHeader, resolveInboundDeadline, type CallScope, type Criticality, type InboundDeadline } from "@platform/resilience";
 import { callerHeader, requestIdHeader, timeoutHeaders } from "./headers.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -43,8 +43,10 @@ export interface RequestContext {
   criticality: Criticality;
   /** Who the edge authenticated: set by the edge's gate, read from the wire at inner hops. */
   caller: string | undefined;
-  /** True once this request's log line is written (by the gate's refusal or by the interceptors). */
+  /** True once this request's log line is owned by someone (the gate's refusal, or the request log interceptor). */
   logged: boolean;
+  /** The handler's call scope, once the deadline interceptor made it (for the interceptors outside it: the log line's trace ids). */
+  scope: CallScope | undefined;
   /** Set when the request came through serve(). */
   readonly exchange: NodeExchange | undefined;
   /** Clears the deadline timer; serve() calls it when the response closes. */
@@ -88,6 +90,7 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     criticality: "critical",
     caller: input.trustCaller ? input.header(callerHeader) : undefined,
     logged: false,
+    scope: undefined,
     exchange: input.exchange,
     dispose: () => clearTimeout(timer),
   };
@@ -135,6 +138,29 @@ const requestContextKey = createContextKey<RequestContext | undefined>(undefined
 /** The request context of an RPC; undefined when it did not come through serve() (an in-memory transport in a unit test). */
 export function requestContext(ctx: Pick<HandlerContext, "values">): RequestContext | undefined {
   return ctx.values.get(requestContextKey);
+}
+
+/**
+ * The request context of an interceptor's request. A request that did not
+ * come through serve() (an in-memory transport in a unit test) gets one
+ * built here from its headers, arriving now, and kept in its context values
+ * for the interceptors inside; `built` says the caller owns it (dispose it).
+ */
+export function requestContextOf(
+  req: { contextValues: ContextValues; header: Headers; service: { typeName: string }; method: { name: string } },
+  deadline: { defaultMs: number; maxMs: number },
+): { context: RequestContext; built: boolean } {
+  const given = req.contextValues.get(requestContextKey);
+  if (given) return { context: given, built: false };
+  const context = createRequestContext({
+    header: fetchHeader(req.header),
+    procedure: `/${req.service.typeName}/${req.method.name}`,
+    arrivedAt: performance.now(),
+    deadline,
+    trustCaller: true,
+  });
+  req.contextValues.set(requestContextKey, context);
+  return { context, built: true };
 }
 
 /** Context values carrying `context`, for a router transport in tests or any other adapter. */

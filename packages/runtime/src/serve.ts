@@ -5,7 +5,8 @@ import { createLogger, type Logger } from "./logger.js";
 import { collectProcessMetrics } from "./metrics.js";
 import { HealthState, registerHealthService } from "./health.js";
 import { registerReflectionService } from "./reflection.js";
-import { inboundInterceptor } from "./inbound-interceptor.js";
+import { inOrder, serverInterceptors } from "./server-interceptors.js";
+import { pluginsWith, type PlatformPlugin, type ServerComposition } from "./plugin.js";
 import { listen, type Listener } from "./listen.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
 import type { ServerConfig } from "./server-config.js";
@@ -30,8 +31,10 @@ export interface ServeOptions {
   /** The APIs served, for per-service health entries. */
   services: DescService[];
   logger?: Logger;
-  /** Extra interceptors, run inside the deadline scope. */
+  /** Extra interceptors, run inside the deadline scope, after the platform's own. */
   interceptors?: Interceptor[];
+  /** Plug-ins for this server, after those installed in the process (plugin.ts). */
+  plugins?: PlatformPlugin[];
   /** Extra operator endpoints on the admin port, keyed "METHOD /path". */
   adminEndpoints?: Record<string, HttpEndpoint>;
   /**
@@ -83,18 +86,30 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   setFaults(config.faults);
   const health = new HealthState(opts.services.map((s) => s.typeName));
   const shutdownController = new AbortController();
-  const intake = opts.intake?.enabled && config.profile.kind === "platform" ? createIntake(opts.intake, logger) : undefined;
+  let composition: ServerComposition = {
+    interceptors: serverInterceptors({
+      deadline: config.deadline,
+      logger,
+      shutdownSignal: shutdownController.signal,
+      onOutcome: (code, ms) => intake?.record(code, ms),
+    }),
+    admission: true,
+    intake: true,
+  };
+  for (const plugin of pluginsWith(opts.plugins)) {
+    if (plugin.server) composition = plugin.server(composition, { config, logger, shutdownSignal: shutdownController.signal });
+  }
+  const intake = opts.intake?.enabled && composition.intake ? createIntake(opts.intake, logger) : undefined;
 
   let inFlight = 0;
   let starting = opts.startup !== undefined;
   let drained: (() => void) | undefined;
-  const admission =
-    config.profile.kind === "naive"
-      ? undefined // the naive profile queues without bound: no admission control at all
-      : createAdmissionGate({
-          ...(intake ? { intake: intake.controller, onShed: () => intake.record(Code.ResourceExhausted, 0) } : {}),
-          config: config.admission,
-        });
+  const admission = composition.admission
+    ? createAdmissionGate({
+        ...(intake ? { intake: intake.controller, onShed: () => intake.record(Code.ResourceExhausted, 0) } : {}),
+        config: config.admission,
+      })
+    : undefined;
   const contexts = new RequestContexts();
   const adapter = connectNodeAdapter({
     routes(router) {
@@ -102,16 +117,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       registerHealthService(router, health);
       registerReflectionService(router, opts.services);
     },
-    interceptors: [
-      inboundInterceptor({
-        deadline: config.deadline,
-        profile: config.profile,
-        logger,
-        shutdownSignal: shutdownController.signal,
-        ...(intake ? { onOutcome: intake.record } : {}),
-      }),
-      ...(opts.interceptors ?? []),
-    ],
+    interceptors: [...inOrder(composition.interceptors), ...(opts.interceptors ?? [])],
     readMaxBytes: config.readMaxBytes,
     // gzip and br, with a truncated body answered INVALID_ARGUMENT (not INTERNAL).
     acceptCompression: requestCompressions,

@@ -18,12 +18,6 @@ export interface ServerConfig {
   drainTimeoutMs: number;
   deadline: DeadlineConfig;
   admission: AdmissionConfig;
-  /**
-   * "platform" (the default) or "naive": the storm lab's baseline with every
-   * resilience mechanism off (see docs/storm-lab.md). Never run naive in
-   * production.
-   */
-  profile: ResilienceProfile;
   /** OTLP/HTTP collector base URL (OTEL_EXPORTER_OTLP_ENDPOINT); tracing exports nothing without it. */
   otlpEndpoint: string | undefined;
   /** Faults injected from start (FAULTS, JSON); see docs/faults.md. Usually none. */
@@ -46,11 +40,6 @@ export interface DeadlineConfig {
   minBudgetMs: number;
 }
 
-export type ResilienceProfile =
-  | { kind: "platform" }
-  /** Every hop retries 3x, with a fixed per-call timeout picked for this service alone. */
-  | { kind: "naive"; callTimeoutMs: number };
-
 /** Admission control: see README "Sizing". */
 export interface AdmissionConfig {
   maxConcurrent: number;
@@ -63,8 +52,6 @@ export interface ServerDefaults {
   port: number;
   adminPort: number;
   edge?: boolean;
-  /** The naive profile's fixed timeout for this service's outgoing calls (its "own generous timeout"). */
-  naiveCallTimeoutMs?: number;
 }
 
 /** Reads the common server settings; see README "Configuration" for each variable. */
@@ -99,10 +86,6 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
     },
     faults: readFaults(r),
     otlpEndpoint: r.optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
-    profile:
-      r.oneOf("RESILIENCE_PROFILE", ["platform", "naive"] as const, "platform") === "naive"
-        ? { kind: "naive", callTimeoutMs: r.int("NAIVE_CALL_TIMEOUT_MS", defaults.naiveCallTimeoutMs ?? 5000, { min: 1, max: 600_000 }) }
-        : { kind: "platform" },
   };
 }
 
@@ -125,9 +108,4 @@ function readFaults(r: EnvReader): Faults {
  */
 export function databaseDeadlineOptions(server: Pick<ServerConfig, "deadline">): { minBudgetMs: number; statementReserveMs: number } {
   return { minBudgetMs: server.deadline.minBudgetMs, statementReserveMs: server.deadline.hopReserveMs };
-}
-
-/** Database options for the profile: the naive baseline uses a fixed client-side query timeout. */
-export function databaseProfileOptions(server: Pick<ServerConfig, "profile">): { naive?: { queryTimeoutMs: number } } {
-  return server.profile.kind === "naive" ? { naive: { queryTimeoutMs: server.profile.callTimeoutMs } } : {};
 }
