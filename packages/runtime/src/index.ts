@@ -29,4 +29,5 @@ export { readIntakeConfig, type IntakeConfig } from "./intake.js";
 export { readAuthConfig, type AuthConfig } from "./edge-auth.js";
 export { readRateLimitConfig, type RateLimitConfig } from "./rate-limit.js";
 export { readCorsConfig, type CorsConfig } from "./cors.js";
+export { createEdge, type EdgeOptions, type ServerEdge } from "./edge.js";
 export { redactConfig, effectiveConfig, type EffectiveConfig, type WiredDependencyClient } from "./effective-config.js";

@@ -1,19 +1,16 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { pushbackHeaders } from "@platform/resilience";
 import type { AdmissionGate, CriticalityPolicy } from "./admission-gate.js";
-import { authenticate, type AuthConfig } from "./edge-auth.js";
 import { isReflectionService } from "./reflection.js";
 import type { Logger } from "./logger.js";
-import type { RateLimiter } from "./rate-limit.js";
 import { endUnreadBody } from "./request-watchdog.js";
 import { requestIdHeader } from "./headers.js";
-import { requestContext } from "./request-context.js";
+import { requestContext, type RequestContext } from "./request-context.js";
 import { codeLabel } from "./code-label.js";
 
 export interface RequestGateOptions {
   logger: Logger;
-  /** The edge's checks: authentication and a per-client rate limit (the gateway only). */
-  edge?: { auth: AuthConfig; limiter: RateLimiter };
+  /** The edge's checks, first (edge.ts: authentication, the client's rate limit); the gateway only. Throw a ConnectError to refuse. */
+  edgeCheck?: (context: HandlerContext, request: RequestContext) => void;
   /** What start-up still waits for; undefined once the server serves. */
   waitingFor: () => string | undefined;
   /** How requests are classified for shedding (the edge assigns, inner hops take the caller's). */
@@ -48,15 +45,7 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
     const procedure = `/${context.service.typeName}/${context.method.name}`;
     request.criticality = opts.criticality(procedure, context.requestHeader);
     try {
-      if (opts.edge) {
-        const auth = authenticate(opts.edge.auth, context.requestHeader);
-        if (!auth.ok) throw new ConnectError(auth.message, Code.Unauthenticated);
-        // Inner services trust the caller header the edge sends; only the edge decides it.
-        request.caller = auth.caller;
-        const client = opts.edge.auth.mode === "none" ? (exchange?.req.socket?.remoteAddress ?? "unknown") : auth.caller;
-        const waitMs = opts.edge.limiter.take(client);
-        if (waitMs > 0) throw new ConnectError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, pushbackHeaders(waitMs));
-      }
+      opts.edgeCheck?.(context, request);
       // Server reflection is answered while starting and never queued or
       // shed, like health: a tool asking for the schema costs a table lookup.
       // It still needs the edge's credentials and counts against its rate limit.

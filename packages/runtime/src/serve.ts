@@ -12,11 +12,8 @@ import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpE
 import type { ServerConfig } from "./server-config.js";
 import { faultEndpoints } from "./admin-faults.js";
 import { configEndpoint } from "./effective-config.js";
-import { createAdmissionGate, propagatedCriticality, type CriticalityPolicy } from "./admission-gate.js";
-import { createIntake, type IntakeConfig } from "./intake.js";
-import type { AuthConfig } from "./edge-auth.js";
-import { handleCors, type CorsConfig } from "./cors.js";
-import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
+import { createAdmissionGate, propagatedCriticality } from "./admission-gate.js";
+import type { ServerEdge } from "./edge.js";
 import { createRequestGate } from "./request-gate.js";
 import { RequestContexts, createRequestContext, nodeHeader } from "./request-context.js";
 import { checkConnectPatch } from "./connect-compat.js";
@@ -42,12 +39,13 @@ export interface ServeOptions {
    * gRPC-Web). The gateway does; internal services speak h2c only.
    */
   http1?: boolean;
-  /** Authentication and per-client rate limits: the gateway passes them, nobody else. */
-  edge?: { auth: AuthConfig; rateLimit: RateLimitConfig; cors: CorsConfig };
-  /** The edge's intake controller (metastable recovery); the gateway passes it. */
-  intake?: IntakeConfig;
-  /** How requests are classified for shedding; default: the caller's x-criticality (critical when absent). */
-  criticality?: CriticalityPolicy;
+  /**
+   * The public edge's additions (edge.ts `createEdge`: CORS, authentication,
+   * rate limit, criticality per method, intake controller): the gateway
+   * passes it, nobody else. Without it a request's criticality is the
+   * caller's x-criticality (critical when absent).
+   */
+  edge?: ServerEdge;
   /** Called after the last request has finished: close pools here. */
   onShutdown?: () => Promise<void>;
   /**
@@ -99,7 +97,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   for (const plugin of pluginsWith(opts.plugins)) {
     if (plugin.server) composition = plugin.server(composition, { config, logger, shutdownSignal: shutdownController.signal });
   }
-  const intake = opts.intake?.enabled && composition.intake ? createIntake(opts.intake, logger) : undefined;
+  const intake = composition.intake ? opts.edge?.startIntake(logger) : undefined;
 
   let inFlight = 0;
   let starting = opts.startup !== undefined;
@@ -130,9 +128,9 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     // body is read; Connect answers a refusal in the caller's protocol.
     requestGate: createRequestGate({
       logger,
-      ...(opts.edge ? { edge: { auth: opts.edge.auth, limiter: new RateLimiter(opts.edge.rateLimit) } } : {}),
+      ...(opts.edge ? { edgeCheck: opts.edge.check } : {}),
       waitingFor: () => (starting ? opts.startup?.waitingFor : undefined),
-      criticality: opts.criticality ?? propagatedCriticality,
+      criticality: opts.edge?.criticality ?? propagatedCriticality,
       ...(admission ? { admission } : {}),
     }),
     contextValues: contexts.contextValues,
@@ -168,7 +166,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         }
       });
       // A CORS preflight is plain HTTP, not an RPC: answered here.
-      if (opts.edge && handleCors(opts.edge.cors, req, res)) return;
+      if (opts.edge?.answerHttp(req, res)) return;
       inFlight++;
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
