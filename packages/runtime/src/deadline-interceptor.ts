@@ -61,9 +61,10 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
 }
 
 /**
- * Counts where the request's deadline came from (invariant 1): a missing
- * one is normal at the edge (browsers, curl) and a propagation bug below
- * it, which is also logged; a capped one is counted.
+ * Counts where the request's deadline came from (invariant 1,
+ * docs/architecture.md): a missing one is normal at the edge (browsers,
+ * curl) and a propagation bug below it, which is also logged; a capped one
+ * is counted.
  */
 export function countInboundDeadline(context: RequestContext, opts: Pick<DeadlineInterceptorOptions, "deadline" | "logger">): void {
   const dl = deadlineMetrics();
