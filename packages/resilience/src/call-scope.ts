@@ -6,7 +6,7 @@ import { type Clock, systemClock } from "./clock.js";
  * absolute deadline, the signal that fires when the caller goes away, and
  * the ids that travel to downstream calls.
  *
- * The runtime's server interceptor creates one scope per inbound request and
+ * The runtime's deadline interceptor creates one scope per inbound request and
  * runs the handler inside it; client interceptors and the database package
  * read it with `currentScope()` so that handlers never pass deadlines by hand.
  */

@@ -8,7 +8,7 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 /**
  * The deadline also bounds what happens around the handler, where the
- * inbound interceptor cannot see. Without this, an admitted request could
+ * server interceptors cannot see. Without this, an admitted request could
  * hold its admission slot and its stream until the connection dies (on
  * HTTP/2: forever):
  *

@@ -14,6 +14,7 @@ import { faultEndpoints } from "./admin-faults.js";
 import { configEndpoint } from "./effective-config.js";
 import { createAdmissionGate, propagatedCriticality } from "./admission-gate.js";
 import type { ServerEdge } from "./edge.js";
+import type { Intake } from "./intake.js";
 import { createRequestGate } from "./request-gate.js";
 import { RequestContexts, createRequestContext, nodeHeader } from "./request-context.js";
 import { checkConnectPatch } from "./connect-compat.js";
@@ -73,7 +74,9 @@ export interface RunningServer {
  * gRPC and gRPC-Web on one port (HTTP/1.1 and h2c), deadline capture and
  * propagation, request logs, metrics, grpc.health.v1 and HTTP probes,
  * gRPC server reflection (v1 and v1alpha) of the served APIs, an operator
- * port, and graceful shutdown.
+ * port, and graceful shutdown. The core every service runs: the public
+ * edge's additions come in as `edge` (edge.ts), changes to the composition
+ * as plug-ins (plugin.ts).
  */
 export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const { config } = opts;
@@ -84,6 +87,8 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   setFaults(config.faults);
   const health = new HealthState(opts.services.map((s) => s.typeName));
   const shutdownController = new AbortController();
+  // The edge's intake controller, started below once the composition says whether it runs.
+  let intake: Intake | undefined;
   let composition: ServerComposition = {
     interceptors: serverInterceptors({
       deadline: config.deadline,
@@ -97,14 +102,14 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   for (const plugin of pluginsWith(opts.plugins)) {
     if (plugin.server) composition = plugin.server(composition, { config, logger, shutdownSignal: shutdownController.signal });
   }
-  const intake = composition.intake ? opts.edge?.startIntake(logger) : undefined;
+  intake = composition.intake ? opts.edge?.startIntake(logger) : undefined;
 
   let inFlight = 0;
   let starting = opts.startup !== undefined;
   let drained: (() => void) | undefined;
   const admission = composition.admission
     ? createAdmissionGate({
-        ...(intake ? { intake: intake.controller, onShed: () => intake.record(Code.ResourceExhausted, 0) } : {}),
+        ...(intake ? { intake: intake.controller, onShed: () => intake?.record(Code.ResourceExhausted, 0) } : {}),
         config: config.admission,
       })
     : undefined;
@@ -121,7 +126,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     acceptCompression: requestCompressions,
     // Above this, node's timers overflow and fire at once. Longer deadlines
     // are refused with INVALID_ARGUMENT; shorter ones are capped at
-    // DEADLINE_MAX_MS by the inbound interceptor.
+    // DEADLINE_MAX_MS by the request context (request-context.ts).
     maxTimeoutMs: 2_147_483_647,
     shutdownSignal: shutdownController.signal,
     // Auth, rate limit, "starting", admission: from the headers, before the
