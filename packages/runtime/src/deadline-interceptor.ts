@@ -3,7 +3,7 @@ import { abortReason, createScope, remainingMs, runInScope, type CallScope } fro
 import type { Logger } from "./logger.js";
 import type { DeadlineConfig } from "./server-config.js";
 import { deadlineMetrics } from "./metrics.js";
-import { requestContextOf, type RequestContext } from "./request-context.js";
+import { bindScope, requestContextOf, type RequestContext } from "./request-context.js";
 
 export interface DeadlineInterceptorOptions {
   deadline: Pick<DeadlineConfig, "edge" | "defaultMs" | "maxMs">;
@@ -57,6 +57,7 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     parentSignals,
   });
   context.scope = scope;
+  bindScope(scope, context);
   return scope;
 }
 

@@ -3,6 +3,7 @@ import { abortReason, markLocalRejection, currentFaults, currentScope, type Call
 import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader } from "./headers.js";
+import { requestContextOfScope } from "./request-context.js";
 import { attemptKey } from "./retry-interceptor.js";
 import { endSpan, startClientSpan } from "./tracing.js";
 import { codeLabel } from "./code-label.js";
@@ -68,17 +69,19 @@ export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
  * Per attempt it sends the call's remaining budget (callDeadlineAt) as its
  * deadline (a budget that became too small in between still starts: the
  * dependency's own minimum check refuses it at no cost), forwards the
- * request id, criticality and caller, aborts the call when our own scope
- * ends (the caller went away, or our deadline passed: the dependency's,
- * a hop reserve earlier, has passed by then), and maps the outcome
- * deliberately (see mapDownstreamError). It arms no timer: the request's
- * one deadline timer (request-context.ts) ends the scope.
+ * request id, criticality and caller, aborts the call when our caller goes
+ * away or when the request's calls end (a hop reserve before our deadline,
+ * when the dependency's own deadline passes too, so that this hop still has
+ * the reserve to answer with what the dependency did not do), and maps the
+ * outcome deliberately (see mapDownstreamError). It arms no timer: the
+ * request's one deadline timer (request-context.ts) fires both.
  */
 export function outboundInterceptor(opts: OutboundOptions): Interceptor {
   const client = rpcClientMetrics();
   return (next) => async (req) => {
     const procedure = `/${req.service.typeName}/${req.method.name}`;
     const scope = currentScope();
+    const callsEnd = scope && requestContextOfScope(scope)?.callsEnd;
     let release = () => {};
     if (scope) {
       const budget = Math.floor(callDeadlineAt(req, scope, opts.hopReserveMs) - scope.clock.now());
@@ -87,7 +90,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       req.header.set(requestIdHeader, scope.requestId);
       if (scope.criticality) req.header.set(criticalityHeader, scope.criticality);
       if (scope.caller) req.header.set(callerHeader, scope.caller);
-      const call = linkedSignal([req.signal, scope.signal]);
+      const call = linkedSignal(callsEnd ? [req.signal, scope.signal, callsEnd] : [req.signal, scope.signal]);
       release = call.release;
       req = { ...req, signal: call.signal };
     }
@@ -121,7 +124,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
     } catch (e) {
       const mapped = mapDownstreamError(e, {
         dependency: opts.dependency,
-        ownDeadlinePassed: scope !== undefined && abortReason(scope) === "deadline",
+        ownDeadlinePassed: callsEnd?.aborted === true || (scope !== undefined && abortReason(scope) === "deadline"),
         callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
       });
       client.calls.inc({ dependency: opts.dependency, procedure, code: codeLabel(mapped.code) });

@@ -30,7 +30,17 @@ function countingParser(): { parse: typeof parseTimeoutHeader; calls: () => numb
 const headers = (h: Record<string, string>) => (name: string) => h[name];
 
 describe("createRequestContext", () => {
-  beforeEach(() => mock.timers.enable({ apis: ["setTimeout"] }));
+  /** A clock that moves with the mocked timers. */
+  let clock = 0;
+  const now = () => clock;
+  const advance = (ms: number) => {
+    clock += ms;
+    mock.timers.tick(ms);
+  };
+  beforeEach(() => {
+    mock.timers.enable({ apis: ["setTimeout"] });
+    clock = 0;
+  });
   afterEach(() => mock.timers.reset());
 
   test("parses the deadline header once and counts the deadline from arrival", () => {
@@ -54,16 +64,27 @@ describe("createRequestContext", () => {
   });
 
   test("its one timer aborts the deadline signal at the deadline, not before; dispose() clears it", () => {
-    const c = createRequestContext({ header: headers({ "connect-timeout-ms": "100" }), procedure: "/x", arrivedAt: 0, deadline, trustCaller: true, now: () => 0 });
-    mock.timers.tick(99);
+    const c = createRequestContext({ header: headers({ "connect-timeout-ms": "100" }), procedure: "/x", arrivedAt: 0, deadline, trustCaller: true, now });
+    advance(99);
     assert.equal(c.deadline.aborted, false);
-    mock.timers.tick(1);
+    advance(1);
     assert.equal(c.deadline.aborted, true);
     assert.equal(c.deadline.reason, "deadline");
-    const disposed = createRequestContext({ header: headers({ "connect-timeout-ms": "100" }), procedure: "/x", arrivedAt: 0, deadline, trustCaller: true, now: () => 0 });
+    const disposed = createRequestContext({ header: headers({ "connect-timeout-ms": "100" }), procedure: "/x", arrivedAt: clock, deadline, trustCaller: true, now });
     disposed.dispose();
-    mock.timers.tick(200);
+    advance(200);
     assert.equal(disposed.deadline.aborted, false);
+  });
+
+  test("the same timer first ends the request's calls, a hop reserve before the deadline, then the deadline", () => {
+    const c = createRequestContext({ header: headers({ "connect-timeout-ms": "100" }), procedure: "/x", arrivedAt: 0, deadline: { ...deadline, hopReserveMs: 5 }, trustCaller: true, now });
+    advance(94);
+    assert.deepEqual([c.callsEnd.aborted, c.deadline.aborted], [false, false]);
+    advance(1);
+    assert.deepEqual([c.callsEnd.aborted, c.deadline.aborted], [true, false], "calls end with the reserve left to answer");
+    advance(5);
+    assert.deepEqual([c.callsEnd.aborted, c.deadline.aborted], [true, true]);
+    c.dispose();
   });
 
   test("takes the caller's request id when well-formed and the caller identity only where trusted", () => {

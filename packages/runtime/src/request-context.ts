@@ -39,6 +39,13 @@ export interface RequestContext {
    * watchdog all listen to it instead of arming their own.
    */
   readonly deadline: AbortSignal;
+  /**
+   * Aborts with reason "deadline" a hop reserve before the deadline: every
+   * call this hop made to a dependency ends then, leaving the reserve to
+   * answer our own caller with what the dependency did not do. Fired by the
+   * same timer, re-armed once.
+   */
+  readonly callsEnd: AbortSignal;
   /** How expendable the work is; decided by the request gate (the edge assigns it, inner hops take the caller's). */
   criticality: Criticality;
   /** Who the edge authenticated: set by the edge's gate, read from the wire at inner hops. */
@@ -58,7 +65,7 @@ export interface RequestContextInput {
   header: (name: string) => string | undefined;
   procedure: string;
   arrivedAt: number;
-  deadline: { defaultMs: number; maxMs: number };
+  deadline: { defaultMs: number; maxMs: number; hopReserveMs?: number };
   /** Inner hops take the caller identity from the wire; the edge establishes its own (request gate). */
   trustCaller: boolean;
   exchange?: NodeExchange;
@@ -76,9 +83,24 @@ export function createRequestContext(input: RequestContextInput): RequestContext
   const now = input.now ?? performance.now.bind(performance);
   const resolved = resolveInboundDeadline({ headerMs: timeoutFromHeaders(input.header, input.parse ?? parseTimeoutHeader), ...input.deadline });
   const deadlineAt = input.arrivedAt + resolved.timeoutMs;
+  const callsEndAt = deadlineAt - (input.deadline.hopReserveMs ?? 0);
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort("deadline"), Math.max(0, deadlineAt - now()));
-  timer.unref();
+  const calls = new AbortController();
+  // One timer at a time: first at the end of the calls, then (re-armed for
+  // the hop reserve) at the deadline.
+  let timer: NodeJS.Timeout;
+  const atDeadline = () => controller.abort("deadline");
+  const atCallsEnd = () => {
+    calls.abort("deadline");
+    const left = deadlineAt - now();
+    if (left <= 0 || callsEndAt >= deadlineAt) atDeadline();
+    else arm(atDeadline, left);
+  };
+  const arm = (fn: () => void, ms: number) => {
+    timer = setTimeout(fn, Math.max(0, ms));
+    timer.unref();
+  };
+  arm(atCallsEnd, callsEndAt - now());
   return {
     arrivedAt: input.arrivedAt,
     procedure: input.procedure,
@@ -87,6 +109,7 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     deadlineSource: resolved.source,
     deadlineAt,
     deadline: controller.signal,
+    callsEnd: calls.signal,
     criticality: "critical",
     caller: input.trustCaller ? input.header(callerHeader) : undefined,
     logged: false,
@@ -131,6 +154,18 @@ export function nodeHeader(req: Req): (name: string) => string | undefined {
 /** Reads a header from a fetch Headers object. */
 export function fetchHeader(headers: Headers): (name: string) => string | undefined {
   return (name) => headers.get(name) ?? undefined;
+}
+
+const contextOfScope = new WeakMap<CallScope, RequestContext>();
+
+/** Remembers which request a call scope serves (the deadline interceptor does), for the client interceptors that only see the scope. */
+export function bindScope(scope: CallScope, context: RequestContext): void {
+  contextOfScope.set(scope, context);
+}
+
+/** The request context a call scope serves, if it was made from one. */
+export function requestContextOfScope(scope: CallScope): RequestContext | undefined {
+  return contextOfScope.get(scope);
 }
 
 const requestContextKey = createContextKey<RequestContext | undefined>(undefined, { description: "platform request context" });
