@@ -40,7 +40,7 @@ const only = process.argv.slice(2);
 const files =
   only.length > 0
     ? only
-    : [...findTests("packages", ".spec.ts"), ...findTests("services", ".spec.ts"), ...findTests("test", ".test.ts")];
+    : [...findTests("packages", ".spec.ts"), ...findTests("services", ".spec.ts"), ...findTests("lab", ".spec.ts"), ...findTests("test", ".test.ts")];
 
 if (only.length === 0) {
   run("buf lint", "npx", ["buf", "lint"]);

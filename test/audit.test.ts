@@ -63,7 +63,7 @@ describe("the misconfigured copy", () => {
   });
 
   test("an inner hop that retries", () => {
-    assertNamed(problems, /^inner hop orders -> pricing retries \(3 attempts per call\)/, new RegExp(`^RESILIENCE_PROFILE=naive \\(${shown.source}orders\\.environment\\)`));
+    assertNamed(problems, /^inner hop orders -> pricing retries \(3 attempts per call\)/, new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}orders\\.environment\\)`));
   });
   test("timeouts growing inward", () => {
     assertNamed(problems, /^pricing's maximum deadline \(60000 ms\) is longer than its caller orders' \(30000 ms\): timeouts grow inward/, new RegExp(`^DEADLINE_MAX_MS=60000 \\(${shown.source}pricing\\.environment\\)`));
@@ -73,10 +73,10 @@ describe("the misconfigured copy", () => {
     assertNamed(problems, /^checkout's admission queue \(1000000\) is effectively unbounded/, new RegExp(`^ADMISSION_MAX_QUEUE=1000000 \\(${shown.source}checkout`));
   });
   test("a breaker missing on one dependency", () => {
-    assertNamed(problems, /^orders -> pricing has no bulkhead and no circuit breaker/, new RegExp(`^RESILIENCE_PROFILE=naive \\(${shown.source}orders`));
+    assertNamed(problems, /^orders -> pricing has no bulkhead and no circuit breaker/, new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}orders`));
   });
   test("a retried write without a key", () => {
-    assertNamed(problems, /^retried write without a key: gateway -> checkout repeats checkout\.v1\.CheckoutService\/PlaceOrder up to 3 times/, new RegExp(`^RESILIENCE_PROFILE=naive \\(${shown.source}gateway`));
+    assertNamed(problems, /^retried write without a key: gateway -> checkout repeats checkout\.v1\.CheckoutService\/PlaceOrder up to 3 times/, new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}gateway`));
   });
   test("the CLI exits non-zero and prints every problem with where to fix it", async () => {
     const { status, out } = await runAudit(["--compose", fixture]);

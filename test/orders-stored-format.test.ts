@@ -26,7 +26,7 @@ before(async () => {
   dir = tempDataDir();
   server = await startEmbeddedPostgres({ dataDir: join(dir, "pg") });
   await migrate(server.url, { schema: "orders", directory: fileURLToPath(new URL("../services/orders/migrations", import.meta.url)) });
-  db = createDatabase({ name: "orders-db", connectionString: server.url, maxConnections: 2 });
+  db = createDatabase({ name: "orders-db", connectionString: server.url, maxConnections: 2 , minBudgetMs: 10});
 });
 after(async () => {
   await db?.close();

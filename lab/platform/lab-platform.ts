@@ -2,11 +2,15 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
 import { startPlatform, type Platform } from "@platform/launcher";
 import { chainManifests, chainServices as serviceNames, type ChainService as ServiceName } from "../chain.js";
 
 export type Profile = "naive" | "platform";
+
+/** The naive baseline, as a plug-in module every service loads (runtime plugin.ts). */
+export const naivePlugin = fileURLToPath(new URL("../naive/plugin.ts", import.meta.url));
 export const profiles: readonly Profile[] = ["naive", "platform"];
 
 /** A fresh platform for one run, with the handles a scenario's trigger needs. */
@@ -33,8 +37,9 @@ export interface LabPlatform {
 /**
  * Starts embedded PostgreSQL and the four services for one profile, in a
  * new temp directory (0755: the database runs as an unprivileged user when
- * we are root). The two profiles get exactly the same platform but for
- * RESILIENCE_PROFILE.
+ * we are root). The two profiles get exactly the same platform but for the
+ * naive plug-in (lab/naive/plugin.ts), loaded into every service through
+ * PLATFORM_PLUGINS.
  */
 export async function startLabPlatform(
   profile: Profile,
@@ -64,7 +69,7 @@ export async function startLabPlatform(
       manifests: chainManifests(),
       freePorts: true,
       env: {
-        RESILIENCE_PROFILE: profile,
+        ...(profile === "naive" ? { PLATFORM_PLUGINS: naivePlugin } : {}),
         // The lab's triggers inject faults: enabled here, explicitly, with a fresh token (off everywhere else).
         ...(opts.faultInjection === false ? {} : { FAULT_INJECTION: "enabled", FAULT_INJECTION_TOKEN: faultToken }),
         ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }),

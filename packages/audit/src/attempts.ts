@@ -1,7 +1,6 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { pathsBelow, type CallGraph, type Hop } from "./call-graph.js";
-import { naiveAttempts } from "./describe-service.js";
 import type { ServiceDescription } from "./model.js";
 import { servedApis } from "./service-modules.js";
 
@@ -28,9 +27,9 @@ export function edgeAttempts(hop: Hop, method: DescMethod): number {
   return repeatable ? r.maxAttempts : 1;
 }
 
-/** Transactions per call at a service's database: one, or three in the naive profile's database client. */
+/** Transactions per call at a service's database: one, unless a plug-in's database client repeats them. */
 export function databaseAttempts(s: ServiceDescription): number {
-  return s.profile === "naive" ? naiveAttempts : 1;
+  return s.databaseAttempts;
 }
 
 /**

@@ -25,7 +25,7 @@ const anyHost = new Set(["127.0.0.1", "localhost", "0.0.0.0", "::1", "[::1]"]);
  * by port. No list of edges is kept anywhere else.
  */
 export function buildCallGraph(target: Target): CallGraph {
-  const described = target.services.map((s) => describeService(s.name, s.config, s.wired));
+  const described = target.services.map((s) => describeService(s.name, s.config, s.wired, s.plugins));
   const resolve = (url: string): ServiceDescription | undefined => {
     let u: URL;
     try {

@@ -1,5 +1,5 @@
-import type { WiredDependencyClient } from "@platform/runtime";
-import type { DependencyDescription, RetryDescription, ServiceDescription } from "./model.js";
+import type { PluginEffects, WiredDependencyClient } from "@platform/runtime";
+import type { DependencyDescription, RetryDescription, ServiceDescription, ServicePlugin } from "./model.js";
 
 type Json = Record<string, unknown>;
 
@@ -14,7 +14,7 @@ function num(v: unknown, what: string): number {
 
 /** The server settings every service has (readServerConfig's shape). */
 function findServer(config: Json): Json {
-  const server = Object.values(config).find((v) => isObject(v) && isObject(v["deadline"]) && isObject(v["admission"]) && isObject(v["profile"]));
+  const server = Object.values(config).find((v) => isObject(v) && isObject(v["deadline"]) && isObject(v["admission"]));
   if (!isObject(server)) throw new Error("configuration has no server settings (readServerConfig)");
   return server;
 }
@@ -28,9 +28,6 @@ function findDependencies(value: unknown, out: Json[] = []): Json[] {
   }
   return out;
 }
-
-/** The naive profile's loop (runtime naive-interceptors.ts and database naive-database.ts): 3 attempts at every hop. */
-export const naiveAttempts = 3;
 
 function retryFrom(raw: unknown, from: RetryDescription["from"]): RetryDescription {
   if (!isObject(raw) || !isObject(raw["policy"])) return { maxAttempts: 1, platformLoop: true, from };
@@ -59,14 +56,16 @@ function retryFrom(raw: unknown, from: RetryDescription["from"]): RetryDescripti
  * dependency with it (the gateway's main does), and one without to attempt
  * each call once (every inner main passes retry: "none"; --live and the
  * e2e retry test check that wiring).
+ *
+ * Plug-ins (PLATFORM_PLUGINS) change the composition the configuration
+ * describes; each says how (PluginEffects), and that wins.
  */
-export function describeService(name: string, configJson: unknown, wired?: WiredDependencyClient[]): ServiceDescription {
+export function describeService(name: string, configJson: unknown, wired?: WiredDependencyClient[], plugins: ServicePlugin[] = []): ServiceDescription {
   if (!isObject(configJson)) throw new Error(`${name}: configuration is not an object`);
   const server = findServer(configJson);
   const deadline = server["deadline"] as Json;
   const admission = server["admission"] as Json;
-  const profile = (server["profile"] as Json)["kind"] === "naive" ? "naive" : "platform";
-  const naiveTimeout = profile === "naive" ? num((server["profile"] as Json)["callTimeoutMs"], "profile.callTimeoutMs") : undefined;
+  const effects: PluginEffects = Object.assign({}, ...plugins.map((p) => p.effects));
   const configRetry = configJson["retry"];
 
   const dependencies: DependencyDescription[] = findDependencies(configJson).map((d) => {
@@ -75,15 +74,17 @@ export function describeService(name: string, configJson: unknown, wired?: Wired
     const breaker = isolation["breaker"] as Json;
     const wiredClient = wired?.find((w) => w.dependency === depName);
     const retry: RetryDescription =
-      profile === "naive"
-        ? { maxAttempts: naiveAttempts, platformLoop: false, from: wiredClient ? "wired" : "configuration" }
+      effects.callAttempts !== undefined
+        ? { maxAttempts: effects.callAttempts, platformLoop: false, from: wiredClient ? "wired" : "configuration" }
         : wiredClient
           ? retryFrom(wiredClient.retry, "wired")
           : retryFrom(configRetry, "configuration");
-    if (profile === "naive") return { name: depName, baseUrl: d["baseUrl"] as string, retry, fixedTimeoutMs: naiveTimeout! };
+    const fixed = effects.fixedCallTimeoutMs !== undefined ? { fixedTimeoutMs: effects.fixedCallTimeoutMs } : {};
+    if (effects.noIsolation) return { name: depName, baseUrl: d["baseUrl"] as string, retry, ...fixed };
     return {
       name: depName,
       baseUrl: d["baseUrl"] as string,
+      ...fixed,
       bulkhead: {
         limit: String(isolation["limit"]),
         minConcurrent: num(isolation["minConcurrent"], `${depName}.minConcurrent`),
@@ -104,7 +105,8 @@ export function describeService(name: string, configJson: unknown, wired?: Wired
   return {
     name,
     edge: deadline["edge"] === true,
-    profile,
+    plugins: plugins.map((p) => p.name),
+    databaseAttempts: effects.databaseAttempts ?? 1,
     port: num(server["port"], "server.port"),
     deadline: {
       defaultMs: num(deadline["defaultMs"], "deadline.defaultMs"),
@@ -112,8 +114,8 @@ export function describeService(name: string, configJson: unknown, wired?: Wired
       hopReserveMs: num(deadline["hopReserveMs"], "deadline.hopReserveMs"),
       minBudgetMs: num(deadline["minBudgetMs"], "deadline.minBudgetMs"),
     },
-    // The naive profile queues without bound: no admission control (serve.ts).
-    ...(profile === "platform"
+    // A plug-in may take admission control out (serve()'s composition): the queue is then unbounded.
+    ...(!effects.noAdmission
       ? { admission: { maxConcurrent: num(admission["maxConcurrent"], "admission.maxConcurrent"), maxQueue: num(admission["maxQueue"], "admission.maxQueue"), maxQueueWaitMs: num(admission["maxQueueWaitMs"], "admission.maxQueueWaitMs") } }
       : {}),
     dependencies,
@@ -121,8 +123,8 @@ export function describeService(name: string, configJson: unknown, wired?: Wired
     ...(isObject(intake) && typeof intake["enabled"] === "boolean"
       ? {
           intake: {
-            // serve() runs the intake controller only in the platform profile.
-            enabled: intake["enabled"] && profile === "platform",
+            // A plug-in may take the intake controller out (serve()'s composition).
+            enabled: intake["enabled"] && !effects.noIntake,
             minSuccessRate: num(intake["minSuccessRate"], "intake.minSuccessRate"),
             cutFraction: num(intake["cutFraction"], "intake.cutFraction"),
             stepFraction: num(intake["stepFraction"], "intake.stepFraction"),

@@ -6,7 +6,13 @@
  * loader turns it into its configuration; `describeService` reads that.
  * A per-service manifest can later become one more source.
  */
-import type { WiredDependencyClient } from "@platform/runtime";
+import type { PluginEffects, WiredDependencyClient } from "@platform/runtime";
+
+/** A plug-in a service runs with (PLATFORM_PLUGINS), and what it changes there. */
+export interface ServicePlugin {
+  name: string;
+  effects: PluginEffects;
+}
 
 /** One variable of a service's environment and where it was set, e.g. "docker-compose.yml: services.orders.environment". */
 export interface SetVariable {
@@ -20,6 +26,8 @@ export interface TargetService {
   config: unknown;
   /** Live only: the dependency clients the process actually created. */
   wired?: WiredDependencyClient[];
+  /** The plug-ins it runs with: loaded from PLATFORM_PLUGINS, or (live) as the process reports them. */
+  plugins?: ServicePlugin[];
   /** The variables set for it (empty for live services, whose values are in `config`). */
   env: Record<string, SetVariable>;
   /** Where an unset variable's default comes from, e.g. "services/orders/src/config.ts". */
@@ -42,7 +50,7 @@ export interface Target {
 
 export interface RetryDescription {
   maxAttempts: number;
-  /** The platform's retry loop: only idempotent or keyed methods, full jitter, budget, pushback. False for the naive profile's loop. */
+  /** The platform's retry loop: only idempotent or keyed methods, full jitter, budget, pushback. False for a plug-in's own loop (PluginEffects.callAttempts). */
   platformLoop: boolean;
   backoff?: { initialMs: number; multiplier: number; maxMs: number };
   budget?: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
@@ -54,21 +62,24 @@ export interface DependencyDescription {
   /** The dependency's name in the caller's configuration (its variables' prefix). */
   name: string;
   baseUrl: string;
-  /** Undefined when the calls go through no bulkhead (naive profile). */
+  /** Undefined when the calls go through no bulkhead (a plug-in took isolation out). */
   bulkhead?: { limit: string; minConcurrent: number; maxConcurrent: number; maxQueue: number };
   breaker?: { volumeThreshold: number; errorThresholdPercentage: number; windowMs: number; resetTimeoutMs: number };
   retry: RetryDescription;
-  /** Naive profile: a fixed per-call timeout instead of the propagated deadline. */
+  /** A plug-in's fixed per-call timeout instead of the propagated deadline. */
   fixedTimeoutMs?: number;
 }
 
 export interface ServiceDescription {
   name: string;
   edge: boolean;
-  profile: "platform" | "naive";
+  /** Names of the plug-ins that change how it is composed; empty as the platform ships. */
+  plugins: string[];
+  /** Transactions per call at its database: 1, unless a plug-in's database client repeats them. */
+  databaseAttempts: number;
   port: number;
   deadline: { defaultMs: number; maxMs: number; hopReserveMs: number; minBudgetMs: number };
-  /** Undefined when nothing bounds the server's queue (naive profile). */
+  /** Undefined when nothing bounds the server's queue (a plug-in took admission control out). */
   admission?: { maxConcurrent: number; maxQueue: number; maxQueueWaitMs: number };
   dependencies: DependencyDescription[];
   database?: { poolMax: number | undefined };

@@ -12,14 +12,20 @@ export const fastestServiceMs = 1;
 /** A retry budget above this share no longer keeps a total failure near 1.1x the load (docs/audit.md). */
 export const maxRetryBudgetShare = 0.2;
 
-const profileVar = "RESILIENCE_PROFILE";
+/** Where a plug-in that changes a service's composition is named. */
+const pluginVar = "PLATFORM_PLUGINS";
+
+/** "plug-in a, b", for messages about what a plug-in took out. */
+function byPlugins(s: ServiceDescription): string {
+  return s.plugins.length > 0 ? `plug-in ${s.plugins.join(", ")}` : "its composition";
+}
 
 function hopName(h: Hop): string {
   return `${h.caller.name} -> ${h.callee?.name ?? h.dependency.name}`;
 }
 
 function retryWhere(graph: CallGraph, h: Hop): string {
-  if (h.caller.profile === "naive") return locate(graph, h.caller.name, profileVar);
+  if (!h.dependency.retry.platformLoop) return locate(graph, h.caller.name, pluginVar);
   const file = graph.sources.get(h.caller.name)?.defaultsFile ?? "";
   return h.dependency.retry.from === "wired"
     ? `services/${h.caller.name}/src/main.ts: createDependencyClient for ${h.dependency.name} is given a retry policy (live)`
@@ -55,7 +61,7 @@ export function timeoutsShrinkInward(graph: CallGraph): Answer {
       if (outer !== undefined && own !== undefined && own >= outer) {
         problems.push({
           message: `${hopName(below)} waits ${own} ms per call, ${hopName(h)} only ${outer} ms: fixed timeouts grow inward`,
-          where: locate(graph, callee.name, "NAIVE_CALL_TIMEOUT_MS"),
+          where: locate(graph, callee.name, pluginVar),
         });
       }
     }
@@ -89,10 +95,11 @@ export function deadlineTravels(graph: CallGraph): Answer {
   const facts: string[] = [];
   const problems: Problem[] = [];
   for (const s of graph.services) {
-    if (s.profile === "naive") {
+    const fixed = s.dependencies.find((d) => d.fixedTimeoutMs !== undefined)?.fixedTimeoutMs;
+    if (fixed !== undefined || s.databaseAttempts > 1) {
       problems.push({
-        message: `${s.name} runs the naive profile: its calls get a fixed timeout (${s.dependencies[0]?.fixedTimeoutMs ?? "none"} ms) instead of the caller's remaining deadline, and its database statements none`,
-        where: locate(graph, s.name, profileVar),
+        message: `${s.name} runs ${byPlugins(s)}: its calls get a fixed timeout (${fixed ?? "none"} ms) instead of the caller's remaining deadline${s.database ? ", and its database statements none" : ""}`,
+        where: locate(graph, s.name, pluginVar),
       });
       continue;
     }
@@ -138,8 +145,8 @@ export function backoffAndCap(graph: CallGraph): Answer {
     const r = h.dependency.retry;
     if (!r.platformLoop) {
       problems.push({
-        message: `${hopName(h)} retries with the naive loop: fixed 200/400 ms backoff without jitter, no retry budget, pushback ignored, past the deadline`,
-        where: locate(graph, h.caller.name, profileVar),
+        message: `${hopName(h)} retries with ${byPlugins(h.caller)}'s own loop, not the platform's: no retry budget, pushback ignored, no check of the deadline or of idempotency`,
+        where: locate(graph, h.caller.name, pluginVar),
       });
       continue;
     }
@@ -166,7 +173,7 @@ export function queuesBounded(graph: CallGraph): Answer {
   for (const s of graph.services) {
     const a = s.admission;
     if (a === undefined) {
-      problems.push({ message: `${s.name} has no admission control (naive profile): its server queues without bound and works on requests whose callers have gone`, where: locate(graph, s.name, profileVar) });
+      problems.push({ message: `${s.name} has no admission control (${byPlugins(s)}): its server queues without bound and works on requests whose callers have gone`, where: locate(graph, s.name, pluginVar) });
       continue;
     }
     const drainable = Math.floor((a.maxConcurrent * a.maxQueueWaitMs) / fastestServiceMs);
@@ -230,7 +237,7 @@ export function intakeRehearsed(graph: CallGraph, rehearsal = intakeRehearsal())
         `${edge.name}: intake controller on: cuts intake to ${i.cutFraction * 100} % when under ${i.minSuccessRate * 100} % of requests succeed, readmits ${i.stepFraction * 100} % every ${i.stepIntervalMs} ms; GET/PUT /admin/intake on its operator port cuts it by hand`,
       );
     } else {
-      problems.push({ message: `${edge.name}: no intake controller guards the edge: nothing cuts intake when goodput collapses (metastable failure)`, where: locate(graph, edge.name, edge.profile === "naive" ? profileVar : "INTAKE_ENABLED") });
+      problems.push({ message: `${edge.name}: no intake controller guards the edge: nothing cuts intake when goodput collapses (metastable failure)`, where: locate(graph, edge.name, edge.plugins.length > 0 && i?.enabled === false ? pluginVar : "INTAKE_ENABLED") });
     }
   }
   if (rehearsal) facts.push(`rehearsed in CI: ${rehearsal} cuts intake to 0 through PUT /admin/intake, checks the refusals, and restores it`);
@@ -260,7 +267,7 @@ export async function retriedWritesCarryKeys(graph: CallGraph): Promise<Answer> 
         } else {
           problems.push({
             message: `retried write without a key: ${hopName(h)} repeats ${name} up to ${h.dependency.retry.maxAttempts} times without checking its idempotency, and nothing guarantees a key (none is a field of its request)`,
-            where: locate(graph, h.caller.name, profileVar),
+            where: locate(graph, h.caller.name, pluginVar),
           });
         }
       }
@@ -281,7 +288,7 @@ export function isolationPerDependency(graph: CallGraph): Answer {
     }
     const missing = [h.dependency.bulkhead ? "" : "bulkhead", h.dependency.breaker ? "" : "circuit breaker"].filter((x) => x !== "");
     if (missing.length > 0) {
-      problems.push({ message: `${hopName(h)} has no ${missing.join(" and no ")}: one slow or failing dependency can take every slot of ${h.caller.name}`, where: locate(graph, h.caller.name, profileVar) });
+      problems.push({ message: `${hopName(h)} has no ${missing.join(" and no ")}: one slow or failing dependency can take every slot of ${h.caller.name}`, where: locate(graph, h.caller.name, h.caller.plugins.length > 0 ? pluginVar : `${prefix}_MAX_CONCURRENT`) });
     } else {
       const br = h.dependency.breaker!;
       facts.push(`${hopName(h)}: bulkhead and breaker per method (opens at ${br.errorThresholdPercentage} % errors over ${br.volumeThreshold}+ calls in ${br.windowMs / 1000} s; trial after ${br.resetTimeoutMs / 1000} s)`);

@@ -50,7 +50,7 @@ describe("a lost database connection", () => {
     const db = createDatabase({
       name,
       connectionString: opts.url ?? server.url,
-      maxConnections: opts.maxConnections ?? 2,
+      minBudgetMs: 5, maxConnections: opts.maxConnections ?? 2,
       onConnectionLost: (l) => losses.push(l),
       logger: { warn: (obj, msg) => logs.push({ obj: obj as Record<string, unknown>, msg }) },
     });

@@ -30,7 +30,7 @@ describe("Database.transaction", () => {
   let pg: TestServer;
   const dbs: Database[] = [];
   const open = (name: string, maxConnections = 2) => {
-    const db = createDatabase({ name, connectionString: pg.url, maxConnections });
+    const db = createDatabase({ name, connectionString: pg.url, minBudgetMs: 5, maxConnections });
     dbs.push(db);
     return db;
   };
@@ -230,7 +230,7 @@ describe("Database.transaction", () => {
   });
 
   it("applies the fallback deadline outside any request scope", async () => {
-    const db = createDatabase({ name: "fallback-db", connectionString: pg.url, maxConnections: 1, fallbackTimeoutMs: 300 });
+    const db = createDatabase({ name: "fallback-db", connectionString: pg.url, minBudgetMs: 5, maxConnections: 1, fallbackTimeoutMs: 300 });
     dbs.push(db);
     await assert.rejects(db.transaction((tx) => tx.query("SELECT pg_sleep(10)")), isConnectError(Code.DeadlineExceeded));
   });

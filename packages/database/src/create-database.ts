@@ -9,7 +9,6 @@ import { scopeEndedError } from "./scope-ended-error.js";
 import { connectionLostError, toConnectError } from "./to-connect-error.js";
 import { statementTarget } from "./statement-span.js";
 import { ScopedTx, type Tx } from "./tx.js";
-import { createNaiveDatabase } from "./naive-database.js";
 import { serverFaultNow, unreachableNow } from "./fault-now.js";
 
 export interface DatabaseOptions {
@@ -18,9 +17,13 @@ export interface DatabaseOptions {
   connectionString: string;
   /** Pool size: this dependency's bulkhead. */
   maxConnections: number;
-  /** Do not start (or wait for a connection) with less time than this left. Default 5. */
-  minBudgetMs?: number;
-  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 5. */
+  /**
+   * Do not start (or wait for a connection) with less time than this left.
+   * A service passes its own DEADLINE_MIN_BUDGET_MS (runtime's
+   * `databaseDeadlineOptions`), the same minimum its dependency calls keep.
+   */
+  minBudgetMs: number;
+  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 5; a service passes its DEADLINE_HOP_RESERVE_MS. */
   statementReserveMs?: number;
   /** Deadline for work outside any request scope (startup jobs, scripts). Default 5000. */
   fallbackTimeoutMs?: number;
@@ -32,8 +35,6 @@ export interface DatabaseOptions {
   logger?: DatabaseLogger;
   /** Called once per established connection that ended without us ending it (after the metric and the log line). */
   onConnectionLost?: (loss: ConnectionLoss) => void;
-  /** The storm lab's naive baseline instead (see naive-database.ts). Never in production. */
-  naive?: { queryTimeoutMs: number };
 }
 
 export interface TransactionOptions {
@@ -77,10 +78,33 @@ export interface Database {
 /** Connections found dead at checkout before we give up on this transaction. */
 const MAX_DEAD_CHECKOUTS = 3;
 
+/**
+ * Makes a database client from the options; `platform` makes the platform's
+ * own (or the previous factory's), for a factory that only wraps or
+ * replaces it for some options.
+ */
+export type DatabaseFactory = (opts: DatabaseOptions, platform: (opts: DatabaseOptions) => Database) => Database;
+
+let factory: (opts: DatabaseOptions) => Database = createPlatformDatabase;
+
+/**
+ * A plug-in's composition point for databases: every createDatabase() call
+ * from now on in this process goes through `f` (see @platform/runtime's
+ * plugin.ts for servers and clients). The storm lab's baseline uses it.
+ */
+export function useDatabaseFactory(f: DatabaseFactory): void {
+  const previous = factory;
+  factory = (opts) => f(opts, previous);
+}
+
+/** A database client, as the installed factory makes it (by default the platform's, below). */
 export function createDatabase(opts: DatabaseOptions): Database {
-  if (opts.naive) return createNaiveDatabase({ ...opts, queryTimeoutMs: opts.naive.queryTimeoutMs });
+  return factory(opts);
+}
+
+function createPlatformDatabase(opts: DatabaseOptions): Database {
   const name = opts.name;
-  const minBudgetMs = opts.minBudgetMs ?? 5;
+  const minBudgetMs = opts.minBudgetMs;
   const statementReserveMs = opts.statementReserveMs ?? 5;
   const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
   const metrics = databaseMetrics();

@@ -30,7 +30,7 @@ describe("migrate", () => {
   });
   const open = () => {
     // A 50 ms request fallback: migrations must not be bound by it (0003 sleeps 300 ms).
-    const db = createDatabase({ name: "migrate-db", connectionString: pg.url, maxConnections: 2, fallbackTimeoutMs: 50 });
+    const db = createDatabase({ name: "migrate-db", connectionString: pg.url, minBudgetMs: 5, maxConnections: 2, fallbackTimeoutMs: 50 });
     dbs.push(db);
     return db;
   };
@@ -113,7 +113,7 @@ describe("migrate", () => {
     try {
       writeFileSync(join(concurrent, "0001-create.sql"), "CREATE TABLE big (id int, label text);");
       writeFileSync(join(concurrent, "0002-index.sql"), "-- migrate: no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS big_label ON concurrent.big (label);\n");
-      const db = createDatabase({ name: "migrate-concurrent", connectionString: pg.url, maxConnections: 1, fallbackTimeoutMs: 5000 });
+      const db = createDatabase({ name: "migrate-concurrent", connectionString: pg.url, minBudgetMs: 5, maxConnections: 1, fallbackTimeoutMs: 5000 });
       dbs.push(db);
       const runs = await Promise.all([migrate(db, { schema: "concurrent", directory: concurrent }), migrate(pg.url, { schema: "concurrent", directory: concurrent })]);
       assert.deepEqual(runs.flatMap((r) => r.applied).sort(), ["0001-create.sql", "0002-index.sql"], "each file applied once across both runs");

@@ -74,7 +74,7 @@ export async function migrate(target: Database | string, opts: MigrateOptions): 
   const timeoutMs = opts.timeoutMs ?? 300_000;
   const db =
     typeof target === "string"
-      ? createDatabase({ name: `${opts.schema}-migrations`, connectionString: target, maxConnections: 1, fallbackTimeoutMs: timeoutMs })
+      ? createDatabase({ name: `${opts.schema}-migrations`, connectionString: target, maxConnections: 1, fallbackTimeoutMs: timeoutMs, minBudgetMs: 0 })
       : target;
   // Our own scope: migrations run at startup, outside any request, and must
   // not inherit the short request fallback (or an unrelated caller's deadline).

@@ -18,7 +18,7 @@ describe("Database across a PostgreSQL restart", () => {
   const idleErrors: Error[] = [];
   before(async () => {
     pg = await startTestServer();
-    db = createDatabase({ name: "restart-db", connectionString: pg.url, maxConnections: 2, onIdleConnectionError: (e) => idleErrors.push(e) });
+    db = createDatabase({ name: "restart-db", connectionString: pg.url, minBudgetMs: 5, maxConnections: 2, onIdleConnectionError: (e) => idleErrors.push(e) });
   });
   after(async () => {
     try {

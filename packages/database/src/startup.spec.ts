@@ -108,7 +108,7 @@ describe("waitForDatabase (real PostgreSQL)", () => {
     const dir = mkdtempSync(join(tmpdir(), "startup-migrations-"));
     writeFileSync(join(dir, "0001-t.sql"), "CREATE TABLE t (v int);");
     await server.stop();
-    const db = createDatabase({ name: "startup-db", connectionString: server.url, maxConnections: 2 });
+    const db = createDatabase({ name: "startup-db", connectionString: server.url, minBudgetMs: 5, maxConnections: 2 });
     const failures: string[] = [];
     try {
       const ready = waitForDatabase(db, () => migrate(db, { schema: "startup", directory: dir }), {

@@ -4,6 +4,17 @@ import { abortReason, createScope, currentScope, remainingMs, runInScope, scopeT
 import { FakeClock } from "./clock.js";
 
 describe("call scope", () => {
+  test("given the request's deadline signal, the scope arms no timer and ends with reason deadline when it fires", (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const deadline = new AbortController();
+    const scope = createScope({ timeoutMs: 50, requestId: "r", procedure: "/p", deadlineSignal: deadline.signal });
+    t.mock.timers.tick(1000);
+    assert.equal(scope.signal.aborted, false, "no timer of its own: only the given signal ends it");
+    deadline.abort("deadline");
+    assert.equal(abortReason(scope), "deadline");
+    scope.dispose();
+  });
+
   test("the deadline counts from arrival, and the remaining time follows the clock", () => {
     const clock = new FakeClock(1000);
     const scope = createScope({ timeoutMs: 300, startedAt: 950, requestId: "r", procedure: "/p", clock });

@@ -6,7 +6,7 @@ import { type Clock, systemClock } from "./clock.js";
  * absolute deadline, the signal that fires when the caller goes away, and
  * the ids that travel to downstream calls.
  *
- * The runtime's server interceptor creates one scope per inbound request and
+ * The runtime's deadline interceptor creates one scope per inbound request and
  * runs the handler inside it; client interceptors and the database package
  * read it with `currentScope()` so that handlers never pass deadlines by hand.
  */
@@ -66,20 +66,35 @@ export interface CreateScopeOptions {
   startedAt?: number;
   /** Signals whose abort means the caller went away (Connect's `ctx.signal`, shutdown). */
   parentSignals?: AbortSignal[];
+  /**
+   * A signal that aborts when the deadline passes, armed by whoever owns the
+   * request's one deadline timer (the runtime's request context). Given it,
+   * the scope arms no timer of its own.
+   */
+  deadlineSignal?: AbortSignal;
   clock?: Clock;
 }
 
 /**
  * Creates a scope whose signal aborts with reason "deadline" after
- * `timeoutMs`, or with "cancelled"/"shutdown" when a parent signal aborts.
- * `dispose()` clears the timer; call it when the request is done.
+ * `timeoutMs` (on its own timer, or when `deadlineSignal` fires), or with
+ * "cancelled"/"shutdown" when a parent signal aborts. `dispose()` clears the
+ * timer and unhooks the parents; call it when the request is done.
  */
 export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): void } {
   const clock = opts.clock ?? systemClock;
   const controller = new AbortController();
   const deadlineAt = (opts.startedAt ?? clock.now()) + opts.timeoutMs;
-  const timer = setTimeout(() => controller.abort("deadline"), Math.max(0, deadlineAt - clock.now()));
-  timer.unref?.();
+  const onDeadline = () => controller.abort("deadline");
+  const deadlineSignal = opts.deadlineSignal;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  if (deadlineSignal) {
+    if (deadlineSignal.aborted) onDeadline();
+    else deadlineSignal.addEventListener("abort", onDeadline, { once: true });
+  } else {
+    timer = setTimeout(onDeadline, Math.max(0, deadlineAt - clock.now()));
+    timer.unref?.();
+  }
   // A caller whose deadline fires gives up a little before ours does: its
   // timer started earlier (connection set-up, transit, parsing). A caller
   // leaving this close to the deadline left because of it.
@@ -104,6 +119,7 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     ...(opts.caller ? { caller: opts.caller } : {}),
     dispose() {
       clearTimeout(timer);
+      deadlineSignal?.removeEventListener("abort", onDeadline);
       for (const s of opts.parentSignals ?? []) s.removeEventListener("abort", onParentAbort);
     },
   };

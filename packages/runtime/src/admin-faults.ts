@@ -68,36 +68,6 @@ export function faultInjectionEndpoints(config: FaultInjectionConfig, logger: Lo
   });
 }
 
-/**
- * The endpoints as they were before fault injection needed enabling: no
- * switch, no authentication. Kept only until serve() is wired to
- * `faultInjectionEndpoints` (the integration of the request-context work);
- * then delete it.
- * @deprecated use `faultInjectionEndpoints`.
- */
-export function faultEndpoints(logger: Logger): Record<string, HttpEndpoint> {
-  const put: HttpEndpoint = async (_req, res, body) => {
-    let faults;
-    try {
-      faults = parseFaults(await body());
-    } catch (e) {
-      return sendJson(res, 400, { error: e instanceof Error ? e.message : String(e) });
-    }
-    setFaults(faults);
-    logger.warn({ faults }, "faults changed");
-    sendJson(res, 200, currentFaults());
-  };
-  return endpoints({
-    get: (_req, res) => sendJson(res, 200, currentFaults()),
-    put,
-    clear: (_req, res) => {
-      setFaults({});
-      logger.warn("faults cleared");
-      sendJson(res, 200, currentFaults());
-    },
-  });
-}
-
 function endpoints(h: { get: HttpEndpoint; put: HttpEndpoint; clear: HttpEndpoint }): Record<string, HttpEndpoint> {
   return { "GET /admin/faults": h.get, "PUT /admin/faults": h.put, "POST /admin/faults": h.put, "DELETE /admin/faults": h.clear };
 }

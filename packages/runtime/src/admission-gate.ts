@@ -1,18 +1,10 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import {
-  AdmissionController,
-  parseTimeoutHeader,
-  pushbackHeaders,
-  systemClock,
-  type Criticality,
-  type IntakeController,
-} from "@platform/resilience";
+import { AdmissionController, pushbackHeaders, type Criticality, type IntakeController } from "@platform/resilience";
 import { admissionMetrics } from "./metrics.js";
 import { watchRequest } from "./request-watchdog.js";
-import type { NodeExchange } from "./node-exchange.js";
+import type { RequestContext } from "./request-context.js";
 import type { AdmissionConfig } from "./server-config.js";
-
-export const criticalityHeader = "x-criticality";
+import { criticalityHeader } from "./headers.js";
 
 /** Decides a request's criticality from its procedure and headers. */
 export type CriticalityPolicy = (procedure: string, headers: Headers) => Criticality;
@@ -31,7 +23,7 @@ export interface AdmissionGate {
    * pushback hint in its metadata. Runs inside Connect's requestGate: after
    * the headers, before the body is read or parsed.
    */
-  admit(context: HandlerContext, exchange: NodeExchange | undefined): Promise<void>;
+  admit(context: HandlerContext, request: RequestContext): Promise<void>;
   controller: AdmissionController;
 }
 
@@ -49,31 +41,21 @@ export interface AdmissionGate {
  */
 export function createAdmissionGate(opts: {
   config: AdmissionConfig;
-  /** Deadline applied when the request carries none (ms). */
-  defaultTimeoutMs: number;
-  maxTimeoutMs: number;
-  criticality: CriticalityPolicy;
   intake?: IntakeController;
   /** Told about every request our own queue refused (an overload signal for the intake controller). */
   onShed?: () => void;
 }): AdmissionGate {
   const controller = new AdmissionController(opts.config);
   const metrics = admissionMetrics(controller);
-  const clock = systemClock;
 
   return {
     controller,
-    async admit(context, exchange) {
-      const procedure = `/${context.service.typeName}/${context.method.name}`;
-      const criticality = opts.criticality(procedure, context.requestHeader);
-      // Inner hops read the (possibly re-assigned) criticality from here.
-      context.requestHeader.set(criticalityHeader, criticality);
+    async admit(context, request) {
+      const { criticality, deadlineAt: deadline, exchange } = request;
       if (opts.intake && !opts.intake.admit()) {
         metrics.shed.inc({ reason: "intake", criticality });
         throw new ConnectError("overloaded: intake reduced while the system recovers; retry later", Code.Unavailable, pushbackHeaders(1000));
       }
-      const arrivedAt = exchange?.arrivedAt ?? clock.now();
-      const deadline = arrivedAt + Math.min(inboundTimeoutMs(context.requestHeader) ?? opts.defaultTimeoutMs, opts.maxTimeoutMs);
       const { outcome, abandon } = controller.admit(criticality, deadline);
       // The caller left or the server is shutting down: free the place in the
       // queue. A passing deadline is left to the queue itself ("expired").
@@ -98,18 +80,8 @@ export function createAdmissionGate(opts: {
       // Bounds the body read and the answer's write too: see request-watchdog.ts.
       if (exchange) {
         exchange.res.once("close", o.release);
-        watchRequest(exchange.req, exchange.res, deadline - clock.now());
+        watchRequest(exchange.req, exchange.res, request.deadline);
       }
     },
   };
-}
-
-function inboundTimeoutMs(headers: Headers): number | undefined {
-  for (const name of ["grpc-timeout", "connect-timeout-ms"] as const) {
-    const v = headers.get(name);
-    if (v === null) continue;
-    const parsed = parseTimeoutHeader(name, v);
-    if (parsed.ok) return parsed.ms;
-  }
-  return undefined;
 }

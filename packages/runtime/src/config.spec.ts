@@ -10,8 +10,8 @@ describe("configuration from the environment", () => {
     assert.equal(c.port, 8083);
     assert.equal(c.adminPort, 9083);
     assert.equal(c.deadline.edge, false);
-    assert.deepEqual(c.profile, { kind: "platform" });
-    assert.deepEqual(c.faults, {});
+    assert.equal("profile" in c, false, "no lab profile among a service's settings");
+    assert.deepEqual(c.faultInjection, { enabled: false });
   });
 
   test("every bad variable is named in one error, and secrets are not echoed", () => {
@@ -30,11 +30,6 @@ describe("configuration from the environment", () => {
       assert.doesNotMatch(text, /secret/);
       assert.equal(e.problems.length, 6);
     }
-  });
-
-  test("the naive profile takes the service's own fixed timeout", () => {
-    const c = readEnv({ RESILIENCE_PROFILE: "naive" }, (r) => readServerConfig(r, "gateway", { port: 1, adminPort: 2, edge: true, naiveCallTimeoutMs: 10_000 }));
-    assert.deepEqual(c.profile, { kind: "naive", callTimeoutMs: 10_000 });
   });
 
   test("a dependency's bulkhead is read from its own variables", () => {

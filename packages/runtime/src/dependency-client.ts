@@ -7,19 +7,21 @@ import { isolationInterceptor } from "./isolation-interceptor.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
 import type { ServerConfig } from "./server-config.js";
-import { naiveClientInterceptors } from "./naive-interceptors.js";
 import { rememberDependencyClient } from "./effective-config.js";
+import { pluginsWith, type ClientComposition, type PlatformPlugin } from "./plugin.js";
 
 export interface DependencyClientOptions {
   dependency: DependencyConfig;
-  /** This service's settings: deadline reserve and minimum, resilience profile. */
-  server: Pick<ServerConfig, "deadline" | "profile">;
+  /** This service's settings: the deadline reserve and minimum budget. */
+  server: ServerConfig;
   /**
    * Required, so that every client states it: `"none"` (exactly one
    * attempt per call) everywhere but at the edge. Only the gateway passes a
    * policy and budget: one layer retries, everything below it fails fast.
    */
   retry: "none" | { policy: RetryPolicy; budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number } };
+  /** Plug-ins for this client, after those installed in the process (plugin.ts). */
+  plugins?: PlatformPlugin[];
 }
 
 /**
@@ -33,25 +35,28 @@ export interface DependencyClientOptions {
  */
 export function createDependencyClient<T extends DescService>(service: T, opts: DependencyClientOptions): Client<T> {
   const { name } = opts.dependency;
-  const { deadline, profile } = opts.server;
-  rememberDependencyClient({ dependency: name, baseUrl: opts.dependency.baseUrl, profile: profile.kind, retry: opts.retry });
+  const { deadline } = opts.server;
+  const plugins = pluginsWith(opts.plugins);
+  rememberDependencyClient({ dependency: name, baseUrl: opts.dependency.baseUrl, plugins: plugins.map((p) => p.name), retry: opts.retry });
   const propagation = { dependency: name, hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
   const { keepalive } = opts.dependency;
+  let composition: ClientComposition = {
+    interceptors: [
+      ...retryLayer(name, opts.retry),
+      budgetGateInterceptor(propagation),
+      isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs),
+      outboundInterceptor(propagation),
+    ],
+    keepalive: keepalive.pingIntervalMs > 0 ? keepalive : undefined,
+  };
+  for (const plugin of plugins) {
+    if (plugin.dependencyClient) composition = plugin.dependencyClient(composition, { dependency: opts.dependency, server: opts.server });
+  }
+  const ping = composition.keepalive;
   const transport = createGrpcTransport({
     baseUrl: opts.dependency.baseUrl,
-    // The naive profile runs as connect-node does by default: no PING.
-    ...(profile.kind === "platform" && keepalive.pingIntervalMs > 0
-      ? { pingIntervalMs: keepalive.pingIntervalMs, pingTimeoutMs: keepalive.pingTimeoutMs, pingIdleConnection: keepalive.pingIdleConnection }
-      : {}),
-    interceptors:
-      profile.kind === "naive"
-        ? naiveClientInterceptors(name, profile.callTimeoutMs)
-        : [
-            ...retryLayer(name, opts.retry),
-            budgetGateInterceptor(propagation),
-            isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs),
-            outboundInterceptor(propagation),
-          ],
+    ...(ping ? { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } : {}),
+    interceptors: composition.interceptors,
   });
   return createClient(service, transport);
 }

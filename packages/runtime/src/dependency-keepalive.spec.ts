@@ -14,6 +14,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
 import { readEnv } from "./config.js";
 import { createDependencyClient } from "./dependency-client.js";
+import { readServerConfig } from "./server-config.js";
 import { readDependencyConfig } from "./dependency-config.js";
 
 const { Health, HealthCheckResponse_ServingStatus: Status } = healthV1;
@@ -76,7 +77,7 @@ function clientVia(url: string, env: Record<string, string>) {
   const dependency = readEnv({ PEER_URL: url, ...env }, (r) => readDependencyConfig(r, "peer", url));
   return createDependencyClient(Health, {
     dependency,
-    server: { deadline: { edge: false, defaultMs: 5000, maxMs: 600_000, hopReserveMs: 5, minBudgetMs: 10 }, profile: { kind: "platform" } },
+    server: readEnv({}, (r) => readServerConfig(r, "keepalive-test", { port: 0, adminPort: 0 })),
     retry: "none",
   });
 }

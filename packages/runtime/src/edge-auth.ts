@@ -1,9 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { EnvReader } from "./config.js";
 
-/** Identity of the caller, set by the edge only; inner services read it, nobody outside may set it. */
-export const callerHeader = "x-caller-id";
-
 export interface AuthConfig {
   /** "none" (development default) or "api-key": `Authorization: Bearer <key>` or `x-api-key: <key>`. */
   mode: "none" | "api-key";

@@ -1,6 +1,6 @@
 import type { RetryPolicy } from "@platform/resilience";
 import { sendJson, type HttpEndpoint } from "./http-endpoints.js";
-import type { ResilienceProfile } from "./server-config.js";
+import { installedPluginEffects, type PluginEffects } from "./plugin.js";
 
 /**
  * What this process runs with, for `GET /admin/config` on the operator port
@@ -15,12 +15,15 @@ export interface EffectiveConfig {
   config: unknown;
   /** One per `createDependencyClient` call: what the audit cannot learn from configuration alone. */
   dependencyClients: WiredDependencyClient[];
+  /** The plug-ins installed in the process (PLATFORM_PLUGINS), with what each changes. */
+  plugins: { name: string; effects: PluginEffects }[];
 }
 
 export interface WiredDependencyClient {
   dependency: string;
   baseUrl: string;
-  profile: ResilienceProfile["kind"];
+  /** The plug-ins that composed it (plugin.ts); empty as the platform ships. */
+  plugins: string[];
   /** "none", or the policy and budget the client retries with. */
   retry: "none" | { policy: RetryPolicy; budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number } };
 }
@@ -39,7 +42,12 @@ export function rememberDependencyClient(client: WiredDependencyClient): void {
 }
 
 export function effectiveConfig(service: string): EffectiveConfig {
-  return { service, config: redactConfig(loadedConfig), dependencyClients: wiredClients.map((c) => redactConfig(c) as WiredDependencyClient) };
+  return {
+    service,
+    config: redactConfig(loadedConfig),
+    dependencyClients: wiredClients.map((c) => redactConfig(c) as WiredDependencyClient),
+    plugins: installedPluginEffects(service),
+  };
 }
 
 export function configEndpoint(service: string): Record<string, HttpEndpoint> {

@@ -5,6 +5,7 @@ import {
   CircuitBreaker,
   currentScope,
   localRejection,
+  grpcRetryPushbackHeader,
   pushbackHeaders,
   systemClock,
   type Clock,
@@ -184,7 +185,7 @@ async function withPushback<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (e) {
     const local = localRejection(e);
-    if (local?.retryAfterMs !== undefined && e instanceof ConnectError && !e.metadata.has("grpc-retry-pushback-ms")) {
+    if (local?.retryAfterMs !== undefined && e instanceof ConnectError && !e.metadata.has(grpcRetryPushbackHeader)) {
       for (const [k, v] of Object.entries(pushbackHeaders(Math.max(1, local.retryAfterMs)))) e.metadata.set(k, v);
     }
     throw e;

@@ -1,9 +1,9 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type Interceptor, type UnaryRequest, type StreamRequest } from "@connectrpc/connect";
 import { abortReason, markLocalRejection, currentFaults, currentScope, type CallScope, faultApplies, injectedDelay, shouldDropResponse, shouldFail, formatConnectTimeout, formatGrpcTimeout, remainingMs } from "@platform/resilience";
 import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
-import { requestIdHeader } from "./request-id.js";
-import { callerHeader } from "./edge-auth.js";
+import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader } from "./headers.js";
+import { requestContextOfScope } from "./request-context.js";
 import { attemptKey } from "./retry-interceptor.js";
 import { endSpan, startClientSpan } from "./tracing.js";
 import { codeLabel } from "./code-label.js";
@@ -15,6 +15,24 @@ export interface OutboundOptions {
   hopReserveMs: number;
   /** Below this remaining budget the call is not started at all. */
   minBudgetMs: number;
+}
+
+const callDeadlineKey = createContextKey<number | undefined>(undefined, { description: "deadline of an outgoing call" });
+
+/**
+ * The absolute deadline of an outgoing call: ours minus the hop reserve,
+ * kept back so that this hop can still write its own answer. Computed once
+ * per call, by the first interceptor of the chain that needs it, and read
+ * by the others (budget gate, bulkhead, deadline propagation); each
+ * attempt's budget is this minus the time at which it is sent.
+ */
+export function callDeadlineAt(req: UnaryRequest | StreamRequest, scope: CallScope, hopReserveMs: number): number {
+  let at = req.contextValues.get(callDeadlineKey);
+  if (at === undefined) {
+    at = scope.deadlineAt - hopReserveMs;
+    req.contextValues.set(callDeadlineKey, at);
+  }
+  return at;
 }
 
 /**
@@ -29,7 +47,7 @@ export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
   return (next) => (req) => {
     const scope = currentScope();
     if (scope) {
-      const budget = Math.floor(remainingMs(scope) - opts.hopReserveMs);
+      const budget = Math.floor(callDeadlineAt(req, scope, opts.hopReserveMs) - scope.clock.now());
       if (budget < opts.minBudgetMs) {
         dl.rejectedBeforeStart.inc({ dependency: opts.dependency });
         client.calls.inc({ dependency: opts.dependency, procedure: `/${req.service.typeName}/${req.method.name}`, code: "not_started" });
@@ -48,27 +66,31 @@ export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
 /**
  * The outbound half of deadline propagation, on every downstream transport.
  *
- * Per attempt it sends the remaining time (minus the hop reserve) as the
- * call's deadline, aborts the call when our own caller goes away or that
- * deadline passes (a budget that became too small in between still starts:
- * the dependency's own minimum check refuses it at no cost), forwards
- * the request id, and maps the outcome deliberately (see mapDownstreamError).
+ * Per attempt it sends the call's remaining budget (callDeadlineAt) as its
+ * deadline (a budget that became too small in between still starts: the
+ * dependency's own minimum check refuses it at no cost), forwards the
+ * request id, criticality and caller, aborts the call when our caller goes
+ * away or when the request's calls end (a hop reserve before our deadline,
+ * when the dependency's own deadline passes too, so that this hop still has
+ * the reserve to answer with what the dependency did not do), and maps the
+ * outcome deliberately (see mapDownstreamError). It arms no timer: the
+ * request's one deadline timer (request-context.ts) fires both.
  */
 export function outboundInterceptor(opts: OutboundOptions): Interceptor {
   const client = rpcClientMetrics();
   return (next) => async (req) => {
     const procedure = `/${req.service.typeName}/${req.method.name}`;
     const scope = currentScope();
-    let timedOut = false;
+    const callsEnd = scope && requestContextOfScope(scope)?.callsEnd;
     let release = () => {};
     if (scope) {
-      const budget = Math.floor(remainingMs(scope) - opts.hopReserveMs);
+      const budget = Math.floor(callDeadlineAt(req, scope, opts.hopReserveMs) - scope.clock.now());
       if (budget < 1) throw new ConnectError(`${opts.dependency}: not called, the deadline passed while waiting to start`, Code.DeadlineExceeded);
       setTimeoutHeader(req.header, budget);
       req.header.set(requestIdHeader, scope.requestId);
-      if (scope.criticality) req.header.set("x-criticality", scope.criticality);
+      if (scope.criticality) req.header.set(criticalityHeader, scope.criticality);
       if (scope.caller) req.header.set(callerHeader, scope.caller);
-      const call = callSignal([req.signal, callerGone(scope)], budget, () => (timedOut = true));
+      const call = linkedSignal(callsEnd ? [req.signal, scope.signal, callsEnd] : [req.signal, scope.signal]);
       release = call.release;
       req = { ...req, signal: call.signal };
     }
@@ -102,7 +124,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
     } catch (e) {
       const mapped = mapDownstreamError(e, {
         dependency: opts.dependency,
-        ownDeadlinePassed: timedOut || (scope !== undefined && abortReason(scope) === "deadline"),
+        ownDeadlinePassed: callsEnd?.aborted === true || (scope !== undefined && abortReason(scope) === "deadline"),
         callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
       });
       client.calls.inc({ dependency: opts.dependency, procedure, code: codeLabel(mapped.code) });
@@ -118,22 +140,16 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
 }
 
 /**
- * The signal of one call: aborts when a parent does or after `timeoutMs`.
- * `release()` clears the timer and unhooks the parents once the call is over.
+ * The signal of one call: aborts when a parent does. `release()` unhooks
+ * the parents once the call is over.
  *
- * Not AbortSignal.any([..., AbortSignal.timeout()]): on Node 20 that leaks
- * when a listener stays on the combined signal (connect-node leaves one),
- * and the leak keeps each request's whole async context alive through the
- * timer (about 150 MiB/min at 100 requests/s in checkout; see
- * docs/hardening.md).
+ * Not AbortSignal.any(): on Node 20 that leaks when a listener stays on the
+ * combined signal (connect-node leaves one), and the leak keeps each
+ * request's whole async context alive (about 150 MiB/min at 100 requests/s
+ * in checkout; see docs/hardening.md).
  */
-function callSignal(parents: AbortSignal[], timeoutMs: number, onTimeout: () => void): { signal: AbortSignal; release(): void } {
+function linkedSignal(parents: AbortSignal[]): { signal: AbortSignal; release(): void } {
   const controller = new AbortController();
-  const timer = setTimeout(() => {
-    onTimeout();
-    controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
-  }, timeoutMs);
-  timer.unref();
   const onAbort = (ev: Event) => controller.abort((ev.target as AbortSignal).reason);
   for (const p of parents) {
     if (p.aborted) controller.abort(p.reason);
@@ -142,7 +158,6 @@ function callSignal(parents: AbortSignal[], timeoutMs: number, onTimeout: () => 
   return {
     signal: controller.signal,
     release() {
-      clearTimeout(timer);
       for (const p of parents) p.removeEventListener("abort", onAbort);
     },
   };
@@ -152,26 +167,8 @@ function callSignal(parents: AbortSignal[], timeoutMs: number, onTimeout: () => 
 function setTimeoutHeader(header: Headers, ms: number): void {
   const contentType = header.get("content-type") ?? "";
   if (contentType.startsWith("application/grpc")) {
-    header.set("grpc-timeout", formatGrpcTimeout(ms));
+    header.set(grpcTimeoutHeader, formatGrpcTimeout(ms));
   } else {
-    header.set("connect-timeout-ms", formatConnectTimeout(ms));
+    header.set(connectTimeoutHeader, formatConnectTimeout(ms));
   }
-}
-
-/**
- * Aborts when our caller goes away (cancel, disconnect, shutdown), but not
- * when our deadline passes: the dependency holds the same deadline (minus
- * the reserve) and stops by itself, classifying it correctly as
- * DEADLINE_EXCEEDED. A cancel sent at our deadline would reach it as "the
- * caller went away" a moment before its own timer, and every hop below
- * would report a cancellation instead of the deadline that caused it.
- */
-function callerGone(scope: CallScope): AbortSignal {
-  const controller = new AbortController();
-  const onAbort = () => {
-    if (abortReason(scope) !== "deadline") controller.abort(scope.signal.reason);
-  };
-  if (scope.signal.aborted) onAbort();
-  else scope.signal.addEventListener("abort", onAbort, { once: true });
-  return controller.signal;
 }

@@ -13,6 +13,8 @@ import { Counter } from "../../../test/support/counter-service.js";
 import { readEnv } from "./config.js";
 import { pino } from "pino";
 import { serve, type RunningServer } from "./serve.js";
+import { createEdge } from "./edge.js";
+import { propagatedCriticality } from "./admission-gate.js";
 import { readServerConfig } from "./server-config.js";
 
 const key = randomUUID();
@@ -40,7 +42,12 @@ before(async () => {
       router.service(Counter, impl as never);
     },
     http1: true,
-    edge: { auth: { mode: "api-key", keys: new Map([["alice", key], ...starters.map((k, i) => [`starter-${i}`, k] as [string, string])]) }, rateLimit: { perSecond: 0.001, burst: 2 }, cors: { allowedOrigins: [] } },
+    edge: createEdge({
+      auth: { mode: "api-key", keys: new Map([["alice", key], ...starters.map((k, i) => [`starter-${i}`, k] as [string, string])]) },
+      rateLimit: { perSecond: 0.001, burst: 2 },
+      cors: { allowedOrigins: [] },
+      criticality: propagatedCriticality,
+    }),
     startup: { ready: new Promise<void>((resolve) => (becomeReady = resolve)), waitingFor: "the test" },
   });
   baseUrl = `http://127.0.0.1:${server.port}`;

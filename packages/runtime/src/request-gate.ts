@@ -1,26 +1,22 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { pushbackHeaders } from "@platform/resilience";
-import type { AdmissionGate } from "./admission-gate.js";
-import { authenticate, callerHeader, type AuthConfig } from "./edge-auth.js";
+import type { AdmissionGate, CriticalityPolicy } from "./admission-gate.js";
 import { isReflectionService } from "./reflection.js";
-import { arrivalHeader } from "./inbound-interceptor.js";
 import type { Logger } from "./logger.js";
-import { nodeExchange } from "./node-exchange.js";
-import type { RateLimiter } from "./rate-limit.js";
 import { endUnreadBody } from "./request-watchdog.js";
-import { requestIdFrom, requestIdHeader } from "./request-id.js";
+import { requestIdHeader } from "./headers.js";
+import { requestContext, type RequestContext } from "./request-context.js";
 import { codeLabel } from "./code-label.js";
 
 export interface RequestGateOptions {
   logger: Logger;
-  /** The edge's checks: authentication and a per-client rate limit (the gateway only). */
-  edge?: { auth: AuthConfig; limiter: RateLimiter };
+  /** The edge's checks, first (edge.ts: authentication, the client's rate limit); the gateway only. Throw a ConnectError to refuse. */
+  edgeCheck?: (context: HandlerContext, request: RequestContext) => void;
   /** What start-up still waits for; undefined once the server serves. */
   waitingFor: () => string | undefined;
-  /** Admission control; undefined in the naive profile, which queues without bound. */
+  /** How requests are classified for shedding (the edge assigns, inner hops take the caller's). */
+  criticality: CriticalityPolicy;
+  /** Admission control; undefined when the server admits everything at once. */
   admission?: AdmissionGate;
-  /** Told the arrival token of each request this gate refused (it wrote the request's log line). */
-  onRefused: (arrivalToken: string) => void;
 }
 
 const healthService = "grpc.health.v1.Health";
@@ -38,43 +34,36 @@ const healthService = "grpc.health.v1.Health";
  */
 export function createRequestGate(opts: RequestGateOptions): (context: HandlerContext) => Promise<void> {
   return async (context) => {
-    const exchange = nodeExchange(context);
+    // Built by serve() when the headers arrived (request-context.ts).
+    const request = requestContext(context);
+    if (!request) throw new ConnectError("request gate: no request context; the gate runs only inside serve()", Code.Internal);
+    const { exchange, requestId } = request;
     if (context.service.typeName === healthService) {
       if (exchange) endUnreadBody(exchange.req, exchange.res);
       return;
     }
-    // The same id for the refusal, the log line, and (when admitted) the handler.
-    const requestId = requestIdFrom(context.requestHeader);
-    context.requestHeader.set(requestIdHeader, requestId);
+    const procedure = `/${context.service.typeName}/${context.method.name}`;
+    request.criticality = opts.criticality(procedure, context.requestHeader);
     try {
-      if (opts.edge) {
-        const auth = authenticate(opts.edge.auth, context.requestHeader);
-        if (!auth.ok) throw new ConnectError(auth.message, Code.Unauthenticated);
-        // Inner services trust this header; only the edge sets it.
-        context.requestHeader.set(callerHeader, auth.caller);
-        const client = opts.edge.auth.mode === "none" ? (exchange?.req.socket?.remoteAddress ?? "unknown") : auth.caller;
-        const waitMs = opts.edge.limiter.take(client);
-        if (waitMs > 0) throw new ConnectError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, pushbackHeaders(waitMs));
-      }
+      opts.edgeCheck?.(context, request);
       // Server reflection is answered while starting and never queued or
       // shed, like health: a tool asking for the schema costs a table lookup.
       // It still needs the edge's credentials and counts against its rate limit.
       if (isReflectionService(context.service.typeName)) return;
       const waitingFor = opts.waitingFor();
       if (waitingFor !== undefined) throw new ConnectError(`starting: waiting for ${waitingFor}`, Code.Unavailable);
-      await opts.admission?.admit(context, exchange);
+      await opts.admission?.admit(context, request);
     } catch (e) {
       const error = ConnectError.from(e);
       context.responseHeader.set(requestIdHeader, requestId);
-      const token = context.requestHeader.get(arrivalHeader);
-      if (token !== null) opts.onRefused(token);
+      request.logged = true;
       opts.logger.info(
         {
-          procedure: `/${context.service.typeName}/${context.method.name}`,
+          procedure,
           code: codeLabel(error.code),
           error: error.rawMessage,
           requestId,
-          ...(exchange ? { durationMs: Math.round((performance.now() - exchange.arrivedAt) * 10) / 10 } : {}),
+          durationMs: Math.round((performance.now() - request.arrivedAt) * 10) / 10,
         },
         "rpc refused before the handler",
       );

@@ -8,7 +8,7 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 /**
  * The deadline also bounds what happens around the handler, where the
- * inbound interceptor cannot see. Without this, an admitted request could
+ * server interceptors cannot see. Without this, an admitted request could
  * hold its admission slot and its stream until the connection dies (on
  * HTTP/2: forever):
  *
@@ -31,14 +31,13 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
  *   destroyed the request: the keep-alive connection was wedged or reset,
  *   and the client's next request on it was never answered.
  */
-export function watchRequest(req: Req, res: Res, timeoutMs: number, graceMs = 1000): void {
+export function watchRequest(req: Req, res: Res, deadline: AbortSignal | number, graceMs = 1000): void {
   const stream = "stream" in res ? res.stream : undefined;
   endUnreadBody(req, res);
 
   let timer: NodeJS.Timeout | undefined;
   const after = (ms: number, fn: () => void) => (timer = setTimeout(fn, Math.max(0, ms)));
-  res.once("close", () => clearTimeout(timer));
-  after(timeoutMs, () => {
+  const atDeadline = () => {
     if (!res.writableEnded && !req.complete) expire("deadline exceeded before the request body arrived");
     const answeredBefore = res.writableEnded;
     after(graceMs, () => {
@@ -46,7 +45,17 @@ export function watchRequest(req: Req, res: Res, timeoutMs: number, graceMs = 10
       // Answered a while ago and still open: nothing more will come of it.
       else if (answeredBefore && stream && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
     });
-  });
+  };
+  // The request's own deadline signal (request-context.ts) when there is
+  // one: no second timer for the same deadline; the grace timer is armed
+  // only once the deadline has passed.
+  if (typeof deadline === "number") after(deadline, atDeadline);
+  else if (deadline.aborted) atDeadline();
+  else {
+    deadline.addEventListener("abort", atDeadline, { once: true });
+    res.once("close", () => deadline.removeEventListener("abort", atDeadline));
+  }
+  res.once("close", () => clearTimeout(timer));
 
   function expire(message: string): void {
     if (res.headersSent) {

@@ -13,8 +13,7 @@ import {
 } from "@platform/resilience";
 import { retryMetrics } from "./metrics.js";
 import { wasNeverProcessed } from "./downstream-error.js";
-
-export const idempotencyKeyHeader = "idempotency-key";
+import { idempotencyKeyHeader } from "./headers.js";
 
 /** The attempt number of a call (1 = first), for the client span of each attempt. */
 export const attemptKey = createContextKey(1, { description: "retry attempt" });

@@ -1,4 +1,5 @@
 import { ConfigError } from "./config.js";
+import { loadPlugins } from "./plugin.js";
 import type { RunningServer } from "./serve.js";
 
 /** Exit status for a configuration error (sysexits EX_CONFIG): a supervisor must not restart on it. */
@@ -16,7 +17,8 @@ export interface ReadyMessage {
  * The process lifecycle around `serve()`: fail fast on bad configuration,
  * drain on SIGTERM/SIGINT (a second signal exits at once), stop when the
  * supervisor that started us disappears (no orphans), and never keep
- * running after an unexpected exception.
+ * running after an unexpected exception. Loads the plug-ins named in
+ * PLATFORM_PLUGINS first (plugin.ts).
  */
 export function runMain(service: string, start: () => Promise<RunningServer>): void {
   let server: RunningServer | undefined;
@@ -46,7 +48,8 @@ export function runMain(service: string, start: () => Promise<RunningServer>): v
     process.exit(1);
   });
 
-  start().then(
+  // Plug-ins named in PLATFORM_PLUGINS (plugin.ts) are in place before the service composes itself.
+  loadPlugins().then(start).then(
     (s) => {
       server = s;
       if (stopping) {

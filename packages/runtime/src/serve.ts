@@ -5,23 +5,21 @@ import { createLogger, type Logger } from "./logger.js";
 import { collectProcessMetrics } from "./metrics.js";
 import { HealthState, registerHealthService } from "./health.js";
 import { registerReflectionService } from "./reflection.js";
-import { arrivalHeader, inboundInterceptor } from "./inbound-interceptor.js";
+import { inOrder, serverInterceptors } from "./server-interceptors.js";
+import { pluginsWith, type PlatformPlugin, type ServerComposition } from "./plugin.js";
 import { listen, type Listener } from "./listen.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
 import type { ServerConfig } from "./server-config.js";
-import { faultEndpoints } from "./admin-faults.js";
+import { faultInjectionEndpoints } from "./admin-faults.js";
 import { configEndpoint } from "./effective-config.js";
-import { createAdmissionGate, propagatedCriticality, type CriticalityPolicy } from "./admission-gate.js";
-import { createIntake, type IntakeConfig } from "./intake.js";
-import type { AuthConfig } from "./edge-auth.js";
-import { handleCors, type CorsConfig } from "./cors.js";
-import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
+import { createAdmissionGate, propagatedCriticality } from "./admission-gate.js";
+import type { ServerEdge } from "./edge.js";
+import type { Intake } from "./intake.js";
 import { createRequestGate } from "./request-gate.js";
-import { NodeExchanges } from "./node-exchange.js";
+import { RequestContexts, createRequestContext, nodeHeader } from "./request-context.js";
 import { checkConnectPatch } from "./connect-compat.js";
 import { requestCompressions } from "./request-compression.js";
 import { initTracing } from "./tracing.js";
-import { setFaults } from "@platform/resilience";
 
 export interface ServeOptions {
   config: ServerConfig;
@@ -30,8 +28,10 @@ export interface ServeOptions {
   /** The APIs served, for per-service health entries. */
   services: DescService[];
   logger?: Logger;
-  /** Extra interceptors, run inside the deadline scope. */
+  /** Extra interceptors, run inside the deadline scope, after the platform's own. */
   interceptors?: Interceptor[];
+  /** Plug-ins for this server, after those installed in the process (plugin.ts). */
+  plugins?: PlatformPlugin[];
   /** Extra operator endpoints on the admin port, keyed "METHOD /path". */
   adminEndpoints?: Record<string, HttpEndpoint>;
   /**
@@ -39,12 +39,13 @@ export interface ServeOptions {
    * gRPC-Web). The gateway does; internal services speak h2c only.
    */
   http1?: boolean;
-  /** Authentication and per-client rate limits: the gateway passes them, nobody else. */
-  edge?: { auth: AuthConfig; rateLimit: RateLimitConfig; cors: CorsConfig };
-  /** The edge's intake controller (metastable recovery); the gateway passes it. */
-  intake?: IntakeConfig;
-  /** How requests are classified for shedding; default: the caller's x-criticality (critical when absent). */
-  criticality?: CriticalityPolicy;
+  /**
+   * The public edge's additions (edge.ts `createEdge`: CORS, authentication,
+   * rate limit, criticality per method, intake controller): the gateway
+   * passes it, nobody else. Without it a request's criticality is the
+   * caller's x-criticality (critical when absent).
+   */
+  edge?: ServerEdge;
   /** Called after the last request has finished: close pools here. */
   onShutdown?: () => Promise<void>;
   /**
@@ -72,7 +73,9 @@ export interface RunningServer {
  * gRPC and gRPC-Web on one port (HTTP/1.1 and h2c), deadline capture and
  * propagation, request logs, metrics, grpc.health.v1 and HTTP probes,
  * gRPC server reflection (v1 and v1alpha) of the served APIs, an operator
- * port, and graceful shutdown.
+ * port, and graceful shutdown. The core every service runs: the public
+ * edge's additions come in as `edge` (edge.ts), changes to the composition
+ * as plug-ins (plugin.ts).
  */
 export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const { config } = opts;
@@ -80,62 +83,60 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   checkConnectPatch(logger);
   collectProcessMetrics();
   const flushTraces = initTracing(config.serviceName, config.otlpEndpoint);
-  setFaults(config.faults);
   const health = new HealthState(opts.services.map((s) => s.typeName));
   const shutdownController = new AbortController();
-  const intake = opts.intake?.enabled && config.profile.kind === "platform" ? createIntake(opts.intake, logger) : undefined;
+  // The edge's intake controller, started below once the composition says whether it runs.
+  let intake: Intake | undefined;
+  let composition: ServerComposition = {
+    interceptors: serverInterceptors({
+      deadline: config.deadline,
+      logger,
+      shutdownSignal: shutdownController.signal,
+      onOutcome: (code, ms) => intake?.record(code, ms),
+    }),
+    admission: true,
+    intake: true,
+  };
+  for (const plugin of pluginsWith(opts.plugins)) {
+    if (plugin.server) composition = plugin.server(composition, { config, logger, shutdownSignal: shutdownController.signal });
+  }
+  intake = composition.intake ? opts.edge?.startIntake(logger) : undefined;
 
   let inFlight = 0;
   let starting = opts.startup !== undefined;
-  /** Arrival tokens of requests that reached the interceptors or were refused by the request gate (both log their own line). */
-  const handled = new Set<string>();
   let drained: (() => void) | undefined;
-  const admission =
-    config.profile.kind === "naive"
-      ? undefined // the naive profile queues without bound: no admission control at all
-      : createAdmissionGate({
-          ...(intake ? { intake: intake.controller, onShed: () => intake.record(Code.ResourceExhausted, 0) } : {}),
-          config: config.admission,
-          defaultTimeoutMs: config.deadline.defaultMs,
-          maxTimeoutMs: config.deadline.maxMs,
-          criticality: opts.criticality ?? propagatedCriticality,
-        });
-  const exchanges = new NodeExchanges();
+  const admission = composition.admission
+    ? createAdmissionGate({
+        ...(intake ? { intake: intake.controller, onShed: () => intake?.record(Code.ResourceExhausted, 0) } : {}),
+        config: config.admission,
+      })
+    : undefined;
+  const contexts = new RequestContexts();
   const adapter = connectNodeAdapter({
     routes(router) {
       opts.routes(router);
       registerHealthService(router, health);
       registerReflectionService(router, opts.services);
     },
-    interceptors: [
-      inboundInterceptor({
-        deadline: config.deadline,
-        profile: config.profile,
-        logger,
-        shutdownSignal: shutdownController.signal,
-        onHandled: (token) => handled.add(token),
-        ...(intake ? { onOutcome: intake.record } : {}),
-      }),
-      ...(opts.interceptors ?? []),
-    ],
+    interceptors: [...inOrder(composition.interceptors), ...(opts.interceptors ?? [])],
     readMaxBytes: config.readMaxBytes,
     // gzip and br, with a truncated body answered INVALID_ARGUMENT (not INTERNAL).
     acceptCompression: requestCompressions,
     // Above this, node's timers overflow and fire at once. Longer deadlines
     // are refused with INVALID_ARGUMENT; shorter ones are capped at
-    // DEADLINE_MAX_MS by the inbound interceptor.
+    // DEADLINE_MAX_MS by the request context (request-context.ts).
     maxTimeoutMs: 2_147_483_647,
     shutdownSignal: shutdownController.signal,
     // Auth, rate limit, "starting", admission: from the headers, before the
     // body is read; Connect answers a refusal in the caller's protocol.
     requestGate: createRequestGate({
       logger,
-      ...(opts.edge ? { edge: { auth: opts.edge.auth, limiter: new RateLimiter(opts.edge.rateLimit) } } : {}),
+      ...(opts.edge ? { edgeCheck: opts.edge.check } : {}),
       waitingFor: () => (starting ? opts.startup?.waitingFor : undefined),
+      criticality: opts.edge?.criticality ?? propagatedCriticality,
       ...(admission ? { admission } : {}),
-      onRefused: (token) => handled.add(token),
     }),
-    contextValues: exchanges.contextValues,
+    contextValues: contexts.contextValues,
     fallback(_req, res) {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
       res.end("not found\n");
@@ -149,29 +150,31 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     http1: opts.http1 ?? false,
     handler(req, res) {
       if (dispatchEndpoint(publicEndpoints, req, res)) return;
-      // The deadline counts from arrival, not from when the body was parsed
-      // after waiting for admission. Overwrites any value from the wire.
-      const arrival = performance.now();
-      const token = String(arrival);
-      req.headers[arrivalHeader] = token;
+      // The request's context, its deadline counted from arrival (not from
+      // when the body was parsed after waiting for admission): built once,
+      // here, and handed to the gate, the interceptors and the handler.
+      const arrivedAt = performance.now();
+      const procedure = (req.url ?? "/").split("?")[0]!;
+      const context = createRequestContext({ header: nodeHeader(req), procedure, arrivedAt, deadline: config.deadline, trustCaller: !config.deadline.edge, exchange: { req, res } });
       res.once("close", () => {
+        context.dispose();
         // Refused before any handler ran and not by the request gate (which
         // logs its own): a body Connect could not parse, an unknown method.
-        if (!handled.delete(token)) {
+        if (!context.logged) {
           const grpcStatus = res.getHeader("grpc-status");
           logger.info(
-            { procedure: (req.url ?? "/").split("?")[0], status: res.statusCode, ...(grpcStatus !== undefined ? { grpcStatus } : {}), durationMs: Math.round((performance.now() - arrival) * 10) / 10 },
+            { procedure, status: res.statusCode, ...(grpcStatus !== undefined ? { grpcStatus } : {}), durationMs: Math.round((performance.now() - arrivedAt) * 10) / 10 },
             "rpc refused before the handler",
           );
         }
       });
       // A CORS preflight is plain HTTP, not an RPC: answered here.
-      if (opts.edge && handleCors(opts.edge.cors, req, res)) return;
+      if (opts.edge?.answerHttp(req, res)) return;
       inFlight++;
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
       });
-      exchanges.register({ req, res, arrivedAt: arrival });
+      contexts.register(req, context);
       adapter(req, res);
     },
   });
@@ -179,7 +182,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const adminEndpoints = {
     ...probeEndpoints(health),
     ...metricsEndpoint(),
-    ...faultEndpoints(logger),
+    ...faultInjectionEndpoints(config.faultInjection, logger),
     ...(intake?.endpoints ?? {}),
     ...configEndpoint(config.serviceName),
     ...(opts.adminEndpoints ?? {}),

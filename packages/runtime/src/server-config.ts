@@ -1,4 +1,4 @@
-import { parseFaults, type Faults } from "@platform/resilience";
+import { readFaultInjectionConfig, type FaultInjectionConfig } from "./fault-injection.js";
 import type { EnvReader } from "./config.js";
 
 /** What every service reads from its environment, whatever it does. */
@@ -18,16 +18,10 @@ export interface ServerConfig {
   drainTimeoutMs: number;
   deadline: DeadlineConfig;
   admission: AdmissionConfig;
-  /**
-   * "platform" (the default) or "naive": the storm lab's baseline with every
-   * resilience mechanism off (see docs/storm-lab.md). Never run naive in
-   * production.
-   */
-  profile: ResilienceProfile;
   /** OTLP/HTTP collector base URL (OTEL_EXPORTER_OTLP_ENDPOINT); tracing exports nothing without it. */
   otlpEndpoint: string | undefined;
-  /** Faults injected from start (FAULTS, JSON); see docs/faults.md. Usually none. */
-  faults: Faults;
+  /** Whether /admin/faults may inject faults, with its token and the faults from start (docs/faults.md). Off by default. */
+  faultInjection: FaultInjectionConfig;
 }
 
 export interface DeadlineConfig {
@@ -46,11 +40,6 @@ export interface DeadlineConfig {
   minBudgetMs: number;
 }
 
-export type ResilienceProfile =
-  | { kind: "platform" }
-  /** Every hop retries 3x, with a fixed per-call timeout picked for this service alone. */
-  | { kind: "naive"; callTimeoutMs: number };
-
 /** Admission control: see README "Sizing". */
 export interface AdmissionConfig {
   maxConcurrent: number;
@@ -63,8 +52,6 @@ export interface ServerDefaults {
   port: number;
   adminPort: number;
   edge?: boolean;
-  /** The naive profile's fixed timeout for this service's outgoing calls (its "own generous timeout"). */
-  naiveCallTimeoutMs?: number;
 }
 
 /** Reads the common server settings; see README "Configuration" for each variable. */
@@ -97,27 +84,18 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
       maxQueue: r.int("ADMISSION_MAX_QUEUE", 128, { min: 0, max: 1_000_000 }),
       maxQueueWaitMs: r.int("ADMISSION_MAX_QUEUE_WAIT_MS", 500, { min: 1, max: 600_000 }),
     },
-    faults: readFaults(r),
+    faultInjection: readFaultInjectionConfig(r),
     otlpEndpoint: r.optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
-    profile:
-      r.oneOf("RESILIENCE_PROFILE", ["platform", "naive"] as const, "platform") === "naive"
-        ? { kind: "naive", callTimeoutMs: r.int("NAIVE_CALL_TIMEOUT_MS", defaults.naiveCallTimeoutMs ?? 5000, { min: 1, max: 600_000 }) }
-        : { kind: "platform" },
   };
 }
 
-function readFaults(r: EnvReader): Faults {
-  const text = r.optionalString("FAULTS");
-  if (text === undefined) return {};
-  try {
-    return parseFaults(text);
-  } catch (e) {
-    r.problems.push(`FAULTS is not a valid faults document: ${e instanceof Error ? e.message : String(e)}`);
-    return {};
-  }
-}
 
-/** Database options for the profile: the naive baseline uses a fixed client-side query timeout. */
-export function databaseProfileOptions(server: Pick<ServerConfig, "profile">): { naive?: { queryTimeoutMs: number } } {
-  return server.profile.kind === "naive" ? { naive: { queryTimeoutMs: server.profile.callTimeoutMs } } : {};
+/**
+ * The database's deadline settings from the service's own: a transaction
+ * does not start with less than DEADLINE_MIN_BUDGET_MS left (as a
+ * dependency call does not), and its statement_timeout keeps back
+ * DEADLINE_HOP_RESERVE_MS to report an error in time.
+ */
+export function databaseDeadlineOptions(server: Pick<ServerConfig, "deadline">): { minBudgetMs: number; statementReserveMs: number } {
+  return { minBudgetMs: server.deadline.minBudgetMs, statementReserveMs: server.deadline.hopReserveMs };
 }

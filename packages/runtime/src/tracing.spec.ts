@@ -14,7 +14,7 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { pino } from "pino";
 import { currentScope } from "@platform/resilience";
 import { checkoutV1 } from "@platform/proto";
-import { inboundInterceptor } from "./inbound-interceptor.js";
+import { inOrder, serverInterceptors } from "./server-interceptors.js";
 import { registerTracerProvider, traceFields } from "./tracing.js";
 
 const exporter = new InMemorySpanExporter();
@@ -48,14 +48,13 @@ const transport = createRouterTransport(
   },
   {
     router: {
-      interceptors: [
-        inboundInterceptor({
-          deadline: { edge: true, defaultMs: 2000, maxMs: 10_000, hopReserveMs: 5, minBudgetMs: 10 },
-          profile: { kind: "platform" },
+      interceptors: inOrder(
+        serverInterceptors({
+          deadline: { edge: true, defaultMs: 2000, maxMs: 10_000 },
           logger,
           shutdownSignal: new AbortController().signal,
         }),
-      ],
+      ),
     },
   },
 );

@@ -4,6 +4,8 @@ import { checkoutV1, type ordersV1, type pricingV1 } from "@platform/proto";
 import { orderLineRequests, publicOrder, publicProduct } from "@platform/proto/public-twins";
 import { idempotencyKeyHeader } from "@platform/resilience";
 
+export { idempotencyKeyHeader };
+
 export interface CheckoutDeps {
   orders: Client<typeof ordersV1.OrdersService>;
   pricing: Client<typeof pricingV1.PricingService>;

@@ -8,7 +8,7 @@ export interface CheckoutConfig {
 
 export function loadConfig(env: Record<string, string | undefined>): CheckoutConfig {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "checkout", { port: 8081, adminPort: 9081, naiveCallTimeoutMs: 8000 }),
+    server: readServerConfig(r, "checkout", { port: 8081, adminPort: 9081 }),
     // Per method class (reads, writes), sized in docs/isolation.md: more
     // than orders can hold toward pricing, less than the gateway gives us.
     orders: readDependencyConfig(r, "orders", "http://127.0.0.1:8082", { maxConcurrent: 48, minConcurrent: 6, maxQueue: 16 }),

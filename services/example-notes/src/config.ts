@@ -21,7 +21,7 @@ export const manifest = JSON.parse(readFileSync(new URL("../service.json", impor
 
 export function loadConfig(env: Record<string, string | undefined>): ExampleNotesConfig {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "example-notes", { port: manifest.ports.rpc, adminPort: manifest.ports.admin, naiveCallTimeoutMs: 4000 }),
+    server: readServerConfig(r, "example-notes", { port: manifest.ports.rpc, adminPort: manifest.ports.admin }),
     databaseUrl: r.postgresUrl("DATABASE_URL"),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
     dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),

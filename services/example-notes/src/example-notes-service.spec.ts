@@ -26,7 +26,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), "example-notes-spec-"));
   chmodSync(dir, 0o755); // the database runs as an unprivileged user when we are root
   server = await startEmbeddedPostgres({ dataDir: join(dir, "data") });
-  db = createDatabase({ name: "example-notes-db", connectionString: server.url, maxConnections: 2 });
+  db = createDatabase({ name: "example-notes-db", connectionString: server.url, maxConnections: 2 , minBudgetMs: 10});
   await migrate(db, { schema: manifest.database.schema, directory: fileURLToPath(new URL("../migrations", import.meta.url)) });
 });
 after(async () => {

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { createDatabase, migrateWhenReachable } from "@platform/database";
-import { createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
+import { createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig, manifest } from "./config.js";
 import { ExampleNotesService } from "./example-notes-service.js";
 import { routes, services } from "./routes.js";
@@ -16,7 +16,7 @@ runMain("example-notes", async () => {
     maxConnections: config.dbPoolMax,
     applicationName: "example-notes",
     logger,
-    ...databaseProfileOptions(config.server),
+    ...databaseDeadlineOptions(config.server),
   });
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.

@@ -33,7 +33,7 @@ export interface GatewayConfig {
 export function loadConfig(env: Record<string, string | undefined>, apis: readonly ForwardedApi[] = forwardedApis): GatewayConfig {
   return readEnv(env, (r) => ({
     // The edge: requests without a deadline are normal here and get DEADLINE_DEFAULT_MS (3 s).
-    server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true, naiveCallTimeoutMs: 10000 }),
+    server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true }),
     // The outermost hop toward the chain: room for everything checkout can
     // hold for us (its own slots toward orders and pricing), so a slow hop
     // further down fills its own slots first (docs/isolation.md).

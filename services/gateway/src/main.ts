@@ -1,6 +1,6 @@
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { checkoutV1 } from "@platform/proto";
-import { createDependencyClient, forwardService, runMain, serve } from "@platform/runtime";
+import { createDependencyClient, createEdge, forwardService, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { GatewayService } from "./gateway-service.js";
 import { forwardedIdempotencyHeaders } from "./idempotency-key.js";
@@ -30,8 +30,7 @@ runMain("gateway", async () => {
     services: services(forwarded),
     routes: routes(new GatewayService(checkout), forwarded),
     http1: true,
-    intake: config.intake,
-    edge: config.edge,
-    criticality: (procedure) => (critical.has(procedure) ? "critical" : "sheddable"),
+    // The public edge: CORS, API keys, rate limit per client, criticality per method, intake control.
+    edge: createEdge({ ...config.edge, intake: config.intake, criticality: (procedure) => (critical.has(procedure) ? "critical" : "sheddable") }),
   });
 });

@@ -13,7 +13,7 @@ export interface OrdersConfig {
 
 export function loadConfig(env: Record<string, string | undefined>): OrdersConfig {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "orders", { port: 8082, adminPort: 9082, naiveCallTimeoutMs: 5000 }),
+    server: readServerConfig(r, "orders", { port: 8082, adminPort: 9082 }),
     databaseUrl: r.postgresUrl("DATABASE_URL", undefined, { password: "DATABASE_PASSWORD" }),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
     dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),

@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { createDatabase, migrateWhenReachable } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
-import { createDependencyClient, createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
+import { createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
@@ -19,7 +19,7 @@ runMain("orders", async () => {
     maxConnections: config.dbPoolMax,
     applicationName: "orders",
     logger,
-    ...databaseProfileOptions(config.server),
+    ...databaseDeadlineOptions(config.server),
   });
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.

@@ -72,7 +72,7 @@ before(async () => {
   server = await startTestServer();
   await migrate(server.url, { schema: "orders", directory: migrations });
   await installReceiptsInterface(server.url);
-  db = createDatabase({ name: "orders-db", connectionString: server.url, maxConnections: 4, applicationName: "orders-spec" });
+  db = createDatabase({ name: "orders-db", connectionString: server.url, maxConnections: 4, minBudgetMs: 10, applicationName: "orders-spec" });
 });
 
 /**
@@ -381,7 +381,7 @@ describe("OrdersService wired as main.ts wires it", () => {
   before(async () => {
     downstream = await startDownstream(pricing.routes);
     const config = loadConfig({ PORT: "0", ADMIN_PORT: "0", DATABASE_URL: server.url, PRICING_URL: downstream.baseUrl });
-    wiredDb = createDatabase({ name: "orders-db", connectionString: config.databaseUrl, maxConnections: config.dbPoolMax, applicationName: "orders-wired" });
+    wiredDb = createDatabase({ name: "orders-db", connectionString: config.databaseUrl, maxConnections: config.dbPoolMax, minBudgetMs: 10, applicationName: "orders-wired" });
     const client = createDependencyClient(pricingV1.PricingService, { dependency: config.pricing, server: config.server, retry: "none" });
     const impl = new OrdersService({ store: new OrderStore(wiredDb), pricing: client, idempotencyRetentionHours: config.idempotencyRetentionHours });
     running = await serve({ config: config.server, logger: createLogger("orders", "silent"), services, routes: routes(impl) });

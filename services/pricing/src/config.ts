@@ -12,7 +12,7 @@ export interface PricingConfig {
 
 export function loadConfig(env: Record<string, string | undefined>): PricingConfig {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "pricing", { port: 8083, adminPort: 9083, naiveCallTimeoutMs: 4000 }),
+    server: readServerConfig(r, "pricing", { port: 8083, adminPort: 9083 }),
     databaseUrl: r.postgresUrl("DATABASE_URL", undefined, { password: "DATABASE_PASSWORD" }),
     dbPoolMax: r.int("DB_POOL_MAX", 10, { min: 1, max: 200 }),
     dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),

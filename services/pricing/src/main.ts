@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { createDatabase, migrateWhenReachable } from "@platform/database";
-import { createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
+import { createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { PricingService } from "./pricing-service.js";
 import { routes, services } from "./routes.js";
@@ -18,7 +18,7 @@ runMain("pricing", async () => {
     maxConnections: config.dbPoolMax,
     applicationName: "pricing",
     logger,
-    ...databaseProfileOptions(config.server),
+    ...databaseDeadlineOptions(config.server),
   });
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.

@@ -41,7 +41,7 @@ before(async () => {
   for (const [sku, name, currency, price] of rows) {
     await adminQuery(server.url, "INSERT INTO pricing.products (sku, name, currency_code, unit_price_minor) VALUES ($1, $2, $3, $4)", [sku, name, currency, price.toString()]);
   }
-  db = createDatabase({ name: "pricing-db", connectionString: server.url, maxConnections: 2, applicationName: "pricing-spec" });
+  db = createDatabase({ name: "pricing-db", connectionString: server.url, maxConnections: 2, minBudgetMs: 10, applicationName: "pricing-spec" });
 });
 after(async () => {
   try {
@@ -110,7 +110,7 @@ describe("PricingService, served in memory on a real database", () => {
 
   test("a database that cannot be reached: UNAVAILABLE naming pricing's database", async () => {
     const closedPort = await freePort();
-    const unreachable = createDatabase({ name: "pricing-db", connectionString: `postgres://postgres@127.0.0.1:${closedPort}/postgres`, maxConnections: 1 });
+    const unreachable = createDatabase({ name: "pricing-db", connectionString: `postgres://postgres@127.0.0.1:${closedPort}/postgres`, maxConnections: 1, minBudgetMs: 10 });
     try {
       const client = inMemoryClient(pricingV1.PricingService, routes(new PricingService(unreachable)));
       await expectCode(client.getPrices({ skus: ["MUG"] }), Code.Unavailable, /^pricing-db: database unavailable/);
@@ -127,7 +127,7 @@ describe("PricingService wired as main.ts wires it", () => {
   let pricing: Client<typeof pricingV1.PricingService>;
   before(async () => {
     const config = loadConfig({ PORT: "0", ADMIN_PORT: "0", DATABASE_URL: server.url });
-    wiredDb = createDatabase({ name: "pricing-db", connectionString: config.databaseUrl, maxConnections: config.dbPoolMax, applicationName: "pricing-wired" });
+    wiredDb = createDatabase({ name: "pricing-db", connectionString: config.databaseUrl, maxConnections: config.dbPoolMax, minBudgetMs: 10, applicationName: "pricing-wired" });
     running = await serve({ config: config.server, logger: createLogger("pricing", "silent"), services, routes: routes(new PricingService(wiredDb)) });
     await running.ready;
     pricing = grpcClient(pricingV1.PricingService, running.port);

@@ -44,7 +44,7 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
     const capMs = r.int("RECEIPTS_BACKOFF_CAP_MS", 60_000, { min: 1, max: 86_400_000 });
     if (capMs < baseMs) r.problems.push(`RECEIPTS_BACKOFF_CAP_MS (${capMs}) must not be below RECEIPTS_BACKOFF_BASE_MS (${baseMs})`);
     return {
-      server: readServerConfig(r, "receipts", { port: 8084, adminPort: 9084, naiveCallTimeoutMs: 4000 }),
+      server: readServerConfig(r, "receipts", { port: 8084, adminPort: 9084 }),
       databaseUrl: r.postgresUrl("DATABASE_URL"),
       dbPoolMax,
       appPoolMax: Math.max(1, appPoolMax),

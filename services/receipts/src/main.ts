@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { createDatabase, migrateWhenReachable } from "@platform/database";
 import { mailerV1 } from "@platform/proto";
-import { createDependencyClient, createLogger, databaseProfileOptions, runMain, serve } from "@platform/runtime";
+import { createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { openInterface, startQueue, type Queue } from "./queue.js";
 import { ReceiptStore } from "./receipt-store.js";
@@ -23,7 +23,7 @@ runMain("receipts", async () => {
     maxConnections: config.appPoolMax,
     applicationName: "receipts",
     logger,
-    ...databaseProfileOptions(config.server),
+    ...databaseDeadlineOptions(config.server),
   });
   const mailer = createDependencyClient(mailerV1.MailerService, {
     dependency: config.mailer,

@@ -1,5 +1,6 @@
-import { configFile, loadServiceConfig } from "../service-modules.js";
-import type { SetVariable, Target } from "../model.js";
+import { importPlugin, pluginSpecifiers } from "@platform/runtime";
+import { configFile, loadServiceConfig, repoRoot } from "../service-modules.js";
+import type { ServicePlugin, SetVariable, Target } from "../model.js";
 
 /** A service's environment as a deployment sets it, with where each variable was set. */
 export interface DeployedService {
@@ -19,8 +20,18 @@ export async function buildTarget(name: string, origin: string, deployed: Deploy
   for (const d of deployed) {
     const env = Object.fromEntries(Object.entries(d.env).map(([k, v]) => secretFromFile(k, v.value)));
     const loaded = await loadServiceConfig(d.name, env);
-    if ("problems" in loaded) target.refused.push({ service: d.name, problems: loaded.problems, where: d.where });
-    else target.services.push({ name: d.name, config: loaded.config, env: d.env, defaultsFile: configFile(d.name) });
+    if ("problems" in loaded) {
+      target.refused.push({ service: d.name, problems: loaded.problems, where: d.where });
+      continue;
+    }
+    let plugins: ServicePlugin[];
+    try {
+      plugins = await pluginsOf(d.name, env);
+    } catch (e) {
+      target.refused.push({ service: d.name, problems: [e instanceof Error ? e.message : String(e)], where: d.env["PLATFORM_PLUGINS"]?.source ?? d.where });
+      continue;
+    }
+    target.services.push({ name: d.name, config: loaded.config, env: d.env, defaultsFile: configFile(d.name), plugins });
   }
   return target;
 }
@@ -32,6 +43,20 @@ export async function buildTarget(name: string, origin: string, deployed: Deploy
  */
 function secretFromFile(key: string, value: string): [string, string] {
   return key.endsWith("_FILE") && key.length > 5 ? [key.slice(0, -5), secretPlaceholder(key.slice(0, -5))] : [key, value];
+}
+
+/**
+ * The plug-ins a service would load (PLATFORM_PLUGINS, paths relative to
+ * the repository), each asked what it changes there. Imported, not
+ * installed: the audit composes nothing.
+ */
+async function pluginsOf(service: string, env: Record<string, string>): Promise<ServicePlugin[]> {
+  const out: ServicePlugin[] = [];
+  for (const specifier of pluginSpecifiers(env)) {
+    const plugin = await importPlugin(specifier, repoRoot);
+    out.push({ name: plugin.name, effects: plugin.effects?.(service) ?? {} });
+  }
+  return out;
 }
 
 /** Stands in for a secret's value: a postgres URL where one is expected, so the loader accepts it. */

@@ -1,9 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { currentScope, formatConnectTimeout, formatGrpcTimeout } from "@platform/resilience";
-import { requestIdHeader } from "./request-id.js";
-import { rpcClientMetrics } from "./metrics.js";
-import { mapDownstreamError } from "./downstream-error.js";
-import { codeLabel } from "./code-label.js";
+import { codeLabel, connectTimeoutHeader, grpcTimeoutHeader, mapDownstreamError, requestIdHeader, rpcClientMetrics } from "@platform/runtime";
 
 /**
  * The storm lab's baseline: how most stacks call a dependency by default,
@@ -21,7 +18,7 @@ export function naiveClientInterceptors(dependency: string, callTimeoutMs: numbe
         return await next(req);
       } catch (e) {
         const err = ConnectError.from(e);
-        if (attempt >= 3 || !naiveRetryable.has(err.code)) throw err;
+        if (attempt >= naiveAttempts || !naiveRetryable.has(err.code)) throw err;
         await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
       }
     }
@@ -33,11 +30,11 @@ export function naiveClientInterceptors(dependency: string, callTimeoutMs: numbe
     const requestId = currentScope()?.requestId;
     if (requestId) req.header.set(requestIdHeader, requestId);
     const contentType = req.header.get("content-type") ?? "";
-    if (contentType.startsWith("application/grpc")) req.header.set("grpc-timeout", formatGrpcTimeout(callTimeoutMs));
-    else req.header.set("connect-timeout-ms", formatConnectTimeout(callTimeoutMs));
+    if (contentType.startsWith("application/grpc")) req.header.set(grpcTimeoutHeader, formatGrpcTimeout(callTimeoutMs));
+    else req.header.set(connectTimeoutHeader, formatConnectTimeout(callTimeoutMs));
     // One controller and timer per call, cleared when it settles (the
     // AbortSignal.any + AbortSignal.timeout pattern leaks on Node 20, see
-    // outbound-interceptor.ts).
+    // packages/runtime/src/outbound-interceptor.ts).
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new ConnectError("naive call timeout", Code.DeadlineExceeded)), callTimeoutMs);
     const onCallerAbort = () => controller.abort(req.signal.reason);
@@ -59,5 +56,8 @@ export function naiveClientInterceptors(dependency: string, callTimeoutMs: numbe
   };
   return [retry, fixedTimeout];
 }
+
+/** Attempts per call at every naive hop (and per transaction at its databases). */
+export const naiveAttempts = 3;
 
 export const naiveRetryable = new Set<Code>([Code.Unavailable, Code.DeadlineExceeded, Code.Internal, Code.Unknown, Code.ResourceExhausted]);

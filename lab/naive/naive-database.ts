@@ -1,16 +1,26 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { currentScope, shouldFail } from "@platform/resilience";
 import pg from "pg";
-import type { Database, DatabaseOptions, PoolStats } from "./create-database.js";
-import { reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
-import { serverFaultNow, unreachableNow } from "./fault-now.js";
-import { databaseMetrics, type PoolStatsSource } from "./metrics.js";
-import { connectionFailureReason } from "./to-connect-error.js";
-import type { Tx } from "./tx.js";
+import {
+  connectionFailureReason,
+  databaseMetrics,
+  reportConnectionLoss,
+  serverFaultNow,
+  unreachableNow,
+  watchedClientClass,
+  type Database,
+  type DatabaseOptions,
+  type PoolStats,
+  type PoolStatsSource,
+  type Tx,
+} from "@platform/database";
+import { naiveAttempts } from "./naive-interceptors.js";
 
 /**
  * The storm lab's "naive" database client: what most stacks run by default,
- * kept here so that naive and platform differ only in the resilience layer.
+ * so that naive and platform differ only in the resilience layer (same pg,
+ * same metrics, same injected faults). Installed by the naive plug-in
+ * (plugin.ts) through @platform/database's useDatabaseFactory.
  * A fixed client-side query timeout (node-postgres' `query_timeout`: the
  * client stops waiting, the statement keeps running on the server), no
  * statement_timeout, no cancel, an unbounded wait for a pool connection, no
@@ -115,7 +125,7 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
           return await attempt(fn, txOpts);
         } catch (e) {
           const code = e instanceof ConnectError ? e.code : undefined;
-          if (n >= 3 || (code !== Code.Unavailable && code !== Code.DeadlineExceeded)) throw e;
+          if (n >= naiveAttempts || (code !== Code.Unavailable && code !== Code.DeadlineExceeded)) throw e;
           await new Promise((r) => setTimeout(r, 200 * 2 ** (n - 1)));
         }
       }

@@ -11,9 +11,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createScope, runInScope, setFaults } from "@platform/resilience";
-import { type Database, createDatabase } from "./index.js";
-import { metricValue } from "./testing/metric-value.js";
-import { type TestServer, startTestServer } from "./testing/test-server.js";
+import { type Database, createDatabase } from "@platform/database";
+import { metricValue } from "../../packages/database/src/testing/metric-value.js";
+import { type TestServer, startTestServer } from "../../packages/database/src/testing/test-server.js";
+import { createNaiveDatabase } from "./naive-database.js";
 
 describe("naive database client", () => {
   let pg_: TestServer;
@@ -21,7 +22,8 @@ describe("naive database client", () => {
   const open = (name: string, naive: boolean, maxConnections = 1) => {
     const lines: { requestId: string; outcome: string }[] = [];
     const logger = { warn: () => {}, debug: (o: object) => lines.push(o as { requestId: string; outcome: string }) };
-    const db = createDatabase({ name, connectionString: pg_.url, maxConnections, logger, ...(naive ? { naive: { queryTimeoutMs: 300 } } : {}) });
+    const opts = { name, connectionString: pg_.url, minBudgetMs: 5, maxConnections, logger };
+    const db = naive ? createNaiveDatabase({ ...opts, queryTimeoutMs: 300 }) : createDatabase(opts);
     dbs.push(db);
     return { db, lines };
   };

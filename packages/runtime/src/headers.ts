@@ -1,0 +1,22 @@
+/**
+ * Every header name the platform reads or writes, declared once.
+ *
+ * These are wire headers: they carry a request's deadline, identity and
+ * class from one service to the next. Inside a process, per-request data
+ * travels in the request context (request-context.ts), never in headers.
+ */
+export { grpcRetryPushbackHeader, idempotencyKeyHeader, retryAfterHeader } from "@platform/resilience";
+
+/** gRPC and gRPC-Web deadline (e.g. `250m`); parsed by resilience's timeout-header.ts. */
+export const grpcTimeoutHeader = "grpc-timeout";
+/** Connect protocol deadline in ms. */
+export const connectTimeoutHeader = "connect-timeout-ms";
+/** The two deadline headers, in the order they are looked for. */
+export const timeoutHeaders = [grpcTimeoutHeader, connectTimeoutHeader] as const;
+
+/** Correlates log lines across hops; accepted from the caller when well-formed, else minted. */
+export const requestIdHeader = "x-request-id";
+/** How expendable the work is under overload ("critical" | "sheddable"); assigned at the edge, propagated inward. */
+export const criticalityHeader = "x-criticality";
+/** Identity of the caller, set by the edge only; inner services read it, nobody outside may set it. */
+export const callerHeader = "x-caller-id";

@@ -1,0 +1,220 @@
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import { randomUUID } from "node:crypto";
+import { createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { parseTimeoutHeader, resolveInboundDeadline, type CallScope, type Criticality, type InboundDeadline } from "@platform/resilience";
+import { callerHeader, requestIdHeader, timeoutHeaders } from "./headers.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** The Node request and response behind an RPC, for the code that still needs the transport (the caller's address, the request watchdog). */
+export interface NodeExchange {
+  req: Req;
+  res: Res;
+}
+
+/**
+ * Everything this hop knows about one request, built once, when its headers
+ * arrive (serve()'s handler), and handed to the request gate, the
+ * interceptors and the handler through Connect's context values
+ * (`requestContext(ctx)`). Nothing per-request travels in request headers
+ * inside the process; headers are for the wire (headers.ts).
+ */
+export interface RequestContext {
+  /** performance.now() when the headers arrived: the origin of the deadline. */
+  readonly arrivedAt: number;
+  /** e.g. `/pricing.v1.PricingService/GetPrices`, from the request's path. */
+  readonly procedure: string;
+  /** The caller's x-request-id when well-formed, else a fresh one. */
+  readonly requestId: string;
+  /** The deadline this hop gives the request (the caller's, capped; or the default), in ms from arrival. */
+  readonly timeoutMs: number;
+  readonly deadlineSource: InboundDeadline["source"];
+  /** arrivedAt + timeoutMs, on performance.now()'s scale. */
+  readonly deadlineAt: number;
+  /**
+   * Aborts with reason "deadline" at deadlineAt: this hop's one deadline
+   * timer. The call scope, the admission queue entry and the request
+   * watchdog all listen to it instead of arming their own.
+   */
+  readonly deadline: AbortSignal;
+  /**
+   * Aborts with reason "deadline" a hop reserve before the deadline: every
+   * call this hop made to a dependency ends then, leaving the reserve to
+   * answer our own caller with what the dependency did not do. Fired by the
+   * same timer, re-armed once.
+   */
+  readonly callsEnd: AbortSignal;
+  /** How expendable the work is; decided by the request gate (the edge assigns it, inner hops take the caller's). */
+  criticality: Criticality;
+  /** Who the edge authenticated: set by the edge's gate, read from the wire at inner hops. */
+  caller: string | undefined;
+  /** True once this request's log line is owned by someone (the gate's refusal, or the request log interceptor). */
+  logged: boolean;
+  /** The handler's call scope, once the deadline interceptor made it (for the interceptors outside it: the log line's trace ids). */
+  scope: CallScope | undefined;
+  /** Set when the request came through serve(). */
+  readonly exchange: NodeExchange | undefined;
+  /** Clears the deadline timer; serve() calls it when the response closes. */
+  dispose(): void;
+}
+
+export interface RequestContextInput {
+  /** Reads one request header (lower-case name); undefined when absent. */
+  header: (name: string) => string | undefined;
+  procedure: string;
+  arrivedAt: number;
+  deadline: { defaultMs: number; maxMs: number; hopReserveMs?: number };
+  /** Inner hops take the caller identity from the wire; the edge establishes its own (request gate). */
+  trustCaller: boolean;
+  exchange?: NodeExchange;
+  /** The timeout-header parser; injectable so that a test can count how often it runs. */
+  parse?: typeof parseTimeoutHeader;
+  now?: () => number;
+}
+
+/**
+ * Builds a request's context: parses its deadline header (the only parse of
+ * it on this hop besides connect-node's own), resolves the deadline from
+ * arrival and arms the one timer that fires at it.
+ */
+export function createRequestContext(input: RequestContextInput): RequestContext {
+  const now = input.now ?? performance.now.bind(performance);
+  const resolved = resolveInboundDeadline({ headerMs: timeoutFromHeaders(input.header, input.parse ?? parseTimeoutHeader), ...input.deadline });
+  const deadlineAt = input.arrivedAt + resolved.timeoutMs;
+  const callsEndAt = deadlineAt - (input.deadline.hopReserveMs ?? 0);
+  const controller = new AbortController();
+  const calls = new AbortController();
+  // One timer at a time: first at the end of the calls, then (re-armed for
+  // the hop reserve) at the deadline.
+  let timer: NodeJS.Timeout;
+  const atDeadline = () => controller.abort("deadline");
+  const atCallsEnd = () => {
+    calls.abort("deadline");
+    const left = deadlineAt - now();
+    if (left <= 0 || callsEndAt >= deadlineAt) atDeadline();
+    else arm(atDeadline, left);
+  };
+  const arm = (fn: () => void, ms: number) => {
+    timer = setTimeout(fn, Math.max(0, ms));
+    timer.unref();
+  };
+  arm(atCallsEnd, callsEndAt - now());
+  return {
+    arrivedAt: input.arrivedAt,
+    procedure: input.procedure,
+    requestId: requestIdFrom(input.header(requestIdHeader)),
+    timeoutMs: resolved.timeoutMs,
+    deadlineSource: resolved.source,
+    deadlineAt,
+    deadline: controller.signal,
+    callsEnd: calls.signal,
+    criticality: "critical",
+    caller: input.trustCaller ? input.header(callerHeader) : undefined,
+    logged: false,
+    scope: undefined,
+    exchange: input.exchange,
+    dispose: () => clearTimeout(timer),
+  };
+}
+
+/**
+ * The caller's deadline in ms, or undefined when it sent none. A malformed
+ * value counts as none here: connect-node refuses it with INVALID_ARGUMENT
+ * before any handler runs.
+ */
+function timeoutFromHeaders(header: RequestContextInput["header"], parse: typeof parseTimeoutHeader): number | undefined {
+  for (const name of timeoutHeaders) {
+    const v = header(name);
+    if (v === undefined) continue;
+    const parsed = parse(name, v);
+    if (parsed.ok) return parsed.ms;
+  }
+  return undefined;
+}
+
+/**
+ * Accepts a caller's request id only when it is short and printable, so a
+ * hostile header can't inject into logs; otherwise mints a fresh one.
+ */
+export function requestIdFrom(value: string | null | undefined): string {
+  if (value != null && /^[A-Za-z0-9._:-]{1,128}$/.test(value)) return value;
+  return randomUUID();
+}
+
+/** Reads a header of a Node request (first value of a repeated one). */
+export function nodeHeader(req: Req): (name: string) => string | undefined {
+  return (name) => {
+    const v = req.headers[name];
+    return Array.isArray(v) ? v[0] : v;
+  };
+}
+
+/** Reads a header from a fetch Headers object. */
+export function fetchHeader(headers: Headers): (name: string) => string | undefined {
+  return (name) => headers.get(name) ?? undefined;
+}
+
+const contextOfScope = new WeakMap<CallScope, RequestContext>();
+
+/** Remembers which request a call scope serves (the deadline interceptor does), for the client interceptors that only see the scope. */
+export function bindScope(scope: CallScope, context: RequestContext): void {
+  contextOfScope.set(scope, context);
+}
+
+/** The request context a call scope serves, if it was made from one. */
+export function requestContextOfScope(scope: CallScope): RequestContext | undefined {
+  return contextOfScope.get(scope);
+}
+
+const requestContextKey = createContextKey<RequestContext | undefined>(undefined, { description: "platform request context" });
+
+/** The request context of an RPC; undefined when it did not come through serve() (an in-memory transport in a unit test). */
+export function requestContext(ctx: Pick<HandlerContext, "values">): RequestContext | undefined {
+  return ctx.values.get(requestContextKey);
+}
+
+/**
+ * The request context of an interceptor's request. A request that did not
+ * come through serve() (an in-memory transport in a unit test) gets one
+ * built here from its headers, arriving now, and kept in its context values
+ * for the interceptors inside; `built` says the caller owns it (dispose it).
+ */
+export function requestContextOf(
+  req: { contextValues: ContextValues; header: Headers; service: { typeName: string }; method: { name: string } },
+  deadline: { defaultMs: number; maxMs: number },
+): { context: RequestContext; built: boolean } {
+  const given = req.contextValues.get(requestContextKey);
+  if (given) return { context: given, built: false };
+  const context = createRequestContext({
+    header: fetchHeader(req.header),
+    procedure: `/${req.service.typeName}/${req.method.name}`,
+    arrivedAt: performance.now(),
+    deadline,
+    trustCaller: true,
+  });
+  req.contextValues.set(requestContextKey, context);
+  return { context, built: true };
+}
+
+/** Context values carrying `context`, for a router transport in tests or any other adapter. */
+export function requestContextValues(context: RequestContext | undefined, values: ContextValues = createContextValues()): ContextValues {
+  return values.set(requestContextKey, context);
+}
+
+/**
+ * connect-node's `contextValues` option receives only the Node request, so
+ * serve() registers each request's context here just before it hands the
+ * request to the adapter (which calls `contextValues` synchronously).
+ */
+export class RequestContexts {
+  private readonly byRequest = new WeakMap<Req, RequestContext>();
+
+  register(req: Req, context: RequestContext): void {
+    this.byRequest.set(req, context);
+  }
+
+  /** For connectNodeAdapter's `contextValues` option. */
+  readonly contextValues = (req: Req): ContextValues => requestContextValues(this.byRequest.get(req));
+}
