@@ -28,16 +28,7 @@ import type { Platform } from "@platform/launcher";
 type Service = keyof Platform["services"];
 const services: Service[] = ["gateway", "checkout", "orders", "pricing"];
 
-/**
- * Fault injection, in the two places this file depends on it. Today every
- * service accepts faults on its admin port (PUT /admin/faults) with nothing
- * to switch on; once fault injection is off unless explicitly enabled and
- * needs an admin token, `faultInjectionEnv` returns the variables that
- * enable it and `injectFaults` sends the token. Nothing else here changes.
- */
-function faultInjectionEnv(): Record<string, string> {
-  return {};
-}
+/** Fault injection is off unless enabled; this test enables it explicitly (a fresh admin token per run). */
 async function injectFaults(p: TestPlatform, service: Service, faults: object): Promise<void> {
   await setServiceFaults(p, service, faults);
 }
@@ -77,7 +68,7 @@ interface BurstCall {
 
 let p: TestPlatform;
 before(async () => {
-  p = await startTestPlatform({ env: { LOG_LEVEL: "info", ...faultInjectionEnv() } });
+  p = await startTestPlatform({ faultInjection: true, env: { LOG_LEVEL: "info" } });
 });
 after(async () => {
   await p?.close();

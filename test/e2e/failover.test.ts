@@ -277,7 +277,7 @@ describe("start-up while the database is down", () => {
       (e: unknown) => ConnectError.from(e),
     );
     assert.equal(refused?.code, Code.Unavailable, String(refused));
-    assert.equal(refused?.rawMessage, "starting: waiting for the database");
+    assert.equal(refused?.rawMessage, "starting: waiting for the database and the receipts queue");
 
     const downFor = performance.now();
     currentPg = await startEmbeddedPostgres({ dataDir, port });

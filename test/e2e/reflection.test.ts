@@ -249,7 +249,7 @@ test("while a service still waits for its database, it describes its API (exempt
   // ...while its API is still refused.
   await assert.rejects(bufCurl(["-d", '{"orderId":"x"}', `${url}/orders.v1.OrdersService/GetOrder`]), (e: { stderr: string }) => {
     assert.match(e.stderr, /"code": "unavailable"/);
-    assert.match(e.stderr, /"message": "starting: waiting for the database"/);
+    assert.match(e.stderr, /"message": "starting: waiting for the database and the receipts queue"/);
     return true;
   });
 });

@@ -26,7 +26,7 @@ function codeDefault(text: string, file: string, name: string): number {
 /**
  * What a service reads: the server settings, its own config's names and, for
  * each `readDependencyConfig(r, "orders", ...)` (and each API the gateway
- * forwards, services/gateway/src/forwarded-apis.ts), the per-dependency names
+ * forwards, services/gateway/src/forwarded-apis.generated.ts), the per-dependency names
  * (ORDERS_URL, ORDERS_MAX_CONCURRENT, ... from the `${prefix}_X` templates of
  * dependency-config.ts) plus that file's shared names (BREAKER_*).
  */
@@ -36,8 +36,10 @@ function serviceFacts(root: string, service: string, callers: string[]): Service
   const text = read(file);
   const own = envNamesIn(text);
   const named = [...text.matchAll(/readDependencyConfig\(\s*\w+\s*,\s*"([^"]+)"/g)].map((m) => m[1] ?? "");
-  const forwardedFile = `services/${service}/src/forwarded-apis.ts`;
-  const forwarded = existsSync(join(root, forwardedFile)) ? [...read(forwardedFile).matchAll(/\bdependency:\s*"([^"]+)"/g)].map((m) => m[1] ?? "") : [];
+  // The gateway's forwarded APIs: generated from the manifests (forwarded-apis.generated.ts), or written by hand.
+  const forwarded = [`services/${service}/src/forwarded-apis.generated.ts`, `services/${service}/src/forwarded-apis.ts`]
+    .filter((f) => existsSync(join(root, f)))
+    .flatMap((f) => [...read(f).matchAll(/\bdependency:\s*"([^"]+)"/g)].map((m) => m[1] ?? ""));
   const dependencies = [...named, ...forwarded].map((n) => n.toUpperCase().replace(/[^A-Z0-9]/g, "_"));
   const perDependency: string[] = [];
   if (dependencies.length > 0) {

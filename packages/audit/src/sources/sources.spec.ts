@@ -10,7 +10,7 @@ import { kubernetesServices, shippedOverlays } from "./kubernetes.js";
 test("a Kubernetes overlay's services: env over envFrom ConfigMaps, each variable with where it was set, secrets never read", () => {
   const production = shippedOverlays().find((d) => d.endsWith("production"))!;
   const orders = kubernetesServices(production).find((s) => s.name === "orders")!;
-  assert.deepEqual(orders.env["DB_POOL_MAX"], { value: "6", source: "deploy/k8s/overlays/production: Deployment/orders env" });
+  assert.deepEqual(orders.env["DB_POOL_MAX"], { value: "5", source: "deploy/k8s/overlays/production: Deployment/orders env" });
   assert.deepEqual(orders.env["DRAIN_TIMEOUT_MS"], { value: "10000", source: "deploy/k8s/overlays/production: ConfigMap/platform-common" });
   assert.match(orders.env["DATABASE_URL"]!.value, /^postgres:\/\/from-a-secret@/);
   assert.match(orders.env["DATABASE_URL"]!.source, /\(Secret platform-database\/orders-url\)$/);
