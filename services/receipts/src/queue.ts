@@ -8,15 +8,25 @@ import { sendReceiptTask } from "./receipt-store.js";
 export const queueSchema = "receipts";
 
 export interface Queue {
-  runner: Runner;
   stop(): Promise<void>;
 }
+
+/** Waits between restarts of a runner that stopped by itself (the database went away for longer than its own retries). */
+const restartDelaysMs = [500, 1000, 2000, 5000, 10_000];
 
 /**
  * Installs graphile-worker's schema (its own migrations, idempotent) and
  * starts `concurrency` job runners on a pool of their own: jobs arrive by
  * LISTEN/NOTIFY as their transaction commits, and a job scheduled for later
  * (a retry) is found by polling every `pollIntervalMs`.
+ *
+ * A database that restarts or drops connections must not end the process:
+ * the pool logs idle connections it loses, graphile-worker retries its own
+ * queries and reconnects its listener, and when a runner gives up anyway
+ * (its promise rejects: the database stayed away) it is started again after
+ * a growing pause, until `stop()`. Jobs that were running are released by
+ * graphile-worker and run again; the receipt's conditional update and the
+ * mailer's idempotency key keep each receipt one receipt.
  */
 export async function startQueue(opts: {
   connectionString: string;
@@ -30,8 +40,8 @@ export async function startQueue(opts: {
   pool.on("error", (err) => opts.logger.warn({ err }, "idle queue connection lost"));
   const levels = { error: "error", warning: "warn", info: "debug", debug: "debug" } as const;
   const logger = new Logger((scope) => (level, message, meta) => opts.logger[levels[level]]({ queue: scope, ...meta }, message));
-  try {
-    const runner = await run({
+  const start = () =>
+    run({
       pgPool: pool,
       schema: queueSchema,
       concurrency: opts.concurrency,
@@ -45,17 +55,53 @@ export async function startQueue(opts: {
         },
       },
     });
-    return {
-      runner,
-      async stop() {
-        await runner.stop();
-        await pool.end();
-      },
-    };
+  let runner: Runner;
+  try {
+    runner = await start();
   } catch (e) {
     await pool.end();
     throw e;
   }
+  let stopped = false;
+  let restarts = 0;
+  let wake: (() => void) | undefined;
+  const supervise = async (): Promise<void> => {
+    while (!stopped) {
+      const ended = await runner.promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      if (stopped) return;
+      const delayMs = restartDelaysMs[Math.min(restarts, restartDelaysMs.length - 1)]!;
+      opts.logger.warn({ err: ended, delayMs }, "the queue's runner stopped by itself; starting it again");
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, delayMs).unref();
+      });
+      if (stopped) return;
+      try {
+        runner = await start();
+        restarts = 0;
+      } catch (e) {
+        restarts++;
+        opts.logger.warn({ err: e }, "could not start the queue's runner yet");
+        // A runner that failed to start: wait again, then retry, through the same loop.
+        const failed = Promise.reject(e);
+        failed.catch(() => {});
+        runner = { promise: failed, stop: async () => {} } as unknown as Runner;
+      }
+    }
+  };
+  const supervised = supervise();
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await runner.stop().catch(() => {});
+      await supervised;
+      await pool.end();
+    },
+  };
 }
 
 /**
