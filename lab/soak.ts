@@ -29,7 +29,7 @@ import { Code, ConnectError, createClient, type Client } from "@connectrpc/conne
 import pg from "pg";
 import { serviceNames, startPlatform, type Platform, type ServiceName } from "@platform/launcher";
 import { checkoutV1 } from "@platform/proto";
-import { protocols, transportFor as transport } from "../test/support/platform.js";
+import { protocols, transportFor as transport } from "@platform/test-support";
 
 const { values: args } = parseArgs({
   options: {

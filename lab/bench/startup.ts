@@ -29,7 +29,7 @@ import { findFreePort, startEmbeddedPostgres } from "@platform/embedded-postgres
 import { ensureServiceRoles, serviceEntry, serviceNames } from "@platform/launcher";
 import { median, ratio } from "../stats.js";
 import { cpuMs, memory, parentPid } from "./proc-stats.js";
-import { tempDataDir } from "../../test/support/platform.js";
+import { tempDataDir } from "@platform/test-support";
 
 type Form = "tsx" | "tsx, no cache" | "built";
 const forms: Form[] = ["tsx", "tsx, no cache", "built"];

@@ -427,8 +427,7 @@ import assert from "node:assert/strict";
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { healthV1, ${s.namespace} } from "@platform/proto";
-import { expectCode } from "../support/expect-code.js";
-import { metricValue, startTestPlatform, ${s.public ? "transportFor, " : ""}type TestPlatform } from "../support/platform.js";
+import { expectCode, metricValue, startTestPlatform, ${s.public ? "transportFor, " : ""}type TestPlatform } from "@platform/test-support";
 
 const name = "${s.name}";
 let p: TestPlatform;

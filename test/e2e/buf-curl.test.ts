@@ -3,7 +3,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
 let p: TestPlatform;

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { checkoutV1 } from "@platform/proto";
-import { startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const allowedOrigin = "https://app.example.com";
 let p: TestPlatform;

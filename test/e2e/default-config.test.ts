@@ -17,7 +17,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
-import { eventually, metricValue, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
+import { eventually, metricValue, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "@platform/test-support";
 import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected, type CallRecord } from "../hardening/order-load.js";
 import { watchStatements } from "../../packages/database/src/testing/statement-watch.js";
 

@@ -14,7 +14,7 @@ import { once } from "node:events";
 import { createClient } from "@connectrpc/connect";
 import { findFreePort } from "@platform/embedded-postgres";
 import { checkoutV1 } from "@platform/proto";
-import { tempDataDir, transportFor } from "../support/platform.js";
+import { tempDataDir, transportFor } from "@platform/test-support";
 
 interface Started {
   output: () => string;

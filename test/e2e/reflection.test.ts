@@ -19,7 +19,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { findFreePort } from "@platform/embedded-postgres";
-import { eventually, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { eventually, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
 const buf = resolve("node_modules/.bin/buf");
