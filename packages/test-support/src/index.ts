@@ -9,3 +9,4 @@ export * from "./counter-service.js";
 export * from "./dockerfile.js";
 export * from "./expect-code.js";
 export * from "./platform.js";
+export * from "./shared-platform.js";

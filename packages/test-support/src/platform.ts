@@ -4,21 +4,13 @@ import { join } from "node:path";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import pg from "pg";
-import { startPlatform, type Platform, type PlatformOptions } from "@platform/launcher";
+import { startPlatform, type Platform, type PlatformOptions, type ServiceName } from "@platform/launcher";
 import { checkoutV1 } from "@platform/proto";
 
 export type Protocol = "connect-json" | "connect-binary" | "grpc" | "grpc-web";
 export const protocols: Protocol[] = ["connect-json", "connect-binary", "grpc", "grpc-web"];
 
-export interface TestPlatform extends Platform {
-  /** A public-API client over the given protocol, as an outside client would use it. */
-  client(protocol: Protocol): Client<typeof checkoutV1.CheckoutService>;
-  /** Superuser connection to the platform's database. */
-  sql<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]>;
-  /** The Prometheus text of one service's /metrics. */
-  metrics(service: keyof Platform["services"]): Promise<string>;
-  close(): Promise<void>;
-}
+export interface TestPlatform extends Platform, TestClients {}
 
 export function transportFor(baseUrl: string, protocol: Protocol): Transport {
   switch (protocol) {
@@ -40,6 +32,27 @@ export function transportFor(baseUrl: string, protocol: Protocol): Transport {
 export async function startTestPlatform(opts: Partial<PlatformOptions> = {}): Promise<TestPlatform> {
   const dataDir = tempDataDir();
   const platform = await startPlatform({ dataDir, freePorts: true, env: { LOG_LEVEL: "info", ...opts.env }, ...opts });
+  const connected = connectTestClients(platform, async () => {
+    await platform.stop();
+    if (!process.env["KEEP_TEST_DATA"]) rmSync(dataDir, { recursive: true, force: true });
+  });
+  return { ...platform, ...connected };
+}
+
+/** What a test uses to reach a running platform: public-API clients, SQL as superuser, metrics. */
+export interface TestClients {
+  client(protocol: Protocol): Client<typeof checkoutV1.CheckoutService>;
+  sql<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]>;
+  metrics(service: ServiceName): Promise<string>;
+  /** Closes the connections, then `stopPlatform`. */
+  close(): Promise<void>;
+}
+
+/** Clients for the platform at these addresses; close() ends them, then calls `stopPlatform`. */
+export function connectTestClients<P extends { gatewayUrl: string; databaseUrl: string; services: Record<ServiceName, { adminUrl: string }> }>(
+  platform: P,
+  stopPlatform: () => Promise<void>,
+): P & TestClients {
   const pool = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
   // Tests restart and terminate the database: an idle connection dying must not end the test process.
   pool.on("error", () => {});
@@ -60,8 +73,7 @@ export async function startTestPlatform(opts: Partial<PlatformOptions> = {}): Pr
     },
     async close() {
       await pool.end();
-      await platform.stop();
-      if (!process.env["KEEP_TEST_DATA"]) rmSync(dataDir, { recursive: true, force: true });
+      await stopPlatform();
     },
   };
 }
