@@ -12,7 +12,7 @@
  * services, PostgreSQL, a fault's duration), not on this machine's cores.
  * The heaviest files start first, so that the run does not end waiting for
  * one that started last. The end-to-end files that only read share one
- * platform, started once for the run (packages/test-support, global-setup.ts).
+ * platform, started once for the run (scripts/run-test-files.ts, packages/test-support).
  *
  * At the end it lists every failing, skipped and todo test. With CI set
  * (CI=true), a skipped or todo test fails the run unless
@@ -21,9 +21,9 @@
  */
 import "../packages/launcher/src/require-node.js";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
 import { changedSinceMain, selectTests } from "./test-selection.js";
 
@@ -50,6 +50,11 @@ const changedOnly = args.includes("--changed");
 const only = args.filter((a) => a !== "--changed");
 const allTests = [...findTests("packages", ".spec.ts"), ...findTests("services", ".spec.ts"), ...findTests("test", ".test.ts")];
 let files = only.length > 0 ? only : allTests;
+const missing = only.filter((f) => !existsSync(resolve(root, f)));
+if (missing.length > 0) {
+  process.stderr.write(`npm test: no such test file: ${missing.join(", ")}\n`);
+  process.exit(2);
+}
 if (changedOnly) {
   if (only.length > 0) {
     process.stderr.write("npm test: --changed selects the files itself; give it no file names\n");
@@ -79,12 +84,11 @@ if (only.length === 0 && !changedOnly) {
  * Failures and skips are repeated at the end, because a long run's log is
  * often read from its tail (CI keeps the last few kilobytes).
  */
-function runTests(title: string, testArgs: string[]): void {
+function runTests(title: string, runnerArgs: string[]): void {
   process.stdout.write(`\n== ${title}\n`);
   const dir = mkdtempSync(join(tmpdir(), "npm-test-"));
   const tapFile = join(dir, "run.tap");
-  const reporters = ["--test-reporter", process.stdout.isTTY ? "spec" : "tap", "--test-reporter-destination", "stdout", "--test-reporter", "tap", "--test-reporter-destination", tapFile];
-  const r = spawnSync(process.execPath, [...reporters, ...testArgs], { stdio: "inherit", cwd: root });
+  const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/run-test-files.ts", "--tap", tapFile, ...runnerArgs], { stdio: "inherit", cwd: root });
   const summary = summarizeTap(readFileSync(tapFile, "utf8"));
   rmSync(dir, { recursive: true, force: true });
   const section = (heading: string, lines: string[]) => {
@@ -113,7 +117,7 @@ function runTests(title: string, testArgs: string[]): void {
  * started after it; the small specs fill the gaps at the end.
  */
 function heaviestFirst(list: string[]): string[] {
-  const weight = (f: string) => (f.startsWith("test/") ? 1e9 : 0) + readFileSync(join(root, f), "utf8").length;
+  const weight = (f: string) => (f.startsWith("test/") ? 1e9 : 0) + readFileSync(resolve(root, f), "utf8").length;
   return [...list].sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
 }
 
@@ -123,15 +127,11 @@ if (!Number.isInteger(concurrency) || concurrency < 1) {
   process.exit(2);
 }
 /** The run's shared platform is started only if a selected file uses it. */
-const usesSharedPlatform = files.some((f) => readFileSync(join(root, f), "utf8").includes("sharedPlatform()"));
-const globalSetup = usesSharedPlatform ? ["--test-global-setup", "packages/test-support/src/global-setup.ts"] : [];
+const usesSharedPlatform = files.some((f) => readFileSync(resolve(root, f), "utf8").includes("sharedPlatform()"));
 
 runTests(`tests (${files.length} files, ${concurrency} at a time)`, [
-  "--import",
-  "tsx",
-  "--test",
-  `--test-concurrency=${concurrency}`,
-  "--test-timeout=300000",
-  ...globalSetup,
+  "--concurrency",
+  String(concurrency),
+  ...(usesSharedPlatform ? ["--shared-platform"] : []),
   ...heaviestFirst(files),
 ]);

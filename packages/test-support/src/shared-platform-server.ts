@@ -1,7 +1,8 @@
 /**
  * The run's shared platform (shared-platform.ts), served from the test
- * runner's own process by global-setup.ts: globalSetup runs before the
- * first file starts, globalTeardown after the last one ends.
+ * runner's own process (scripts/run-test-files.ts): globalSetup runs before
+ * the first file starts, globalTeardown after the last one ends, as
+ * node's --test-global-setup hooks would.
  *
  * The platform starts in the background: the files that do not need it
  * (most of them) run meanwhile. A small HTTP server on loopback answers

@@ -6,10 +6,10 @@
  * platform costs a few seconds of both cores (PostgreSQL's initdb, four
  * Node processes); these files share one instead of starting one each.
  *
- * `npm test` loads global-setup.ts (node's --test-global-setup), which
- * starts the platform in the runner's process, in the background, while
- * the first files run, and answers where it is on a loopback URL handed to
- * every test file in TEST_SHARED_PLATFORM_URL. A file run on its own (no
+ * `npm test` starts the platform in the test runner's process
+ * (shared-platform-server.ts), in the background while the first files
+ * run, and answers where it is on a loopback URL handed to every test file
+ * in TEST_SHARED_PLATFORM_URL. A file run on its own (no
  * such variable) starts a platform of the same configuration for itself.
  */
 import type { RunningService, ServiceName } from "@platform/launcher";
