@@ -28,13 +28,14 @@ async function npmStart(env: Record<string, string>): Promise<Started> {
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
   const exit = once(child, "exit").then(([code]) => code as number | null);
+  // Ready when the ready line is printed (checked on each chunk of output, no polling); npm exiting first is a failure.
   await new Promise<void>((resolve, reject) => {
     const check = () => {
-      if (/\bready in \d+ ms: gateway listening on http:\/\/127\.0\.0\.1:\d+/.test(out)) return resolve();
-      if (child.exitCode !== null) return reject(new Error(`npm start exited early:\n${out}`));
-      setTimeout(check, 100);
+      if (/\bready in \d+ ms: gateway listening on http:\/\/127\.0\.0\.1:\d+/.test(out)) resolve();
     };
-    check();
+    child.stdout.on("data", check);
+    child.stderr.on("data", check);
+    void exit.then(() => reject(new Error(`npm start exited early:\n${out}`)));
   });
   return { output: () => out, exit, kill: (s) => child.kill(s) };
 }
