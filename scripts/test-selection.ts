@@ -4,10 +4,12 @@
  *
  * - A changed spec or test file runs itself.
  * - A change inside a workspace (packages/X, services/X) runs the specs of
- *   X and of every workspace that depends on X, directly or not (its
- *   package.json dependencies of any kind), and the test files under test/
- *   that import one of those workspaces (as @platform/..., or by a relative
- *   path into it), directly or through a helper under test/. The launcher
+ *   X and of every workspace that depends on X, directly or not (through
+ *   dependencies, peer or optional dependencies), the specs of the
+ *   workspaces that use one of those as a devDependency (only their specs
+ *   use it), and the test files under test/ that import one of those
+ *   workspaces (as @platform/..., or by a relative path into it), directly
+ *   or through a helper under test/. The launcher
  *   starts every service as a process, not by importing it, so it counts as
  *   depending on every service: a change in a service runs the end-to-end
  *   tests.
@@ -26,8 +28,10 @@ export type Selection = { all: true; why: string } | { all: false; files: string
 interface WorkspaceNode {
   dir: string;
   name: string;
-  /** Names of the workspaces it depends on. */
+  /** Names of the workspaces its code depends on (dependencies, peer, optional). */
   uses: Set<string>;
+  /** Names of the workspaces only its specs use (devDependencies). */
+  specsUse: Set<string>;
 }
 
 /** A test file is a *.spec.ts inside a workspace or a *.test.ts under test/. */
@@ -39,14 +43,15 @@ function workspaceNodes(root: string): WorkspaceNode[] {
   const names = new Set<string>();
   const nodes = listWorkspaces(root).map((w) => {
     const m = JSON.parse(readFileSync(join(root, w.dir, "package.json"), "utf8")) as Record<string, Record<string, string> | undefined> & { name?: string };
-    const uses = new Set(["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"].flatMap((k) => Object.keys(m[k] ?? {})));
+    const uses = new Set(["dependencies", "peerDependencies", "optionalDependencies"].flatMap((k) => Object.keys(m[k] ?? {})));
     names.add(m.name ?? w.dir);
-    return { dir: w.dir, name: m.name ?? w.dir, uses };
+    return { dir: w.dir, name: m.name ?? w.dir, uses, specsUse: new Set(Object.keys(m["devDependencies"] ?? {})) };
   });
   // The launcher runs the services as processes: a dependency no manifest states.
   const launcher = nodes.find((n) => n.dir === "packages/launcher");
   for (const n of nodes) if (launcher && n.dir.startsWith("services/")) launcher.uses.add(n.name);
   for (const n of nodes) for (const u of n.uses) if (!names.has(u)) n.uses.delete(u);
+  for (const n of nodes) for (const u of n.specsUse) if (!names.has(u)) n.specsUse.delete(u);
   return nodes;
 }
 
@@ -120,10 +125,10 @@ export function selectTests(root: string, changed: string[], allTests: string[])
   }
   // A changed spec also counts as a change to its workspace's code only through what it imports: it runs itself.
   const affected = withDependents(nodes, changedWorkspaces);
-  const affectedDirs = nodes.filter((n) => affected.has(n.name)).map((n) => n.dir);
+  const specsAffected = nodes.filter((n) => affected.has(n.name) || [...n.specsUse].some((u) => affected.has(u))).map((n) => n.dir);
   const files = allTests.filter((t) => {
     if (direct.has(t)) return true;
-    if (affectedDirs.some((d) => t.startsWith(`${d}/`))) return true;
+    if (specsAffected.some((d) => t.startsWith(`${d}/`))) return true;
     if (!t.startsWith("test/")) return false;
     const r = reach(root, nodes, t);
     return [...r.workspaces].some((w) => affected.has(w)) || [...r.helpers].some((h) => changedHelpers.has(h));

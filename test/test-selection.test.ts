@@ -17,8 +17,8 @@ const workspace = (name: string, dependencies: Record<string, string> = {}, devD
 
 /**
  * a <- b (dependency), a <- s (a service), s <- launcher (it starts the
- * services; no manifest says so), t depends on nothing; t's spec imports
- * the test helpers through a dev dependency on b.
+ * services; no manifest says so); t's specs use b (a dev dependency), and
+ * u depends on t: b's changes reach t's specs, not u.
  */
 const layout: Record<string, string> = {
   "package.json": JSON.stringify({ workspaces: ["packages/*", "services/*"] }),
@@ -34,6 +34,8 @@ const layout: Record<string, string> = {
   "packages/launcher/src/launcher.spec.ts": 'import "./index.js";\n',
   "packages/t/package.json": workspace("@platform/t", {}, { "@platform/b": "0.1.0" }),
   "packages/t/src/t.spec.ts": 'import "@platform/b";\n',
+  "packages/u/package.json": workspace("@platform/u", { "@platform/t": "0.1.0" }),
+  "packages/u/src/u.spec.ts": 'import "@platform/t";\n',
   "services/s/package.json": workspace("@platform/s", { "@platform/a": "0.1.0" }),
   "services/s/src/main.ts": 'import "@platform/a";\n',
   "services/s/src/s.spec.ts": 'import "./main.js";\n',
@@ -71,6 +73,7 @@ test("the test files are the workspaces' *.spec.ts and test/'s *.test.ts", () =>
     "packages/b/src/b.spec.ts",
     "packages/launcher/src/launcher.spec.ts",
     "packages/t/src/t.spec.ts",
+    "packages/u/src/u.spec.ts",
     "services/s/src/s.spec.ts",
     "test/e2e/platform.test.ts",
     "test/plain.test.ts",
@@ -79,7 +82,7 @@ test("the test files are the workspaces' *.spec.ts and test/'s *.test.ts", () =>
   ]);
 });
 
-test("a change in a package runs its specs, its dependents' (dev dependencies too, services and, through them, the launcher), and the tests that reach any of them", () => {
+test("a change in a package runs its specs, its dependents' (services and, through them, the launcher), the specs of those that use it as a dev dependency (not their dependents'), and the tests that reach any of them", () => {
   withRepo((dir) => {
     assert.deepEqual(selected(dir, ["packages/a/src/index.ts"]), [
       "packages/a/src/a.spec.ts",
@@ -102,7 +105,8 @@ test("a change in a service runs its specs, the launcher's, and the tests that s
 
 test("a package nothing depends on runs only its own specs; a deleted file counts for its workspace", () => {
   withRepo((dir) => {
-    assert.deepEqual(selected(dir, ["packages/t/src/gone.ts"]), ["packages/t/src/t.spec.ts"]);
+    assert.deepEqual(selected(dir, ["packages/u/src/gone.ts"]), ["packages/u/src/u.spec.ts"]);
+    assert.deepEqual(selected(dir, ["packages/t/src/gone.ts"]), ["packages/t/src/t.spec.ts", "packages/u/src/u.spec.ts"]);
   });
 });
 
