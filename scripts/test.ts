@@ -7,7 +7,7 @@
  *   npm test -- path/to/x.test.ts  only the given files
  *   npm test -- --changed          only the files a change since main can affect (scripts/test-selection.ts)
  *
- * Files run in parallel (TEST_CONCURRENCY, default twice the cores): most
+ * Files run in parallel (TEST_CONCURRENCY, default twice the cores, at most 8): most
  * of a test file's time is spent waiting on other processes (a platform's
  * services, PostgreSQL, a fault's duration), not on this machine's cores.
  * The heaviest files start first, so that the run does not end waiting for
@@ -121,7 +121,11 @@ function heaviestFirst(list: string[]): string[] {
   return [...list].sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
 }
 
-const concurrency = Number(process.env["TEST_CONCURRENCY"] ?? availableParallelism() * 2);
+/**
+ * Twice the cores, at most 8: an end-to-end file runs a platform of five
+ * processes (about 1 GB resident), so memory, not cores, bounds it above.
+ */
+const concurrency = Number(process.env["TEST_CONCURRENCY"] ?? Math.min(availableParallelism() * 2, 8));
 if (!Number.isInteger(concurrency) || concurrency < 1) {
   process.stderr.write(`npm test: TEST_CONCURRENCY must be a whole number of files at a time, at least 1, got ${process.env["TEST_CONCURRENCY"]}\n`);
   process.exit(2);
