@@ -10,7 +10,9 @@
  *   after the last one, as node's --test-global-setup would, with this
  *   process's `--import tsx` in effect.
  *
- *   node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] <file>...
+ *   node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] [--alone <file>]... <file>...
+ *
+ * The --alone files run after the others, one at a time.
  *
  * Output: node's spec reporter on a terminal, TAP otherwise, on stdout; a
  * TAP copy in the --tap file for the summary. Exits 1 if a test failed.
@@ -29,24 +31,38 @@ const { values, positionals } = parseArgs({
     concurrency: { type: "string" },
     tap: { type: "string" },
     "shared-platform": { type: "boolean", default: false },
+    alone: { type: "string", multiple: true, default: [] },
   },
 });
 const concurrency = Number(values.concurrency);
-if (!Number.isInteger(concurrency) || concurrency < 1 || values.tap === undefined || positionals.length === 0) {
-  process.stderr.write("usage: node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] <file>...\n");
+if (!Number.isInteger(concurrency) || concurrency < 1 || values.tap === undefined || positionals.length + values.alone.length === 0) {
+  process.stderr.write("usage: node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] [--alone <file>]... <file>...\n");
   process.exit(2);
 }
 
-if (values["shared-platform"]) await globalSetup();
-try {
-  const stream = run({ files: positionals.map((f) => resolve(f)), concurrency, timeout: 300_000 });
+const tapFile = createWriteStream(values.tap);
+
+/** One run() over `files`, `concurrency` at a time, reported to the terminal and the TAP file. */
+async function runFiles(files: string[], concurrency: number): Promise<void> {
+  if (files.length === 0) return;
+  const stream = run({ files: files.map((f) => resolve(f)), concurrency, timeout: 300_000 });
   stream.on("test:fail", (event: { todo?: boolean | string }) => {
     if (!event.todo) process.exitCode = 1;
   });
   const toTerminal = stream.compose(process.stdout.isTTY ? new spec() : tap);
   toTerminal.pipe(process.stdout, { end: false });
-  const toFile = stream.compose(tap).pipe(createWriteStream(values.tap));
+  const toFile = stream.compose(tap);
+  toFile.pipe(tapFile, { end: false });
   await Promise.all([finished(toTerminal), finished(toFile)]);
+}
+
+if (values["shared-platform"]) await globalSetup();
+try {
+  await runFiles(positionals, concurrency);
 } finally {
   if (values["shared-platform"]) await globalTeardown();
 }
+// The files that measure the machine (capacity, rates, latency ratios under load): one at a time, nothing else running.
+await runFiles(values.alone, 1);
+tapFile.end();
+await finished(tapFile);

@@ -132,10 +132,19 @@ if (!Number.isInteger(concurrency) || concurrency < 1) {
 }
 /** The run's shared platform is started only if a selected file uses it. */
 const usesSharedPlatform = files.some((f) => readFileSync(resolve(root, f), "utf8").includes("sharedPlatform()"));
+/**
+ * A file that measures the machine (capacity, rates, latency ratios under
+ * the load it makes itself) says so with a line `// npm test: alone (why)`
+ * and runs after the others, by itself: its bounds were set for a machine
+ * not shared with the rest of the suite.
+ */
+const alone = files.filter((f) => /^\/\/ npm test: alone\b/m.test(readFileSync(resolve(root, f), "utf8")));
+const together = files.filter((f) => !alone.includes(f));
 
-runTests(`tests (${files.length} files, ${concurrency} at a time)`, [
+runTests(`tests (${files.length} files, ${concurrency} at a time${alone.length > 0 ? `, then ${alone.length} alone` : ""})`, [
   "--concurrency",
   String(concurrency),
   ...(usesSharedPlatform ? ["--shared-platform"] : []),
-  ...heaviestFirst(files),
+  ...heaviestFirst(alone).flatMap((f) => ["--alone", f]),
+  ...heaviestFirst(together),
 ]);

@@ -13,6 +13,7 @@
  * The other end-to-end tests switch mechanisms off to see one at a time;
  * this file is where the shipped combination is held to the contract.
  */
+// npm test: alone (its overload is 256 clients beyond what 2 cores serve; its bounds assume no other load)
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
