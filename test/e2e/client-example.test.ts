@@ -9,14 +9,13 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import { promisify } from "node:util";
-import { buildClientPackage, sharedPlatform, type SharedPlatform } from "@platform/test-support";
+import { buildClientPackage, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
-// Read-only but for its own orders (customer "example-client"): the run's shared platform.
-let p: SharedPlatform;
+let p: TestPlatform;
 before(async () => {
   await buildClientPackage(); // npm run example:client builds it too; built first, so that parallel test files never rebuild it at once
-  p = await sharedPlatform();
+  p = await startTestPlatform();
 });
 after(async () => {
   await p?.close();
