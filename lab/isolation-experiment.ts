@@ -21,7 +21,7 @@ import { parseArgs } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
 import { runLoad } from "./load/run-load.js";
-import { startTestPlatform, type TestPlatform } from "../test/support/platform.js";
+import { startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

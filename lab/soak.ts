@@ -30,7 +30,7 @@ import pg from "pg";
 import { startPlatform, type Platform } from "@platform/launcher";
 import { chainManifests, chainServices as serviceNames, type ChainService as ServiceName } from "./chain.js";
 import { checkoutV1 } from "@platform/proto";
-import { protocols, transportFor as transport } from "../test/support/platform.js";
+import { protocols, transportFor as transport } from "@platform/test-support";
 
 const { values: args } = parseArgs({
   options: {

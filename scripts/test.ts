@@ -1,10 +1,18 @@
 /**
  * `npm test`: proto lint, format and breaking-change check (against main), type check, then every test file
  * (unit tests beside the code as *.spec.ts, integration and end-to-end tests
- * under test/ as *.test.ts) with node's test runner.
+ * under test/ as *.test.ts) with node's test runner, several files at a time.
  *
- *   npm test                     everything
+ *   npm test                       everything
  *   npm test -- path/to/x.test.ts  only the given files
+ *   npm test -- --changed          only the files a change since main can affect (scripts/test-selection.ts)
+ *
+ * Files run in parallel (TEST_CONCURRENCY, default twice the cores, at most 8): most
+ * of a test file's time is spent waiting on other processes (a platform's
+ * services, PostgreSQL, a fault's duration), not on this machine's cores.
+ * The heaviest files start first, so that the run does not end waiting for
+ * one that started last. The end-to-end files that only read share one
+ * platform, started once for the run (scripts/run-test-files.ts, packages/test-support).
  *
  * At the end it lists every failing, skipped and todo test. With CI set
  * (CI=true), a skipped or todo test fails the run unless
@@ -13,10 +21,11 @@
  */
 import "../packages/launcher/src/require-node.js";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
+import { changedSinceMain, selectTests } from "./test-selection.js";
 
 const root = process.cwd();
 
@@ -36,13 +45,33 @@ function findTests(dir: string, suffix: string): string[] {
     .sort();
 }
 
-const only = process.argv.slice(2);
-const files =
-  only.length > 0
-    ? only
-    : [...findTests("packages", ".spec.ts"), ...findTests("services", ".spec.ts"), ...findTests("lab", ".spec.ts"), ...findTests("test", ".test.ts")];
+const args = process.argv.slice(2);
+const changedOnly = args.includes("--changed");
+const only = args.filter((a) => a !== "--changed");
+const allTests = [...findTests("packages", ".spec.ts"), ...findTests("services", ".spec.ts"), ...findTests("lab", ".spec.ts"), ...findTests("test", ".test.ts")];
+let files = only.length > 0 ? only : allTests;
+const missing = only.filter((f) => !existsSync(resolve(root, f)));
+if (missing.length > 0) {
+  process.stderr.write(`npm test: no such test file: ${missing.join(", ")}\n`);
+  process.exit(2);
+}
+if (changedOnly) {
+  if (only.length > 0) {
+    process.stderr.write("npm test: --changed selects the files itself; give it no file names\n");
+    process.exit(2);
+  }
+  const { base, files: changed } = changedSinceMain(root);
+  const selection = selectTests(root, changed, allTests);
+  process.stdout.write(`\n== --changed: ${changed.length} files changed since ${base}\n`);
+  if (selection.all) process.stdout.write(`every test file: ${selection.why}\n`);
+  else {
+    files = selection.files;
+    process.stdout.write(`${files.length} of ${allTests.length} test files:\n${files.map((f) => `  ${f}\n`).join("")}`);
+    if (files.length === 0) process.exit(0);
+  }
+}
 
-if (only.length === 0) {
+if (only.length === 0 && !changedOnly) {
   run("buf lint", "npx", ["buf", "lint"]);
   run("buf format", "npx", ["buf", "format", "--diff", "--exit-code"]);
   run("buf breaking", process.execPath, ["--import", "tsx", "scripts/proto-breaking.ts"]);
@@ -55,12 +84,11 @@ if (only.length === 0) {
  * Failures and skips are repeated at the end, because a long run's log is
  * often read from its tail (CI keeps the last few kilobytes).
  */
-function runTests(title: string, testArgs: string[]): void {
+function runTests(title: string, runnerArgs: string[]): void {
   process.stdout.write(`\n== ${title}\n`);
   const dir = mkdtempSync(join(tmpdir(), "npm-test-"));
   const tapFile = join(dir, "run.tap");
-  const reporters = ["--test-reporter", process.stdout.isTTY ? "spec" : "tap", "--test-reporter-destination", "stdout", "--test-reporter", "tap", "--test-reporter-destination", tapFile];
-  const r = spawnSync(process.execPath, [...reporters, ...testArgs], { stdio: "inherit", cwd: root });
+  const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/run-test-files.ts", "--tap", tapFile, ...runnerArgs], { stdio: "inherit", cwd: root });
   const summary = summarizeTap(readFileSync(tapFile, "utf8"));
   rmSync(dir, { recursive: true, force: true });
   const section = (heading: string, lines: string[]) => {
@@ -82,4 +110,41 @@ function runTests(title: string, testArgs: string[]): void {
   }
 }
 
-runTests(`tests (${files.length} files)`, ["--import", "tsx", "--test", "--test-timeout=300000", ...files]);
+/**
+ * The order files start in: those that start platforms and processes (test/)
+ * before the unit specs, the largest first. With files running in
+ * parallel, the run's length is at least its longest file's, plus whatever
+ * started after it; the small specs fill the gaps at the end.
+ */
+function heaviestFirst(list: string[]): string[] {
+  const weight = (f: string) => (f.startsWith("test/") ? 1e9 : 0) + readFileSync(resolve(root, f), "utf8").length;
+  return [...list].sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
+}
+
+/**
+ * Twice the cores, at most 8: an end-to-end file runs a platform of five
+ * processes (about 1 GB resident), so memory, not cores, bounds it above.
+ */
+const concurrency = Number(process.env["TEST_CONCURRENCY"] ?? Math.min(availableParallelism() * 2, 8));
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  process.stderr.write(`npm test: TEST_CONCURRENCY must be a whole number of files at a time, at least 1, got ${process.env["TEST_CONCURRENCY"]}\n`);
+  process.exit(2);
+}
+/** The run's shared platform is started only if a selected file uses it. */
+const usesSharedPlatform = files.some((f) => readFileSync(resolve(root, f), "utf8").includes("sharedPlatform()"));
+/**
+ * A file that measures the machine (capacity, rates, latency ratios under
+ * the load it makes itself) says so with a line `// npm test: alone (why)`
+ * and runs after the others, by itself: its bounds were set for a machine
+ * not shared with the rest of the suite.
+ */
+const alone = files.filter((f) => /^\/\/ npm test: alone\b/m.test(readFileSync(resolve(root, f), "utf8")));
+const together = files.filter((f) => !alone.includes(f));
+
+runTests(`tests (${files.length} files, ${concurrency} at a time${alone.length > 0 ? `, then ${alone.length} alone` : ""})`, [
+  "--concurrency",
+  String(concurrency),
+  ...(usesSharedPlatform ? ["--shared-platform"] : []),
+  ...heaviestFirst(alone).flatMap((f) => ["--alone", f]),
+  ...heaviestFirst(together),
+]);

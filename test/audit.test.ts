@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { auditTarget, composeTarget, repoRoot, shippedOverlays, type Problem } from "@platform/audit";
-import { startTestPlatform, type TestPlatform } from "./support/platform.js";
+import { startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 /** Runs `npm run audit -- ARGS` as a person would; resolves with its exit status and output. */
 function runAudit(args: string[]): Promise<{ status: number | null; out: string }> {

@@ -9,6 +9,7 @@
  *
  * Tables and JSON of this run: reports/bench/test-quick/.
  */
+// npm test: alone (it compares throughput and latency of two chains under its own load)
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { cpus } from "node:os";

@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
-import { buildClientPackage } from "./support/client-package.js";
+import { buildClientPackage } from "@platform/test-support";
 
 const run = promisify(execFile);
 before(buildClientPackage);

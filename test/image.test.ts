@@ -13,8 +13,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { validate } from "dockerfile-utils";
 import { Copy } from "dockerfile-ast";
-import { readCompose } from "./support/compose.js";
-import { parseDockerfile } from "./support/dockerfile.js";
+import { readCompose, parseDockerfile } from "@platform/test-support";
 
 const root = process.cwd();
 const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { findFreePort } from "@platform/embedded-postgres";
 import { parse, stringify } from "yaml";
-import { eventually, startTestPlatform, type TestPlatform } from "./support/platform.js";
+import { eventually, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const hasPrometheus = spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status === 0;
 // Without prometheus the suite is skipped, and the skip is listed at the end of npm test; with CI set,

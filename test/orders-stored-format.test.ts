@@ -14,7 +14,7 @@ import { checkoutV1 } from "@platform/proto";
 import { publicOrder } from "@platform/proto/public-twins";
 import pg from "pg";
 import { OrderStore } from "../services/orders/src/order-store.js";
-import { tempDataDir } from "./support/platform.js";
+import { tempDataDir } from "@platform/test-support";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 

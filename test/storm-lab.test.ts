@@ -10,6 +10,7 @@
  *
  * Charts, tables and JSON of this run: reports/storm/test-quick/ (index.html).
  */
+// npm test: alone (it measures the platform's capacity and offers load relative to it; other files' work starves its chains)
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";

@@ -30,7 +30,7 @@ import { ensureServiceRoles, serviceEntry, serviceNames } from "@platform/launch
 import { effectiveDependencies, envPrefix, readServiceManifests } from "@platform/registry";
 import { median, ratio } from "../stats.js";
 import { cpuMs, memory, parentPid } from "./proc-stats.js";
-import { tempDataDir } from "../../test/support/platform.js";
+import { tempDataDir } from "@platform/test-support";
 
 type Form = "tsx" | "tsx, no cache" | "built";
 const forms: Form[] = ["tsx", "tsx, no cache", "built"];

@@ -11,8 +11,7 @@ import { execFileSync } from "node:child_process";
 import puppeteer, { type Browser, type HTTPRequest } from "puppeteer-core";
 import { serveBrowserExample, type ExampleServer } from "../../examples/browser/serve.js";
 import type { ExampleResult } from "../../examples/browser/result.js";
-import { buildClientPackage } from "../support/client-package.js";
-import { startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { buildClientPackage, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 /** Debian's chromium (CI installs it: .ci/run). */
 function chromiumPath(): string | undefined {

@@ -3,12 +3,13 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { sharedPlatform, type SharedPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
-let p: TestPlatform;
+// Read-only but for its own orders (customer "buf-curl"): the run's shared platform.
+let p: SharedPlatform;
 before(async () => {
-  p = await startTestPlatform();
+  p = await sharedPlatform();
 });
 after(async () => {
   await p?.close();

@@ -9,8 +9,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import { promisify } from "node:util";
-import { buildClientPackage } from "../support/client-package.js";
-import { startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { buildClientPackage, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
 let p: TestPlatform;

@@ -10,8 +10,7 @@ import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { createClient } from "@connectrpc/connect";
 import { pricingV1 } from "@platform/proto";
-import { eventually, logLines, metricValue, setServiceFaults, startTestPlatform, transportFor, type TestPlatform } from "../support/platform.js";
-import { expectCode } from "../support/expect-code.js";
+import { eventually, logLines, metricValue, setServiceFaults, startTestPlatform, transportFor, type TestPlatform, expectCode } from "@platform/test-support";
 import { watchStatements } from "../../packages/database/src/testing/statement-watch.js";
 
 let p: TestPlatform;

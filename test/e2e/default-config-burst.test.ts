@@ -22,7 +22,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { loadConfig as loadGatewayConfig } from "../../services/gateway/src/config.js";
-import { eventually, logLines, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { eventually, logLines, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "@platform/test-support";
 import type { Platform } from "@platform/launcher";
 
 type Service = keyof Platform["services"];

@@ -13,11 +13,12 @@
  * The other end-to-end tests switch mechanisms off to see one at a time;
  * this file is where the shipped combination is held to the contract.
  */
+// npm test: alone (its overload is 256 clients beyond what 2 cores serve; its bounds assume no other load)
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
-import { eventually, metricValue, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
+import { eventually, metricValue, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "@platform/test-support";
 import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected, type CallRecord } from "../hardening/order-load.js";
 import { watchStatements } from "../../packages/database/src/testing/statement-watch.js";
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { healthV1 } from "@platform/proto";
-import { eventually, logLines, startTestPlatform, transportFor, type TestPlatform } from "../support/platform.js";
+import { eventually, logLines, startTestPlatform, transportFor, type TestPlatform } from "@platform/test-support";
 
 const aliceKey = randomUUID();
 const bobKey = randomUUID();

@@ -10,9 +10,7 @@ import assert from "node:assert/strict";
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { exampleNotesV1, healthV1 } from "@platform/proto";
-import { expectCode } from "../support/expect-code.js";
-import { metricValue, transportFor } from "../support/platform.js";
-import { readServiceManifest, startServiceUnderTest, type ServiceUnderTest } from "../support/service-under-test.js";
+import { expectCode, metricValue, transportFor, readServiceManifest, startServiceUnderTest, type ServiceUnderTest } from "@platform/test-support";
 
 const manifest = readServiceManifest("example-notes");
 const schema = manifest.database?.schema ?? assert.fail("example-notes has a database in its service.json");

@@ -24,7 +24,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { startEmbeddedPostgres, type EmbeddedPostgres, type StopMode } from "@platform/embedded-postgres";
 import { healthV1, ordersV1 } from "@platform/proto";
-import { metricValue, protocols, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
+import { metricValue, protocols, startTestPlatform, withFreshConnection, type TestPlatform } from "@platform/test-support";
 import { OrderLoad, codeName, histogram, reconcile, sleep, type CallRecord, type LogicalOrder } from "../hardening/order-load.js";
 import { catalogue } from "../hardening/fuzz-cases.js";
 

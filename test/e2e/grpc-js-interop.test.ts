@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { checkoutV1 } from "@platform/proto";
-import { logLines, eventually, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { logLines, eventually, setServiceFaults, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const aliceKey = randomUUID();
 const bobKey = randomUUID();

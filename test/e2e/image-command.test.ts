@@ -29,9 +29,7 @@ import { findFreePort, startEmbeddedPostgres } from "@platform/embedded-postgres
 import { checkoutV1 } from "@platform/proto";
 import { forbiddenInRuntime } from "../../scripts/build/runtime-rules.js";
 import { readServiceManifests } from "@platform/registry";
-import { composeEnvironment, readCompose } from "../support/compose.js";
-import { readDockerfile, type Stage } from "../support/dockerfile.js";
-import { tempDataDir, transportFor } from "../support/platform.js";
+import { composeEnvironment, readCompose, readDockerfile, type Stage, tempDataDir, transportFor } from "@platform/test-support";
 
 const root = process.cwd();
 const host = "127.0.0.1";

@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
 import { loadConfig as loadOrdersConfig } from "../../services/orders/src/config.js";
-import { eventually, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { eventually, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 let p: TestPlatform;
 before(async () => {

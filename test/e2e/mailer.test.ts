@@ -8,8 +8,7 @@ import assert from "node:assert/strict";
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { healthV1, mailerV1 } from "@platform/proto";
-import { expectCode } from "../support/expect-code.js";
-import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { expectCode, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 let p: TestPlatform;
 

@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 let p: TestPlatform;
 before(async () => {

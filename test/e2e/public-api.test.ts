@@ -8,8 +8,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
-import { protocols, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
-import { expectCode } from "../support/expect-code.js";
+import { protocols, setServiceFaults, startTestPlatform, type TestPlatform, expectCode } from "@platform/test-support";
 
 let p: TestPlatform;
 before(async () => {

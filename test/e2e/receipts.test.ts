@@ -11,8 +11,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { checkoutV1 } from "@platform/proto";
-import { expectCode } from "../support/expect-code.js";
-import { eventually, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { expectCode, eventually, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 let p: TestPlatform;
 

@@ -19,15 +19,16 @@ import * as protoLoader from "@grpc/proto-loader";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { findFreePort } from "@platform/embedded-postgres";
-import { eventually, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { eventually, sharedPlatform, startTestPlatform, type SharedPlatform, type TestPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
 const buf = resolve("node_modules/.bin/buf");
 /** No proto/ here: whatever buf curl learns, it learns from the server. */
 const emptyDir = mkdtempSync(join(tmpdir(), "reflection-cwd-"));
-let p: TestPlatform;
+// Reflection only reads (and one order of its own, customer "reflection"): the run's shared platform.
+let p: SharedPlatform;
 before(async () => {
-  p = await startTestPlatform();
+  p = await sharedPlatform();
 });
 after(async () => {
   await p?.close();

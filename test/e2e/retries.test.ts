@@ -11,8 +11,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { loadConfig as loadGatewayConfig } from "../../services/gateway/src/config.js";
-import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "../support/platform.js";
-import { expectCode } from "../support/expect-code.js";
+import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform, expectCode } from "@platform/test-support";
 
 const services = ["gateway", "checkout", "orders", "pricing"] as const;
 type Service = (typeof services)[number];

@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { type OtlpReceiver, spanAttribute, startOtlpReceiver } from "../../lab/trace/otlp-receiver.js";
-import { eventually, logLines, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { eventually, logLines, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 let receiver: OtlpReceiver;
 let p: TestPlatform;

@@ -25,7 +25,7 @@ import { randomInt } from "node:crypto";
 import fc from "fast-check";
 import { fromBinary, fromJsonString } from "@bufbuild/protobuf";
 import { checkoutV1 } from "@platform/proto";
-import { eventually, logLines, metricValue, startTestPlatform, type TestPlatform } from "../support/platform.js";
+import { eventually, logLines, metricValue, startTestPlatform, type TestPlatform } from "@platform/test-support";
 import { buildCase, caseArbitrary, describeCase } from "./fuzz-cases.js";
 import { closedOnOversizedUpload, codeViolation, lateness, okQuantile, promptRatio, type Answer } from "./fuzz-oracle.js";
 import { sendWithCurl } from "./curl-client.js";

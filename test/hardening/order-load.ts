@@ -8,7 +8,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import type pg from "pg";
-import { protocols, type Protocol, type TestPlatform } from "../support/platform.js";
+import { protocols, type Protocol, type TestPlatform } from "@platform/test-support";
 import { catalogue } from "./fuzz-cases.js";
 
 export interface CallRecord {

@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
 import { startEmbeddedPostgres, type EmbeddedPostgres, type StopMode } from "@platform/embedded-postgres";
-import { eventually, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "../support/platform.js";
+import { eventually, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "@platform/test-support";
 import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected, type CallRecord } from "./order-load.js";
 
 const drainTimeoutMs = 2000;

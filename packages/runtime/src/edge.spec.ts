@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
-import { Counter } from "../../../test/support/counter-service.js";
+import { Counter } from "@platform/test-support";
 import { createEdge } from "./edge.js";
 import { createRequestContext, type RequestContext } from "./request-context.js";
 

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, mock, test } from "node:test";
 import assert from "node:assert/strict";
 import { createClient, createRouterTransport, type Interceptor } from "@connectrpc/connect";
 import { currentScope, parseTimeoutHeader, type CallScope } from "@platform/resilience";
-import { Counter } from "../../../test/support/counter-service.js";
+import { Counter } from "@platform/test-support";
 import { inOrder, serverInterceptors } from "./server-interceptors.js";
 import { createLogger } from "./logger.js";
 import { createRequestContext, requestContext, requestContextValues, type RequestContext } from "./request-context.js";

@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Counter } from "../../../test/support/counter-service.js";
+import { Counter } from "@platform/test-support";
 import { readEnv } from "./config.js";
 import { createLogger } from "./logger.js";
 import { register } from "./metrics.js";

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
-import { Counter } from "../../../test/support/counter-service.js";
+import { Counter } from "@platform/test-support";
 import { readEnv } from "./config.js";
 import { pino } from "pino";
 import { serve, type RunningServer } from "./serve.js";

@@ -5,22 +5,15 @@ import { join } from "node:path";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import pg from "pg";
-import { startPlatform, type Platform, type PlatformOptions } from "@platform/launcher";
+import { startPlatform, type Platform, type PlatformOptions, type ServiceName } from "@platform/launcher";
 import { checkoutV1 } from "@platform/proto";
 
 export type Protocol = "connect-json" | "connect-binary" | "grpc" | "grpc-web";
 export const protocols: Protocol[] = ["connect-json", "connect-binary", "grpc", "grpc-web"];
 
-export interface TestPlatform extends Platform {
-  /** A public-API client over the given protocol, as an outside client would use it. */
-  client(protocol: Protocol): Client<typeof checkoutV1.CheckoutService>;
-  /** Superuser connection to the platform's database. */
-  sql<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]>;
-  /** The Prometheus text of one service's /metrics. */
-  metrics(service: keyof Platform["services"]): Promise<string>;
+export interface TestPlatform extends Platform, TestClients {
   /** The bearer token of /admin/faults when started with `faultInjection: true`; undefined otherwise (fault injection off). */
   faultToken: string | undefined;
-  close(): Promise<void>;
 }
 
 export interface TestPlatformOptions extends Partial<PlatformOptions> {
@@ -55,13 +48,33 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   const faultToken = faultInjection ? randomBytes(24).toString("hex") : undefined;
   const faultEnv: Record<string, string> = faultToken === undefined ? {} : { FAULT_INJECTION: "enabled", FAULT_INJECTION_TOKEN: faultToken };
   const platform = await startPlatform({ dataDir, freePorts: true, ...rest, env: { LOG_LEVEL: "info", ...faultEnv, ...opts.env } });
+  const connected = connectTestClients(platform, async () => {
+    await platform.stop();
+    if (!process.env["KEEP_TEST_DATA"]) rmSync(dataDir, { recursive: true, force: true });
+  });
+  return { ...platform, ...connected, faultToken };
+}
+
+/** What a test uses to reach a running platform: public-API clients, SQL as superuser, metrics. */
+export interface TestClients {
+  client(protocol: Protocol): Client<typeof checkoutV1.CheckoutService>;
+  sql<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]>;
+  metrics(service: ServiceName): Promise<string>;
+  /** Closes the connections, then `stopPlatform`. */
+  close(): Promise<void>;
+}
+
+/** Clients for the platform at these addresses; close() ends them, then calls `stopPlatform`. */
+export function connectTestClients<P extends { gatewayUrl: string; databaseUrl: string; services: Record<ServiceName, { adminUrl: string }> }>(
+  platform: P,
+  stopPlatform: () => Promise<void>,
+): P & TestClients {
   const pool = new pg.Pool({ connectionString: platform.databaseUrl, max: 2 });
   // Tests restart and terminate the database: an idle connection dying must not end the test process.
   pool.on("error", () => {});
   const clients = new Map<Protocol, Client<typeof checkoutV1.CheckoutService>>();
   return {
     ...platform,
-    faultToken,
     client(protocol) {
       let c = clients.get(protocol);
       if (!c) clients.set(protocol, (c = createClient(checkoutV1.CheckoutService, transportFor(platform.gatewayUrl, protocol))));
@@ -76,8 +89,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
     },
     async close() {
       await pool.end();
-      await platform.stop();
-      if (!process.env["KEEP_TEST_DATA"]) rmSync(dataDir, { recursive: true, force: true });
+      await stopPlatform();
     },
   };
 }

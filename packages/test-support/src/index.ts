@@ -1,0 +1,14 @@
+/**
+ * Test support shared by test/ (integration and end-to-end tests), the
+ * unit specs that need a real service, and lab/ (the storm lab, the soak,
+ * the bench): one module per concern, all re-exported here.
+ */
+export * from "./client-package.js";
+export * from "./compose.js";
+export * from "./counter-service.js";
+export * from "./dockerfile.js";
+export * from "./expect-code.js";
+export * from "./platform.js";
+export * from "./shared-platform.js";
+export * from "./service-spec.js";
+export * from "./service-under-test.js";
