@@ -106,7 +106,15 @@ export interface RunResult {
   /** Every order's receipt, once the queue drained (the outbox scenario). */
   receipts?: ReceiptCounts;
   /** Resilience machinery seen at work (increase over the run). */
-  mechanisms: { retries: number; retriesRefused: number; shed: number; breakerRejected: number; bulkheadRejected: number; dbRejected: number; cancelledStatements: number };
+  mechanisms: {
+    retries: number;
+    retriesRefused: number;
+    shed: number;
+    breakerRejected: number;
+    bulkheadRejected: number;
+    dbRejected: number;
+    cancelledStatements: number;
+  };
   /** Per-second series from the load's start, by send time (goodput: requests sent that second that succeeded). */
   series: { bucketSec: number; offered: number[]; goodput: number[]; orders: number[]; failed: number[]; p99Ms: number[] };
   settled: boolean;
@@ -124,7 +132,10 @@ export function analyze(raw: RawRun): RunResult {
   const { load, recorder, marks, timing } = raw;
   const bucketSec = load.bucketMs / 1000;
   const fullBuckets = Math.floor(load.scheduledMs / load.bucketMs);
-  const buckets = Array.from({ length: fullBuckets }, (_, i) => load.buckets[i] ?? { offered: 0, sent: 0, succeeded: 0, usersServed: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] });
+  const buckets = Array.from(
+    { length: fullBuckets },
+    (_, i) => load.buckets[i] ?? { offered: 0, sent: 0, succeeded: 0, usersServed: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] },
+  );
   const at = (sec: number) => load.startedAt + sec * 1000;
   const preSec = timing.preMs / 1000;
   const triggerSec = timing.triggerMs / 1000;
@@ -205,7 +216,9 @@ export function analyze(raw: RawRun): RunResult {
   if (!marks.settled) warnings.push("still busy when the settle time ran out: work after the users left is undercounted");
   if (raw.receipts && !raw.receipts.exactlyOnce) {
     const c = raw.receipts;
-    warnings.push(`receipts not exactly once: ${c.sent}/${c.orders} sent, ${c.pending} pending, ${c.failed} failed, ${c.withoutReceipt} without a receipt; the mailer sent ${c.mailerSent} for ${c.sentInDatabase} sent in the database`);
+    warnings.push(
+      `receipts not exactly once: ${c.sent}/${c.orders} sent, ${c.pending} pending, ${c.failed} failed, ${c.withoutReceipt} without a receipt; the mailer sent ${c.mailerSent} for ${c.sentInDatabase} sent in the database`,
+    );
   }
 
   return {

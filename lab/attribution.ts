@@ -149,13 +149,20 @@ export function attribute(
 ): Attribution {
   const inWindow = tries.filter((t) => t.sentAtMs >= fromMs && t.sentAtMs < toMs[t.kind]);
   const byKind: Record<string, AttributedWork> = {};
-  for (const kind of ["placeOrder", "listProducts", "getOrder"]) byKind[kind] = summarize(inWindow.filter((t) => t.kind === kind), work);
+  for (const kind of ["placeOrder", "listProducts", "getOrder"])
+    byKind[kind] = summarize(
+      inWindow.filter((t) => t.kind === kind),
+      work,
+    );
   return {
     fromMs: Math.round(fromMs),
     toMs: Object.fromEntries(Object.entries(toMs).map(([k, v]) => [k, Math.round(v)])),
     all: summarize(inWindow, work),
     mixWeighted: weighted(byKind, mix),
-    needingPricing: summarize(inWindow.filter((t) => t.kind !== "getOrder"), work),
+    needingPricing: summarize(
+      inWindow.filter((t) => t.kind !== "getOrder"),
+      work,
+    ),
     byKind,
     unseenAtGateway: inWindow.filter((t) => (work.get(t.id)?.received.gateway ?? 0) === 0).length,
   };
@@ -167,7 +174,13 @@ export function attribute(
  * (its send time plus the user's patience). A transaction the platform
  * cancels at the deadline ends at it; a naive one runs to its end.
  */
-export function transactionsAfterCallerLeft(tries: readonly TryRecord[], work: Map<string, RequestWork>, startAt: number, patienceMs: number, slackMs = 250): number {
+export function transactionsAfterCallerLeft(
+  tries: readonly TryRecord[],
+  work: Map<string, RequestWork>,
+  startAt: number,
+  patienceMs: number,
+  slackMs = 250,
+): number {
   let n = 0;
   for (const t of tries) {
     const w = work.get(t.id);

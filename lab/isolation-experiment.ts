@@ -29,7 +29,6 @@ const { values, positionals } = parseArgs({
 });
 const mode = positionals[0] ?? "slowdown";
 
-
 /** Every sample of `name` in a Prometheus text, with its labels. */
 function samples(text: string, name: string): { labels: Record<string, string>; value: number }[] {
   const out: { labels: Record<string, string>; value: number }[] = [];
@@ -49,7 +48,8 @@ async function isolationState(p: TestPlatform): Promise<Record<string, { limit: 
     const text = await p.metrics(service);
     for (const s of samples(text, "bulkhead_limit")) {
       const key = `${service}->${s.labels["dependency"]}/${s.labels["class"]}`;
-      const find = (n: string) => samples(text, n).find((x) => x.labels["dependency"] === s.labels["dependency"] && x.labels["class"] === s.labels["class"])?.value ?? 0;
+      const find = (n: string) =>
+        samples(text, n).find((x) => x.labels["dependency"] === s.labels["dependency"] && x.labels["class"] === s.labels["class"])?.value ?? 0;
       out[key] = { limit: s.value, inUse: find("bulkhead_in_use"), queued: find("bulkhead_queued") };
     }
   }
@@ -114,7 +114,11 @@ async function slowdown() {
         return { ms: performance.now() - started, code: "ok", pushback: false };
       } catch (e) {
         const err = ConnectError.from(e);
-        return { ms: performance.now() - started, code: Code[err.code] ?? "?", pushback: err.metadata.has("grpc-retry-pushback-ms") || err.metadata.has("retry-after") };
+        return {
+          ms: performance.now() - started,
+          code: Code[err.code] ?? "?",
+          pushback: err.metadata.has("grpc-retry-pushback-ms") || err.metadata.has("retry-after"),
+        };
       }
     });
     const peaks: Record<string, number> = {};
@@ -145,7 +149,8 @@ async function slowdown() {
     );
     const breakers = [];
     for (const service of ["gateway", "checkout", "orders"] as const) {
-      for (const s of samples(await p.metrics(service), "circuit_breaker_state")) if (s.value > 0) breakers.push(`${service}->${s.labels["dependency"]}.${s.labels["method"]}=${s.value}`);
+      for (const s of samples(await p.metrics(service), "circuit_breaker_state"))
+        if (s.value > 0) breakers.push(`${service}->${s.labels["dependency"]}.${s.labels["method"]}=${s.value}`);
     }
     console.log(`breakers not closed at the end: ${breakers.join(" ") || "none"}`);
   } finally {
@@ -186,7 +191,12 @@ async function capacity() {
     await runLoad({ gatewayUrl: p.gatewayUrl, mode: { kind: "closed", concurrency: 8, durationMs: 3000 }, clientTimeoutMs: 5000, customerPrefix: "cap-warm-" });
     for (const concurrency of [1, 8, 32, 96]) {
       const before = await serverTimes(p);
-      const r = await runLoad({ gatewayUrl: p.gatewayUrl, mode: { kind: "closed", concurrency, durationMs: seconds * 1000 }, clientTimeoutMs: 5000, customerPrefix: `cap-${concurrency}-` });
+      const r = await runLoad({
+        gatewayUrl: p.gatewayUrl,
+        mode: { kind: "closed", concurrency, durationMs: seconds * 1000 },
+        clientTimeoutMs: 5000,
+        customerPrefix: `cap-${concurrency}-`,
+      });
       const after = await serverTimes(p);
       const failed: Record<string, number> = {};
       for (const b of r.buckets) for (const [c, n] of Object.entries(b.failed)) failed[c] = (failed[c] ?? 0) + n;
@@ -200,7 +210,9 @@ async function capacity() {
         if (n === 0 || key.includes("Health")) continue;
         const x = n / seconds;
         const w = (a.sum - b.sum) / n;
-        console.log(`  ${key.padEnd(24)} X ${x.toFixed(0).padStart(5)}/s  W ${(w * 1000).toFixed(2).padStart(7)} ms  N = X x W ${(x * w).toFixed(2).padStart(6)}`);
+        console.log(
+          `  ${key.padEnd(24)} X ${x.toFixed(0).padStart(5)}/s  W ${(w * 1000).toFixed(2).padStart(7)} ms  N = X x W ${(x * w).toFixed(2).padStart(6)}`,
+        );
       }
       console.log(`  limits (limit/in-use/queued): ${fmtState(await isolationState(p))}`);
     }

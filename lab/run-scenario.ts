@@ -104,7 +104,11 @@ async function waitQuiet(recorder: MetricsRecorder, maxMs: number): Promise<bool
 /** Closed-loop users for the capacity measurement: past the knee on 2 cores, below admission limits. */
 const capacityConcurrency = 64;
 
-async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): Promise<{ perSec: number; concurrency: number; durationMs: number; requestsBefore: number }> {
+async function measureCapacity(
+  p: LabPlatform,
+  opts: RunOptions,
+  tag: string,
+): Promise<{ perSec: number; concurrency: number; durationMs: number; requestsBefore: number }> {
   // JIT, connection pools and HTTP/2 sessions warm up first, in both profiles
   // alike: a service fresh from start serves at half speed for seconds.
   const warm = await runLoad({
@@ -115,7 +119,8 @@ async function measureCapacity(p: LabPlatform, opts: RunOptions, tag: string): P
     customerPrefix: `warm-${tag}-`,
   });
   const concurrency = capacityConcurrency;
-  if (opts.measureCapacity === false && opts.referenceCapacity !== undefined) return { perSec: Number.NaN, concurrency, durationMs: 0, requestsBefore: warm.sent };
+  if (opts.measureCapacity === false && opts.referenceCapacity !== undefined)
+    return { perSec: Number.NaN, concurrency, durationMs: 0, requestsBefore: warm.sent };
   const durationMs = opts.quick ? 2000 : 2500;
   const r = await runLoad({
     gatewayUrl: p.gatewayUrl,
@@ -138,11 +143,19 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
   const timing = timingOf(scenario, profile, opts.quick);
   const tag = `${profile}-${randomBytes(4).toString("hex")}`;
   const started = performance.now();
-  const base = opts.user ?? { maxTries: defaultUserModel.maxTries, errorPauseMs: defaultUserModel.errorPauseMs, honourRetryAfter: defaultUserModel.honourRetryAfter, maxRetryAfterMs: defaultUserModel.maxRetryAfterMs };
+  const base = opts.user ?? {
+    maxTries: defaultUserModel.maxTries,
+    errorPauseMs: defaultUserModel.errorPauseMs,
+    honourRetryAfter: defaultUserModel.honourRetryAfter,
+    maxRetryAfterMs: defaultUserModel.maxRetryAfterMs,
+  };
   const user = scenario.maxTries === undefined ? base : { ...base, maxTries: scenario.maxTries };
   // Request logs (and the database's per-transaction lines) only where work is attributed per request: they cost CPU.
   const readsLogs = scenario.attribution !== undefined || scenario.logWork === true;
-  const p = await startLabPlatform(profile, { env: { ...variant.env, ...scenario.env?.[opts.quick ? "quick" : "full"] }, ...(readsLogs ? { logLevel: "debug" } : {}) });
+  const p = await startLabPlatform(profile, {
+    env: { ...variant.env, ...scenario.env?.[opts.quick ? "quick" : "full"] },
+    ...(readsLogs ? { logLevel: "debug" } : {}),
+  });
   opts.log(`  ${label}: platform up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   let raw: RawRun | undefined;
   let readAttribution: (() => void) | undefined;
@@ -153,7 +166,9 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
     const spike = opts.quick && scenario.load.duringQuick !== undefined ? scenario.load.duringQuick : scenario.load.during;
     const rates = { base: scenario.load.base * reference, during: spike * reference };
     const measured = Number.isNaN(cap.perSec) ? "not measured" : `${cap.perSec.toFixed(0)} req/s (closed loop, ${cap.concurrency} users)`;
-    opts.log(`  ${label}: capacity ${measured}, reference ${reference.toFixed(0)} req/s; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`);
+    opts.log(
+      `  ${label}: capacity ${measured}, reference ${reference.toFixed(0)} req/s; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`,
+    );
 
     await waitQuiet(new MetricsRecorder(targets(p)), opts.quick ? 3000 : 10_000);
     const recorder = new MetricsRecorder(targets(p));
@@ -255,7 +270,14 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
         const work = workByRequest(p.logFiles, customerPrefix);
         raw.transactionsAfterCallerLeft = transactionsAfterCallerLeft(tries, work, startAt, opts.clientTimeoutMs);
         // Only requests whose whole retry chain fits inside the trigger: every attempt they cause meets the outage.
-        if (chain) raw.attribution = attribute(tries, work, fromMs, { placeOrder: offMs - chain.placeOrder, listProducts: offMs - chain.listProducts, getOrder: offMs - chain.getOrder }, defaultMix);
+        if (chain)
+          raw.attribution = attribute(
+            tries,
+            work,
+            fromMs,
+            { placeOrder: offMs - chain.placeOrder, listProducts: offMs - chain.listProducts, getOrder: offMs - chain.getOrder },
+            defaultMix,
+          );
       };
     }
     raw = {
@@ -266,7 +288,13 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
       quick: opts.quick,
       clientTimeoutMs: opts.clientTimeoutMs,
       timing,
-      capacity: { measuredPerSec: cap.perSec, referencePerSec: reference, concurrency: cap.concurrency, durationMs: cap.durationMs, requestsBefore: cap.requestsBefore },
+      capacity: {
+        measuredPerSec: cap.perSec,
+        referencePerSec: reference,
+        concurrency: cap.concurrency,
+        durationMs: cap.durationMs,
+        requestsBefore: cap.requestsBefore,
+      },
       rates,
       customerPrefix,
       load,

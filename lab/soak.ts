@@ -49,7 +49,9 @@ const capacitySeconds = Number(args["capacity-s"]);
 const sampleSeconds = Number(args["sample-s"]);
 const closedLoopWorkers = Number(args.workers);
 if (!(minutes > 0) || !(loadFraction > 0 && loadFraction <= 0.8) || !(capacitySeconds > 0) || !(sampleSeconds > 0) || !(closedLoopWorkers > 0)) {
-  console.error("usage: npm run soak -- [--minutes N (> 0)] [--load F (0 < F <= 0.8)] [--capacity-s S] [--sample-s S] [--workers W] [--keep-data] [--json FILE]");
+  console.error(
+    "usage: npm run soak -- [--minutes N (> 0)] [--load F (0 < F <= 0.8)] [--capacity-s S] [--sample-s S] [--workers W] [--keep-data] [--json FILE]",
+  );
   process.exit(2);
 }
 
@@ -80,7 +82,6 @@ const requestTimeoutMs = 5000;
 const metricNames = ["process_resident_memory_bytes", "nodejs_heap_size_used_bytes", "nodejs_active_handles_total"] as const;
 type MetricName = (typeof metricNames)[number];
 const skus = ["MUG-CERAMIC", "COFFEE-BEANS-1KG", "FILTER-PAPER-100", "GRINDER-BURR", "KETTLE-GOOSENECK"];
-
 
 // ------------------------------------------------------------------ traffic
 
@@ -224,7 +225,10 @@ function slope(points: [number, number][]): number {
 }
 
 function median(values: number[]): number {
-  return quantile([...values].sort((a, b) => a - b), 0.5);
+  return quantile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -239,7 +243,13 @@ const mib = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 const dataDir = mkdtempSync(join(tmpdir(), "soak-"));
 chmodSync(dataDir, 0o755);
 console.log(`soak: ${minutes} min at ${Math.round(loadFraction * 100)}% of measured capacity; data in ${dataDir}`);
-const platform = await startPlatform({ dataDir, manifests: chainManifests(), freePorts: true, env: { LOG_LEVEL: "warn" }, onProgress: (l) => console.log(`  ${l}`) });
+const platform = await startPlatform({
+  dataDir,
+  manifests: chainManifests(),
+  freePorts: true,
+  env: { LOG_LEVEL: "warn" },
+  onProgress: (l) => console.log(`  ${l}`),
+});
 let exitCode = 0;
 try {
   const traffic = new Traffic(platform.gatewayUrl);
@@ -273,7 +283,9 @@ try {
   const failed = traffic.outcomes.length - ok.length + skipped;
   const latencies = ok.map((o) => o.ms).sort((a, b) => a - b);
   console.log(`\nrequests: ${sent} sent at ${rate}/s (${skipped} not sent: client backlog), ${ok.length} ok, ${failed} failed`);
-  console.log(`latency of successes: p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms, max ${quantile(latencies, 1).toFixed(1)} ms`);
+  console.log(
+    `latency of successes: p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms, max ${quantile(latencies, 1).toFixed(1)} ms`,
+  );
   for (const [code, f] of traffic.failures) console.log(`  ${code}: ${f.count} (e.g. ${f.example})`);
   if (failed > 0) exitCode = 1;
 
@@ -327,14 +339,20 @@ try {
   const db = new pg.Client({ connectionString: platform.databaseUrl });
   await db.connect();
   try {
-    const rows = (await db.query<{ n: string; customers: string }>("SELECT count(*) AS n, count(DISTINCT customer_id) AS customers FROM orders.orders WHERE customer_id LIKE 'soak-%'")).rows[0]!;
+    const rows = (
+      await db.query<{ n: string; customers: string }>(
+        "SELECT count(*) AS n, count(DISTINCT customer_id) AS customers FROM orders.orders WHERE customer_id LIKE 'soak-%'",
+      )
+    ).rows[0]!;
     // Every customer id is used by one logical order: acknowledged ones must be there, once;
     // one whose call failed (capacity phase included) may or may not be.
     const acknowledged = new Set(traffic.placed).size;
     const stored = Number(rows.n);
     console.log(`\ndatabase: ${stored} soak orders for ${rows.customers} customers; ${acknowledged} acknowledged, ${traffic.unansweredOrders} unanswered`);
     if (stored !== Number(rows.customers)) verdicts.push(`duplicate orders: ${stored} rows for ${rows.customers} customers`);
-    const found = Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM orders.orders WHERE id = ANY($1::uuid[])", [[...new Set(traffic.placed)]])).rows[0]!.n);
+    const found = Number(
+      (await db.query<{ n: string }>("SELECT count(*) AS n FROM orders.orders WHERE id = ANY($1::uuid[])", [[...new Set(traffic.placed)]])).rows[0]!.n,
+    );
     if (found < acknowledged) verdicts.push(`${acknowledged - found} acknowledged orders are missing`);
     if (stored > acknowledged + traffic.unansweredOrders) verdicts.push(`${stored - acknowledged} stored orders were never acknowledged`);
   } finally {
@@ -342,7 +360,14 @@ try {
   }
 
   if (args.json) {
-    writeFileSync(args.json, JSON.stringify({ minutes, capacity, rate, sent, skipped, ok: ok.length, failed, failures: Object.fromEntries(traffic.failures), tolerance, samples, verdicts }, null, 1));
+    writeFileSync(
+      args.json,
+      JSON.stringify(
+        { minutes, capacity, rate, sent, skipped, ok: ok.length, failed, failures: Object.fromEntries(traffic.failures), tolerance, samples, verdicts },
+        null,
+        1,
+      ),
+    );
     console.log(`samples written to ${args.json}`);
   }
   if (verdicts.length > 0) exitCode = 1;

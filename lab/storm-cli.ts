@@ -22,7 +22,10 @@ const usage = `usage: npm run storm -- [--scenario NAME[,NAME]] [--profile naive
 scenarios: ${allScenarios.map((s) => s.name).join(", ")}`;
 
 function list(values: string[] | undefined): string[] {
-  return (values ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
+  return (values ?? [])
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter((v) => v !== "");
 }
 
 function positiveNumber(value: string | undefined, name: string): number | undefined {
@@ -83,7 +86,9 @@ async function main(): Promise<void> {
   const dir = values.out ?? join(process.cwd(), "reports", "storm", stamp);
   const plan = planStorm(stormOpts);
   console.log(`report: ${dir}`);
-  console.log(`plan: ${plan.length} runs (${[...new Set(plan.map((r) => r.scenario.name))].join(", ")}; ${repeat} repetition${repeat > 1 ? "s" : ""}), estimated ${formatDuration(plan.reduce((s, r) => s + r.estimateMs, 0))} (m:ss) on 2 cores`);
+  console.log(
+    `plan: ${plan.length} runs (${[...new Set(plan.map((r) => r.scenario.name))].join(", ")}; ${repeat} repetition${repeat > 1 ? "s" : ""}), estimated ${formatDuration(plan.reduce((s, r) => s + r.estimateMs, 0))} (m:ss) on 2 cores`,
+  );
   if (values["dry-run"]) {
     for (const r of plan) console.log(`  ${r.repetition} ${r.scenario.name} / ${r.variant.name}  ~${formatDuration(r.estimateMs)}`);
     return;
@@ -93,7 +98,7 @@ async function main(): Promise<void> {
   const results = await runStorm(stormOpts);
   const table = fullReport(results);
   const help = [...columnHelp, "", ...attributionHelp, ...(results.some((r) => r.receipts) ? ["", ...receiptsHelp] : [])];
-  console.log("\n" + table + "\n\n" + help.join("\n"));
+  console.log(`\n${table}\n\n${help.join("\n")}`);
 
   const titles = Object.fromEntries(allScenarios.map((s) => [s.name, s.title]));
   const files = writeReport(
@@ -108,7 +113,9 @@ async function main(): Promise<void> {
       clientTimeoutMs,
       user: stormOpts.user,
       heldOut: allScenarios.filter((s) => s.heldOut).map((s) => s.name),
-      scenarios: allScenarios.filter((s) => results.some((r) => r.scenario === s.name)).map((s) => ({ name: s.name, title: s.title, summary: s.summary, load: s.load })),
+      scenarios: allScenarios
+        .filter((s) => results.some((r) => r.scenario === s.name))
+        .map((s) => ({ name: s.name, title: s.title, summary: s.summary, load: s.load })),
     },
     help,
   );

@@ -59,7 +59,10 @@ export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "a
         const t = timingOf(scenario, variant.profile, opts.quick);
         let estimateMs = t.preMs + t.triggerMs + t.postMs + overheadMs[mode];
         if (scenario.attribution && variant.profile === "naive") estimateMs += naiveSettleMs[mode];
-        if (opts.capacity === undefined && (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition || scenario.sizedPerVariant)) {
+        if (
+          opts.capacity === undefined &&
+          (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition || scenario.sizedPerVariant)
+        ) {
           estimateMs += capacityMs[mode];
         }
         runs.push({ scenario, variant, repetition, estimateMs });
@@ -94,14 +97,17 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
     // Each scenario measures the capacity at its start, in its first run (the platform's), and
     // every variant of it uses that number: measured seconds, not minutes, before it is used,
     // so that what the machine can do (others may be using it) has little time to change.
-    if (current === undefined || current.scenario !== run.scenario || current.repetition !== run.repetition || run.scenario.sizedPerVariant) reference = opts.capacity;
+    if (current === undefined || current.scenario !== run.scenario || current.repetition !== run.repetition || run.scenario.sizedPerVariant)
+      reference = opts.capacity;
     current = run;
     const elapsed = performance.now() - started;
     // Scale what is left by how the estimate has held so far (a busy machine runs slower than planned).
     const pace = estimatedDone > 0 ? elapsed / estimatedDone : 1;
     const left = (total - estimatedDone) * pace;
     const rep = opts.repeat > 1 ? ` repetition ${run.repetition}/${opts.repeat}` : "";
-    opts.log(`[${i + 1}/${plan.length}] ${run.scenario.name} / ${run.variant.name}${opts.quick ? " (quick)" : ""}${rep}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`);
+    opts.log(
+      `[${i + 1}/${plan.length}] ${run.scenario.name} / ${run.variant.name}${opts.quick ? " (quick)" : ""}${rep}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`,
+    );
     const raw = await runScenario(run.scenario, run.variant, {
       quick: opts.quick,
       clientTimeoutMs: opts.clientTimeoutMs,

@@ -69,10 +69,34 @@ export interface Ablation {
 }
 
 export const ablations: readonly Ablation[] = [
-  { mechanism: "retry budget", scenario: "full-outage", baseline: platformNoBreakers, ablated: without("retry budget", platformNoBreakers), metric: "pricing-db attempts per request" },
+  {
+    mechanism: "retry budget",
+    scenario: "full-outage",
+    baseline: platformNoBreakers,
+    ablated: without("retry budget", platformNoBreakers),
+    metric: "pricing-db attempts per request",
+  },
   { mechanism: "breakers", scenario: "full-outage", baseline: platform, ablated: platformNoBreakers, metric: "pricing-db attempts per request" },
-  { mechanism: "bulkheads", scenario: "slow-dependency", baseline: platform, ablated: without("bulkheads"), metric: "GetOrder served / sent during the trigger" },
-  { mechanism: "admission and shedding", scenario: "overload", baseline: platform, ablated: without("admission and shedding"), metric: "goodput during the trigger / capacity" },
-  { mechanism: "intake controller", scenario: "metastable", baseline: platform, ablated: without("intake controller"), metric: "goodput after the spike / before it" },
+  {
+    mechanism: "bulkheads",
+    scenario: "slow-dependency",
+    baseline: platform,
+    ablated: without("bulkheads"),
+    metric: "GetOrder served / sent during the trigger",
+  },
+  {
+    mechanism: "admission and shedding",
+    scenario: "overload",
+    baseline: platform,
+    ablated: without("admission and shedding"),
+    metric: "goodput during the trigger / capacity",
+  },
+  {
+    mechanism: "intake controller",
+    scenario: "metastable",
+    baseline: platform,
+    ablated: without("intake controller"),
+    metric: "goodput after the spike / before it",
+  },
   { mechanism: "deadline propagation", scenario: "slow-query", baseline: platform, metric: "transactions that ended after their user gave up" },
 ];

@@ -13,10 +13,25 @@
 import "../packages/launcher/src/require-node.js";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { advise, auditTarget, samplePools, composeTarget, defaultsTarget, formatAdvice, formatTargetAudit, kubernetesTarget, liveTarget, repoRoot, scrape, shippedOverlays, type Target } from "@platform/audit";
+import {
+  advise,
+  auditTarget,
+  samplePools,
+  composeTarget,
+  defaultsTarget,
+  formatAdvice,
+  formatTargetAudit,
+  kubernetesTarget,
+  liveTarget,
+  repoRoot,
+  scrape,
+  shippedOverlays,
+  type Target,
+} from "@platform/audit";
 import { runLoad } from "../lab/load/run-load.js";
 
 const usage = "usage: npm run audit [-- --compose FILE | --k8s DIR | --live ADMIN_URL... | --advise [--seconds N] [--load REQ_PER_S] ADMIN_URL...]";
+// biome-ignore lint/suspicious/noImplicitAnyLet: TypeScript types it from the parseArgs call below (control-flow typing), which must sit in the try
 let parsed;
 try {
   parsed = parseArgs({
@@ -69,17 +84,27 @@ if (args.advise) {
     const before = await scrape(positionals);
     let endPeriod = () => {};
     const period = new Promise<void>((resolve) => (endPeriod = resolve));
-    const pools = samplePools(before.map((s) => ({ service: s.config.service, adminUrl: s.adminUrl })), period);
+    const pools = samplePools(
+      before.map((s) => ({ service: s.config.service, adminUrl: s.adminUrl })),
+      period,
+    );
     if (rate === undefined) {
       process.stdout.write(`measuring real traffic for ${seconds} s...\n`);
       await new Promise((r) => setTimeout(r, seconds * 1000));
     } else {
       const gatewayUrl = edgeUrl(before.map((s) => s.config));
       process.stdout.write(`open-loop load: ${rate} req/s for ${seconds} s to ${gatewayUrl} (40 % PlaceOrder, 40 % ListProducts, 20 % GetOrder)...\n`);
-      const result = await runLoad({ gatewayUrl, mode: { kind: "open", phases: [{ durationMs: seconds * 1000, rate }] }, clientTimeoutMs: 5000, customerPrefix: `audit-${Date.now()}-` });
+      const result = await runLoad({
+        gatewayUrl,
+        mode: { kind: "open", phases: [{ durationMs: seconds * 1000, rate }] },
+        clientTimeoutMs: 5000,
+        customerPrefix: `audit-${Date.now()}-`,
+      });
       const failed: Record<string, number> = {};
       for (const b of result.buckets) for (const [code, n] of Object.entries(b.failed)) failed[code] = (failed[code] ?? 0) + n;
-      const failures = Object.entries(failed).map(([code, n]) => `${n} ${code}`).join(", ");
+      const failures = Object.entries(failed)
+        .map(([code, n]) => `${n} ${code}`)
+        .join(", ");
       process.stdout.write(`sent ${result.sent}, succeeded ${result.succeeded}${failures ? ` (failed: ${failures})` : ""}\n`);
     }
     endPeriod();
@@ -97,7 +122,8 @@ function edgeUrl(configs: { config: unknown }[]): string {
     const server = (c.config as { server?: { host: string; port: number; deadline: { edge: boolean } } }).server;
     if (server?.deadline.edge) {
       const host = server.host === "0.0.0.0" || server.host === "::" ? "127.0.0.1" : server.host;
-      if (!["127.0.0.1", "localhost", "::1"].includes(host)) throw new Error(`--load sends traffic to this machine only; the edge listens on ${host}. Measure real traffic instead (omit --load)`);
+      if (!["127.0.0.1", "localhost", "::1"].includes(host))
+        throw new Error(`--load sends traffic to this machine only; the edge listens on ${host}. Measure real traffic instead (omit --load)`);
       return `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
     }
   }

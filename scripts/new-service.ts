@@ -68,7 +68,9 @@ const read = (path: string) => readFileSync(join(root, path), "utf8");
 /** Env names some config already reads: a new service's `<PREFIX>_*` must not collide with them. */
 function knownEnvNames(): Set<string> {
   const files = [
-    ...readdirSync(join(root, "packages/runtime/src")).filter((f) => f.endsWith(".ts")).map((f) => `packages/runtime/src/${f}`),
+    ...readdirSync(join(root, "packages/runtime/src"))
+      .filter((f) => f.endsWith(".ts"))
+      .map((f) => `packages/runtime/src/${f}`),
     ...readdirSync(join(root, "services")).map((d) => `services/${d}/src/config.ts`),
   ].filter((f) => existsSync(join(root, f)));
   return new Set(files.flatMap((f) => [...read(f).matchAll(/"([A-Z][A-Z0-9_]*)"/g)].map((m) => m[1]!)));
@@ -85,11 +87,17 @@ function takenProblems(names: ServiceNames, database: boolean, targets: string[]
     if (!existsSync(file)) continue;
     const m = JSON.parse(readFileSync(file, "utf8")) as { name?: string; apis?: string[]; database?: { schema?: string; role?: string } };
     if (m.name === names.name && dir !== names.name) out.push(`services/${dir}/service.json is already named "${names.name}"`);
-    if (database && (m.database?.schema === names.snake || m.database?.role === names.snake)) out.push(`services/${dir} already uses the schema or role ${names.snake}`);
+    if (database && (m.database?.schema === names.snake || m.database?.role === names.snake))
+      out.push(`services/${dir} already uses the schema or role ${names.snake}`);
     if (m.apis?.some((api) => api.startsWith(`${names.protoPackage}.`))) out.push(`services/${dir} already serves the proto package ${names.protoPackage}`);
   }
   const env = knownEnvNames();
-  const own = [`${names.envPrefix}_URL`, `${names.envPrefix}_MAX_CONCURRENT`, `${names.envPrefix}_MAX_QUEUE`, ...(database ? [`${names.envPrefix}_DB_PASSWORD`] : [])];
+  const own = [
+    `${names.envPrefix}_URL`,
+    `${names.envPrefix}_MAX_CONCURRENT`,
+    `${names.envPrefix}_MAX_QUEUE`,
+    ...(database ? [`${names.envPrefix}_DB_PASSWORD`] : []),
+  ];
   const clash = own.filter((v) => env.has(v));
   if (clash.length > 0) out.push(`its settings would collide with variables already read: ${clash.join(", ")}`);
   return out;
@@ -121,7 +129,10 @@ function plan(args: Args): Plan {
     const target = targets[i]!;
     const text = read(source);
     // The manifest is written, not copied: its ports, description and public flag are the new service's.
-    create.set(target, target === `services/${names.name}/service.json` ? renderManifest(JSON.parse(text), { names, ports, public: args.public, map }) : renameText(text, map));
+    create.set(
+      target,
+      target === `services/${names.name}/service.json` ? renderManifest(JSON.parse(text), { names, ports, public: args.public, map }) : renameText(text, map),
+    );
   });
   return { names, example, ports, public: args.public, create };
 }
@@ -133,7 +144,9 @@ function snapshot(paths: string[]): Map<string, Buffer> {
     const abs = join(root, path);
     if (!existsSync(abs)) continue;
     if (statSync(abs).isFile()) out.set(path, readFileSync(abs));
-    else for (const e of readdirSync(abs, { withFileTypes: true, recursive: true })) if (e.isFile()) out.set(relative(root, join(e.parentPath, e.name)), readFileSync(join(e.parentPath, e.name)));
+    else
+      for (const e of readdirSync(abs, { withFileTypes: true, recursive: true }))
+        if (e.isFile()) out.set(relative(root, join(e.parentPath, e.name)), readFileSync(join(e.parentPath, e.name)));
   }
   return out;
 }
@@ -171,6 +184,8 @@ function main(): void {
       mkdirSync(dirname(join(root, path)), { recursive: true });
       writeFileSync(join(root, path), text, { flag: "wx" });
     }
+    // Renaming changes line lengths: the copy is formatted as the repository is (biome.json), so npm test's check passes.
+    run("biome format", "npx", ["biome", "format", "--write", ...[...todo.create.keys()].filter((p) => /\.(ts|js|mjs)$/.test(p))]);
     run("buf lint", "npx", ["buf", "lint"]);
     run("buf format", "npx", ["buf", "format", "--diff", "--exit-code"]);
     run("npm run generate", "npm", ["run", "--silent", "generate"]);
@@ -184,7 +199,9 @@ function main(): void {
 
   const say = (line = "") => process.stdout.write(`${line}\n`);
   const kind = todo.example === examples.database ? `with its own schema ${names.snake}` : "without a database";
-  say(`new-service: added "${names.name}", a copy of ${todo.example.name} (${kind}${todo.public ? ", published by the gateway" : ""}) on ports ${ports.rpc} (rpc) / ${ports.admin} (admin)`);
+  say(
+    `new-service: added "${names.name}", a copy of ${todo.example.name} (${kind}${todo.public ? ", published by the gateway" : ""}) on ports ${ports.rpc} (rpc) / ${ports.admin} (admin)`,
+  );
   say();
   say("created:");
   for (const path of [...todo.create.keys(), `packages/proto/src/gen/${names.snake}/v1/${names.snake}_pb.ts`]) say(`  ${path}`);
@@ -196,7 +213,7 @@ function main(): void {
   say("  npm test                      everything");
   say(`  replace the example API in proto/${names.snake}/v1/${names.snake}.proto, then npm run generate`);
   say(`  npm start                     starts it with the platform (services/${names.name}/service.json)`);
-  say("  let a service call it: docs/adding-a-service.md, \"Calling the new service\"");
+  say('  let a service call it: docs/adding-a-service.md, "Calling the new service"');
 }
 
 main();

@@ -20,7 +20,6 @@ import { copyTree } from "./build/copy-tree.js";
 import { forbiddenInRuntime } from "./build/runtime-rules.js";
 import { listWorkspaces } from "./build/workspaces.js";
 
-
 const root = process.cwd();
 const dest = process.argv[2];
 const fail = (message: string): never => {
@@ -45,7 +44,8 @@ for (const w of listWorkspaces(root).filter((w) => w.manifest.private === true))
   copyFileSync(join(root, w.dir, "package.json"), join(out, w.dir, "package.json"));
   for (const f of files as string[]) {
     // Plain paths inside the workspace: this is not npm pack, no globs.
-    if (normalize(f).startsWith("..") || /[*?{}[\]!]/.test(f)) fail(`${w.dir}/package.json: "files" entry ${JSON.stringify(f)} must be a plain path inside the workspace`);
+    if (normalize(f).startsWith("..") || /[*?{}[\]!]/.test(f))
+      fail(`${w.dir}/package.json: "files" entry ${JSON.stringify(f)} must be a plain path inside the workspace`);
     if (!existsSync(join(root, w.dir, f))) fail(`${w.dir}/${f} does not exist${f.startsWith("dist") ? " (run npm run build)" : ""}`);
     copyTree(join(root, w.dir, f), join(out, w.dir, f));
   }

@@ -1,5 +1,5 @@
 /**
- * `npm test`: proto lint, format and breaking-change check (against main), type check, then every test file
+ * `npm test`: biome (format and lint of the TypeScript), proto lint, format and breaking-change check (against main), type check, then every test file
  * (unit tests beside the code as *.spec.ts, integration and end-to-end tests
  * under test/ as *.test.ts) with node's test runner, several files at a time.
  *
@@ -48,7 +48,12 @@ function findTests(dir: string, suffix: string): string[] {
 const args = process.argv.slice(2);
 const changedOnly = args.includes("--changed");
 const only = args.filter((a) => a !== "--changed");
-const allTests = [...findTests("packages", ".spec.ts"), ...findTests("services", ".spec.ts"), ...findTests("lab", ".spec.ts"), ...findTests("test", ".test.ts")];
+const allTests = [
+  ...findTests("packages", ".spec.ts"),
+  ...findTests("services", ".spec.ts"),
+  ...findTests("lab", ".spec.ts"),
+  ...findTests("test", ".test.ts"),
+];
 let files = only.length > 0 ? only : allTests;
 const missing = only.filter((f) => !existsSync(resolve(root, f)));
 if (missing.length > 0) {
@@ -72,6 +77,7 @@ if (changedOnly) {
 }
 
 if (only.length === 0 && !changedOnly) {
+  run("biome (format and lint)", "npx", ["biome", "check", "."]);
   run("buf lint", "npx", ["buf", "lint"]);
   run("buf format", "npx", ["buf", "format", "--diff", "--exit-code"]);
   run("buf breaking", process.execPath, ["--import", "tsx", "scripts/proto-breaking.ts"]);
@@ -104,7 +110,9 @@ function runTests(title: string, runnerArgs: string[]): void {
   if (process.env["CI"]) {
     const unlisted = unlistedSkips(summary, readSkipAllowlist(join(root, "test/skip-allowlist.json")));
     if (unlisted.length > 0) {
-      process.stdout.write(`\n${title} failed: with CI set, these were skipped or left todo and test/skip-allowlist.json does not name them:\n${unlisted.map((n) => `  ${n}\n`).join("")}`);
+      process.stdout.write(
+        `\n${title} failed: with CI set, these were skipped or left todo and test/skip-allowlist.json does not name them:\n${unlisted.map((n) => `  ${n}\n`).join("")}`,
+      );
       process.exit(1);
     }
   }

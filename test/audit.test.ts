@@ -48,8 +48,14 @@ test("npm run audit passes the defaults, the compose file and every Kubernetes o
   const overlays = shippedOverlays();
   assert.ok(overlays.length >= 2);
   for (const dir of overlays) assert.match(out, new RegExp(`^== kubernetes ${dir.slice(repoRoot.length).replaceAll("/", "\\/")}: PASS`, "m"));
-  assert.match(out, /PlaceOrder: 3 x 1 x 1 x 1 = 3 attempts at pricing's database \(gateway -> checkout -> orders -> pricing -> database\); budget-capped at 1\.1x under total failure/);
-  assert.match(out, /call graph: gateway -> checkout, checkout -> orders, checkout -> pricing, orders -> pricing, receipts -> mailer, orders -> database, pricing -> database, receipts -> database/);
+  assert.match(
+    out,
+    /PlaceOrder: 3 x 1 x 1 x 1 = 3 attempts at pricing's database \(gateway -> checkout -> orders -> pricing -> database\); budget-capped at 1\.1x under total failure/,
+  );
+  assert.match(
+    out,
+    /call graph: gateway -> checkout, checkout -> orders, checkout -> pricing, orders -> pricing, receipts -> mailer, orders -> database, pricing -> database, receipts -> database/,
+  );
   assert.equal((out.match(/^pass {2}\d\. /gm) ?? []).length, 7 * (2 + overlays.length), "seven answers per configuration");
   assert.match(out, /rehearsed in CI: test\/e2e\/overload\.test\.ts cuts intake to 0 through PUT \/admin\/intake/);
   assert.match(out, /^audit: PASS$/m);
@@ -63,20 +69,44 @@ describe("the misconfigured copy", () => {
   });
 
   test("an inner hop that retries", () => {
-    assertNamed(problems, /^inner hop orders -> pricing retries \(3 attempts per call\)/, new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}orders\\.environment\\)`));
+    assertNamed(
+      problems,
+      /^inner hop orders -> pricing retries \(3 attempts per call\)/,
+      new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}orders\\.environment\\)`),
+    );
   });
   test("timeouts growing inward", () => {
-    assertNamed(problems, /^pricing's maximum deadline \(60000 ms\) is longer than its caller orders' \(30000 ms\): timeouts grow inward/, new RegExp(`^DEADLINE_MAX_MS=60000 \\(${shown.source}pricing\\.environment\\)`));
-    assertNamed(problems, /^pricing's default deadline \(10000 ms\) is longer than its caller/, new RegExp(`^DEADLINE_DEFAULT_MS=10000 \\(${shown.source}pricing`));
+    assertNamed(
+      problems,
+      /^pricing's maximum deadline \(60000 ms\) is longer than its caller orders' \(30000 ms\): timeouts grow inward/,
+      new RegExp(`^DEADLINE_MAX_MS=60000 \\(${shown.source}pricing\\.environment\\)`),
+    );
+    assertNamed(
+      problems,
+      /^pricing's default deadline \(10000 ms\) is longer than its caller/,
+      new RegExp(`^DEADLINE_DEFAULT_MS=10000 \\(${shown.source}pricing`),
+    );
   });
   test("an unbounded queue", () => {
-    assertNamed(problems, /^checkout's admission queue \(1000000\) is effectively unbounded/, new RegExp(`^ADMISSION_MAX_QUEUE=1000000 \\(${shown.source}checkout`));
+    assertNamed(
+      problems,
+      /^checkout's admission queue \(1000000\) is effectively unbounded/,
+      new RegExp(`^ADMISSION_MAX_QUEUE=1000000 \\(${shown.source}checkout`),
+    );
   });
   test("a breaker missing on one dependency", () => {
-    assertNamed(problems, /^orders -> pricing has no bulkhead and no circuit breaker/, new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}orders`));
+    assertNamed(
+      problems,
+      /^orders -> pricing has no bulkhead and no circuit breaker/,
+      new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}orders`),
+    );
   });
   test("a retried write without a key", () => {
-    assertNamed(problems, /^retried write without a key: gateway -> checkout repeats checkout\.v1\.CheckoutService\/PlaceOrder up to 3 times/, new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}gateway`));
+    assertNamed(
+      problems,
+      /^retried write without a key: gateway -> checkout repeats checkout\.v1\.CheckoutService\/PlaceOrder up to 3 times/,
+      new RegExp(`^PLATFORM_PLUGINS=lab/naive/plugin\\.ts \\(${shown.source}gateway`),
+    );
   });
   test("the CLI exits non-zero and prints every problem with where to fix it", async () => {
     const { status, out } = await runAudit(["--compose", fixture]);
@@ -108,10 +138,18 @@ describe("each rule fails a copy broken for it", () => {
     assert.deepEqual(await problemsOf(composeWith("gateway", {})), []);
   });
   test("a bulkhead queue longer than the callee admits", async () => {
-    assertNamed(await problemsOf(composeWith("checkout", { ORDERS_MAX_QUEUE: "100000" })), /^checkout -> orders: 48 slots \+ 100000 queued per method is more than orders admits/, /^ORDERS_MAX_QUEUE=100000 /);
+    assertNamed(
+      await problemsOf(composeWith("checkout", { ORDERS_MAX_QUEUE: "100000" })),
+      /^checkout -> orders: 48 slots \+ 100000 queued per method is more than orders admits/,
+      /^ORDERS_MAX_QUEUE=100000 /,
+    );
   });
   test("a retry budget too large to cap a total failure", async () => {
-    assertNamed(await problemsOf(composeWith("gateway", { RETRY_BUDGET_PERCENT: "0.5" })), /retry budget lets 50 % of requests be retried/, /^RETRY_BUDGET_PERCENT=0\.5 /);
+    assertNamed(
+      await problemsOf(composeWith("gateway", { RETRY_BUDGET_PERCENT: "0.5" })),
+      /retry budget lets 50 % of requests be retried/,
+      /^RETRY_BUDGET_PERCENT=0\.5 /,
+    );
   });
   test("no layer retries", async () => {
     assertNamed(await problemsOf(composeWith("gateway", { RETRY_MAX_ATTEMPTS: "1" })), /^no layer retries/, /^RETRY_MAX_ATTEMPTS=1 /);
@@ -120,10 +158,18 @@ describe("each rule fails a copy broken for it", () => {
     assertNamed(await problemsOf(composeWith("gateway", { INTAKE_ENABLED: "false" })), /no intake controller guards the edge/, /^INTAKE_ENABLED=false /);
   });
   test("a dependency URL that reaches no service", async () => {
-    assertNamed(await problemsOf(composeWith("checkout", { ORDERS_URL: "http://ordres:8082" })), /^checkout -> orders: http:\/\/ordres:8082 reaches no service/, /^ORDERS_URL=http:\/\/ordres:8082 /);
+    assertNamed(
+      await problemsOf(composeWith("checkout", { ORDERS_URL: "http://ordres:8082" })),
+      /^checkout -> orders: http:\/\/ordres:8082 reaches no service/,
+      /^ORDERS_URL=http:\/\/ordres:8082 /,
+    );
   });
   test("a configuration the service would refuse", async () => {
-    assertNamed(await problemsOf(composeWith("orders", { DB_POOL_MAX: "lots" })), /^orders would refuse to start: DB_POOL_MAX must be an integer/, /services\.orders$/);
+    assertNamed(
+      await problemsOf(composeWith("orders", { DB_POOL_MAX: "lots" })),
+      /^orders would refuse to start: DB_POOL_MAX must be an integer/,
+      /services\.orders$/,
+    );
   });
 });
 
@@ -142,12 +188,23 @@ describe("against running services", () => {
     assert.equal(res.status, 200);
     const text = await res.text();
     assert.ok(!text.includes(apiKey), "the API key must not be shown");
-    const body = JSON.parse(text) as { service: string; config: { edge: { auth: { keys: string } } }; dependencyClients: { dependency: string; retry: unknown }[] };
+    const body = JSON.parse(text) as {
+      service: string;
+      config: { edge: { auth: { keys: string } } };
+      dependencyClients: { dependency: string; retry: unknown }[];
+    };
     assert.equal(body.service, "gateway");
     assert.equal(body.config.edge.auth.keys, "[redacted]");
-    assert.deepEqual(body.dependencyClients.map((c) => c.dependency), ["checkout"]);
+    assert.deepEqual(
+      body.dependencyClients.map((c) => c.dependency),
+      ["checkout"],
+    );
     const orders = (await (await fetch(`${p.services.orders.adminUrl}/admin/config`)).json()) as { dependencyClients: { retry: unknown }[] };
-    assert.deepEqual(orders.dependencyClients.map((c) => c.retry), ["none"], "orders' main wires its pricing client without retries");
+    assert.deepEqual(
+      orders.dependencyClients.map((c) => c.retry),
+      ["none"],
+      "orders' main wires its pricing client without retries",
+    );
     assert.equal((await fetch(`${p.gatewayUrl}/admin/config`)).status, 404, "not on the public port");
   });
 
@@ -177,9 +234,13 @@ describe("against running services", () => {
     assert.equal(status, 0, out);
     assert.match(out, /^sent \d+, succeeded \d+/m);
     assert.match(out, /^ {4}PlaceOrder: \d+ calls \([\d.]+\/s\), mean [\d.]+ ms, p50 [\d.]+ ms, p99\.9 [\d.]+ ms$/m);
-    for (const v of ["CHECKOUT_MAX_CONCURRENT", "CHECKOUT_MAX_QUEUE", "ORDERS_MAX_CONCURRENT", "PRICING_MAX_QUEUE"]) assert.match(out, new RegExp(`^ {4}${v}=\\d+: current \\d+, (tighter|looser|within)`, "m"));
+    for (const v of ["CHECKOUT_MAX_CONCURRENT", "CHECKOUT_MAX_QUEUE", "ORDERS_MAX_CONCURRENT", "PRICING_MAX_QUEUE"])
+      assert.match(out, new RegExp(`^ {4}${v}=\\d+: current \\d+, (tighter|looser|within)`, "m"));
     assert.match(out, /^ {4}DEADLINE_DEFAULT_MS=\d+: current 3000, /m);
-    assert.match(out, /^orders -> database\n {4}DB_POOL_MAX=\d+: current 10, .*\n {4}note: connections in use, sampled each second: mean [\d.]+, peak \d+ of 10/m);
+    assert.match(
+      out,
+      /^orders -> database\n {4}DB_POOL_MAX=\d+: current 10, .*\n {4}note: connections in use, sampled each second: mean [\d.]+, peak \d+ of 10/m,
+    );
     assert.match(out, /^ {4}gateway: CHECKOUT_MAX_CONCURRENT=\d+ CHECKOUT_MAX_QUEUE=\d+ DEADLINE_DEFAULT_MS=\d+ RETRY_BUDGET_PERCENT=[\d.]+$/m);
   });
 

@@ -61,14 +61,23 @@ describe("bench (quick)", () => {
       run,
       summary,
       text,
-      info: { command: "npm test -- test/bench.test.ts", commit: "", date: run.startedAt, durationSec: run.durationSec, machine: `${cpus().length} cores, Node ${process.version}` },
+      info: {
+        command: "npm test -- test/bench.test.ts",
+        commit: "",
+        date: run.startedAt,
+        durationSec: run.durationSec,
+        machine: `${cpus().length} cores, Node ${process.version}`,
+      },
     });
   });
 
   test("every leg was answered: enough requests to compare, few failed", () => {
     const problems: string[] = [];
     for (const c of summary.cells) {
-      for (const [system, s] of [["platform", c.platform], ["plain", c.plain]] as const) {
+      for (const [system, s] of [
+        ["platform", c.platform],
+        ["plain", c.plain],
+      ] as const) {
         const total = s.requests + s.failed;
         // The plain chain has nothing that refuses work: any failure there is a broken yardstick.
         // The platform sheds when its adaptive limits see latency rise, and CPU contention on
@@ -84,7 +93,9 @@ describe("bench (quick)", () => {
   test(`throughput at high concurrency: platform/plain >= ${minThroughputRatio} over every method and protocol (geometric mean)`, () => {
     const cells = cellsWhere((c) => c.method !== undefined && c.concurrency > 1);
     const mean = Math.exp(cells.reduce((sum, c) => sum + Math.log(Math.max(c.throughputRatio, 1e-3)), 0) / cells.length);
-    const shown = cells.map((c) => `${c.id}: ${c.throughputRatio.toFixed(2)} (platform ${c.platform.perSec.toFixed(0)}/s, plain ${c.plain.perSec.toFixed(0)}/s)`);
+    const shown = cells.map(
+      (c) => `${c.id}: ${c.throughputRatio.toFixed(2)} (platform ${c.platform.perSec.toFixed(0)}/s, plain ${c.plain.perSec.toFixed(0)}/s)`,
+    );
     assert.ok(mean >= minThroughputRatio, `mean ${mean.toFixed(2)}: ${shown.join("; ")} [${noiseLine(summary)}]`);
   });
 

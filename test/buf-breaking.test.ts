@@ -20,7 +20,8 @@ function repoCopy(): { dir: string; git: (...args: string[]) => string; edit: (f
   const dir = mkdtempSync(join(tmpdir(), "breaking-"));
   cpSync("proto", join(dir, "proto"), { recursive: true });
   cpSync("buf.yaml", join(dir, "buf.yaml"));
-  const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=test", "-c", "user.email=test@example.com", ...args], { cwd: dir, encoding: "utf8" });
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.name=test", "-c", "user.email=test@example.com", ...args], { cwd: dir, encoding: "utf8" });
   git("init", "-q", "-b", "main");
   git("add", ".");
   git("commit", "-q", "-m", "the API");

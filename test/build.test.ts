@@ -60,7 +60,10 @@ test("workspaces come from the root's patterns; other pattern forms are refused"
     "services/s/package.json": "{}",
   });
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  assert.deepEqual(listWorkspaces(dir).map((w) => w.dir), ["packages/a", "packages/b", "services/s"]);
+  assert.deepEqual(
+    listWorkspaces(dir).map((w) => w.dir),
+    ["packages/a", "packages/b", "services/s"],
+  );
   writeFileSync(join(dir, "package.json"), JSON.stringify({ workspaces: ["packages/**"] }));
   assert.throws(() => listWorkspaces(dir), /only "<folder>\/\*" is supported/);
 });
@@ -71,7 +74,8 @@ test("compile: dist mirrors src, types erased; a second run writes nothing; stal
     "package.json": JSON.stringify({ workspaces: ["packages/*"] }),
     "packages/lib/package.json": builtExports,
     "packages/lib/src/index.ts": 'import type { Shape } from "./shape.js";\nexport { area } from "./shape.js";\nexport const unit: Shape = { side: 1 };\n',
-    "packages/lib/src/shape.ts": "export interface Shape { side: number }\nexport class Square { constructor(readonly side: number) {} }\nexport const area = (s: Shape): number => s.side ** 2;\n",
+    "packages/lib/src/shape.ts":
+      "export interface Shape { side: number }\nexport class Square { constructor(readonly side: number) {} }\nexport const area = (s: Shape): number => s.side ** 2;\n",
     "packages/lib/src/shape.spec.ts": 'import { test } from "node:test";\n',
     "packages/lib/src/testing/helper.ts": "export const h = 1;\n",
     "packages/lib/src/defaults.json": '{ "side": 2 }\n',
@@ -122,7 +126,11 @@ test("npm run build on this repository: every shipped source has its output, and
     assert.deepEqual(built, expected, w.dir);
   }
   // The compiled launcher starts compiled services; this (tsx) one, sources.
-  const probe = spawnSync(process.execPath, ["--input-type=module", "-e", 'const l = await import("@platform/launcher"); console.log(l.launcherForm, l.serviceEntry("gateway", l.launcherForm));'], { cwd: root, encoding: "utf8" });
+  const probe = spawnSync(
+    process.execPath,
+    ["--input-type=module", "-e", 'const l = await import("@platform/launcher"); console.log(l.launcherForm, l.serviceEntry("gateway", l.launcherForm));'],
+    { cwd: root, encoding: "utf8" },
+  );
   assert.equal(probe.status, 0, probe.stderr);
   assert.equal(probe.stdout.trim(), `build ${join(root, "services/gateway/dist/main.js")}`);
   assert.equal(launcherForm, "source");

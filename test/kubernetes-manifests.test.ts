@@ -36,7 +36,9 @@ const root = process.cwd();
 
 // Who calls whom: the deployed services of the manifests (services/<name>/service.json).
 const manifests = readServiceManifests(root);
-const expectedCallers: Record<string, string[]> = Object.fromEntries(manifests.filter((m) => m.deploy).map((m) => [m.name, m.edge ? [] : callersOf(m.name, manifests).sort()]));
+const expectedCallers: Record<string, string[]> = Object.fromEntries(
+  manifests.filter((m) => m.deploy).map((m) => [m.name, m.edge ? [] : callersOf(m.name, manifests).sort()]),
+);
 
 const facts = readPlatformFacts(root, expectedCallers, "gateway");
 
@@ -108,9 +110,15 @@ function container(objects: K8sObject[], name: string): IContainer {
  */
 const brokenCopies: [string, RegExp, (objects: K8sObject[]) => void][] = [
   ["misspelt variable", /gateway.*DRAIN_TIMEOUT is read by no config/, (o) => container(o, "gateway").env?.push({ name: "DRAIN_TIMEOUT", value: "5000" })],
-  ["setting for a dependency the service does not call", /gateway.*ORDERS_MAX_QUEUE is read by no config/, (o) => container(o, "gateway").env?.push({ name: "ORDERS_MAX_QUEUE", value: "10" })],
-  ["the database where the code reads none", /checkout.*DATABASE_URL_FILE given to a service that does not use the database/, (o) =>
-    container(o, "checkout").env?.push({ name: "DATABASE_URL_FILE", value: "/var/run/secrets/platform-database/url" }),
+  [
+    "setting for a dependency the service does not call",
+    /gateway.*ORDERS_MAX_QUEUE is read by no config/,
+    (o) => container(o, "gateway").env?.push({ name: "ORDERS_MAX_QUEUE", value: "10" }),
+  ],
+  [
+    "the database where the code reads none",
+    /checkout.*DATABASE_URL_FILE given to a service that does not use the database/,
+    (o) => container(o, "checkout").env?.push({ name: "DATABASE_URL_FILE", value: "/var/run/secrets/platform-database/url" }),
   ],
   [
     "too many database connections",
@@ -130,7 +138,11 @@ const brokenCopies: [string, RegExp, (objects: K8sObject[]) => void][] = [
       if (cm.data) delete cm.data["DRAIN_TIMEOUT_MS"];
     },
   ],
-  ["a caller outside the call graph", /call graph: pricing is called by \[checkout, gateway, orders\]/, (o) => container(o, "gateway").env?.push({ name: "PRICING_URL", value: "http://pricing:8083" })],
+  [
+    "a caller outside the call graph",
+    /call graph: pricing is called by \[checkout, gateway, orders\]/,
+    (o) => container(o, "gateway").env?.push({ name: "PRICING_URL", value: "http://pricing:8083" }),
+  ],
 ];
 
 describe("the policies with this repository's facts, on broken copies of the production render", () => {
@@ -164,8 +176,13 @@ test("dev: one replica each, small pods, gateway on a NodePort, image :dev", () 
     assert.equal(d.spec?.template.spec?.containers[0]?.image, "resilient-platform:dev");
     assert.equal(d.spec?.template.spec?.containers[0]?.resources?.requests?.["cpu"], "50m");
   }
-  const exposed = objects.filter((o) => o.kind === "Service" && (o as unknown as IService).spec?.type !== "ClusterIP" && (o as unknown as IService).spec?.type !== undefined);
-  assert.deepEqual(exposed.map((s) => `${s.metadata.name}:${(s as unknown as IService).spec?.type}`), ["gateway-nodeport:NodePort"]);
+  const exposed = objects.filter(
+    (o) => o.kind === "Service" && (o as unknown as IService).spec?.type !== "ClusterIP" && (o as unknown as IService).spec?.type !== undefined,
+  );
+  assert.deepEqual(
+    exposed.map((s) => `${s.metadata.name}:${(s as unknown as IService).spec?.type}`),
+    ["gateway-nodeport:NodePort"],
+  );
   assert.equal(find<IConfigMap>(objects, "ConfigMap", "platform-common").data?.["LOG_LEVEL"], "debug");
 });
 
@@ -181,10 +198,12 @@ test("production: three replicas, HPA from 3, PDB keeps two, gateway behind a Lo
     assert.ok(minAvailable === 2 || maxUnavailable === 1, JSON.stringify(pdb.spec));
   }
   // Real kustomize applies a patch whose target matches nothing silently: the values show each patch took.
-  assert.deepEqual(
-    Object.fromEntries(["gateway", "checkout", "orders", "pricing"].map((name) => [name, hpa(objects, name).spec?.maxReplicas])),
-    { gateway: 10, checkout: 8, orders: 6, pricing: 6 },
-  );
+  assert.deepEqual(Object.fromEntries(["gateway", "checkout", "orders", "pricing"].map((name) => [name, hpa(objects, name).spec?.maxReplicas])), {
+    gateway: 10,
+    checkout: 8,
+    orders: 6,
+    pricing: 6,
+  });
   const exposed = objects.filter((o) => o.kind === "Service" && (o as unknown as IService).spec?.type === "LoadBalancer");
   assert.deepEqual(
     exposed.map((s) => s.metadata.name),
@@ -200,10 +219,16 @@ function isIsolationSetting(name: string): boolean {
 
 test("compose and Kubernetes ship the same isolation settings (the per-hop defaults in the code, docs/isolation.md)", () => {
   const fromCompose: Record<string, Record<string, string>> = {};
-  const compose = parseAllDocuments(readFileSync(join(root, "docker-compose.yml"), "utf8"))[0]?.toJS() as { services: Record<string, { environment?: Record<string, unknown> }> };
+  const compose = parseAllDocuments(readFileSync(join(root, "docker-compose.yml"), "utf8"))[0]?.toJS() as {
+    services: Record<string, { environment?: Record<string, unknown> }>;
+  };
   for (const [name, svc] of Object.entries(compose.services)) {
     if (svc.environment?.["SERVICE"] === undefined) continue; // PostgreSQL, Prometheus, Grafana
-    fromCompose[name] = Object.fromEntries(Object.entries(svc.environment ?? {}).filter(([k]) => isIsolationSetting(k)).map(([k, v]) => [k, String(v)]));
+    fromCompose[name] = Object.fromEntries(
+      Object.entries(svc.environment ?? {})
+        .filter(([k]) => isIsolationSetting(k))
+        .map(([k, v]) => [k, String(v)]),
+    );
   }
   for (const overlay of overlays.keys()) {
     const fromK8s: Record<string, Record<string, string>> = {};

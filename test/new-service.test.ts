@@ -86,7 +86,10 @@ function treeDigests(): Map<string, string> {
   }
   return out;
 }
-const treeDigest = () => createHash("sha256").update(JSON.stringify([...treeDigests()].sort())).digest("hex");
+const treeDigest = () =>
+  createHash("sha256")
+    .update(JSON.stringify([...treeDigests()].sort()))
+    .digest("hex");
 
 /** Files added, changed or removed between two treeDigests. */
 function changedFiles(before: Map<string, string>, after: Map<string, string>): string[] {
@@ -98,7 +101,9 @@ function freeName(base: string): string {
   for (let i = 1; ; i++) {
     const name = i === 1 ? base : `${base}-${i}`;
     const n = deriveNames(name);
-    const taken = [`services/${n.name}`, `proto/${n.snake}`, `packages/proto/src/gen/${n.snake}`, `test/e2e/${n.name}.test.ts`].some((p) => existsSync(join(copy, p)));
+    const taken = [`services/${n.name}`, `proto/${n.snake}`, `packages/proto/src/gen/${n.snake}`, `test/e2e/${n.name}.test.ts`].some((p) =>
+      existsSync(join(copy, p)),
+    );
     if (!taken) return name;
   }
 }
@@ -136,7 +141,20 @@ after(() => {
 
 describe("the generator's parts", () => {
   test("name rules", () => {
-    for (const bad of ["Inventory", "9lives", "stock--level", "stock_level", "-x", "x-", "a".repeat(41), "postgres", "grafana", "public", "pg-stats", "platform"]) {
+    for (const bad of [
+      "Inventory",
+      "9lives",
+      "stock--level",
+      "stock_level",
+      "-x",
+      "x-",
+      "a".repeat(41),
+      "postgres",
+      "grafana",
+      "public",
+      "pg-stats",
+      "platform",
+    ]) {
       assert.notDeepEqual(nameProblems(bad), [], bad);
     }
     for (const good of ["inventory", "stock-level", "a1", "v2-api"]) assert.deepEqual(nameProblems(good), [], good);
@@ -242,8 +260,17 @@ describe("npm run new-service", () => {
     const r = generate(name, ...flags);
     assert.equal(r.status, 0, tail(r));
     const n = deriveNames(name);
-    const manifest = JSON.parse(readCopy(`services/${name}/service.json`)) as { name: string; ports: { rpc: number; admin: number }; apis: string[]; public: boolean; database?: unknown };
-    assert.match(r.stdout, new RegExp(`added "${name}", a copy of ${example.name} .* on ports ${manifest.ports.rpc} \\(rpc\\) / ${manifest.ports.admin} \\(admin\\)`));
+    const manifest = JSON.parse(readCopy(`services/${name}/service.json`)) as {
+      name: string;
+      ports: { rpc: number; admin: number };
+      apis: string[];
+      public: boolean;
+      database?: unknown;
+    };
+    assert.match(
+      r.stdout,
+      new RegExp(`added "${name}", a copy of ${example.name} .* on ports ${manifest.ports.rpc} \\(rpc\\) / ${manifest.ports.admin} \\(admin\\)`),
+    );
     assert.deepEqual(manifest.ports, expectedPorts, "the next free pair");
     for (const dir of readdirSync(join(copy, "services")).filter((d) => d !== name && existsSync(join(copy, "services", d, "service.json")))) {
       const other = JSON.parse(readCopy(`services/${dir}/service.json`)) as { ports: Record<string, number> };
@@ -261,7 +288,8 @@ describe("npm run new-service", () => {
     const changed = changedFiles(before, treeDigests());
     assert.match(r.stdout, /regenerated from the service manifests/);
     // Every other changed file is one the registry's generator derives from the manifests; running it again must change nothing.
-    for (const f of changed.filter((f) => !own(f))) assert.match(readCopy(f), /generated from \S+ by npm run generate:services; do not edit/, `${f} was edited but is not generated`);
+    for (const f of changed.filter((f) => !own(f)))
+      assert.match(readCopy(f), /generated from \S+ by npm run generate:services; do not edit/, `${f} was edited but is not generated`);
     const again = treeDigests();
     const rerun = run("npm", ["run", "--silent", regenerateScript]);
     assert.equal(rerun.status, 0, tail(rerun));
@@ -276,7 +304,12 @@ describe("npm run new-service", () => {
     const n = deriveNames(withDb.name);
     assert.deepEqual(manifest.database, { schema: n.snake, role: n.snake });
     assert.equal(manifest.public, false);
-    for (const f of [`services/${n.name}/migrations/001_create_notes.sql`, `services/${n.name}/src/${n.name}-service.spec.ts`, `services/${n.name}/src/main.ts`, `test/e2e/${n.name}.test.ts`]) {
+    for (const f of [
+      `services/${n.name}/migrations/001_create_notes.sql`,
+      `services/${n.name}/src/${n.name}-service.spec.ts`,
+      `services/${n.name}/src/main.ts`,
+      `test/e2e/${n.name}.test.ts`,
+    ]) {
       assert.ok(existsSync(join(copy, f)), `${f} was created`);
     }
     assert.match(readCopy(`services/${n.name}/migrations/001_create_notes.sql`), new RegExp(`CREATE TABLE ${n.snake}\\.notes`));
@@ -398,7 +431,8 @@ describe("npm run new-service", () => {
         for (const name of [withDb.name, published.name]) {
           const pid = new RegExp(`^\\[platform\\] ${name} +ready on \\S+ \\(pid (\\d+)`, "m").exec(out)?.[1];
           assert.ok(pid, `${name} started:\n${out}`);
-          if (existsSync("/proc/self/cmdline")) assert.match(readFileSync(`/proc/${pid}/cmdline`, "utf8"), new RegExp(`services/${name}/dist/main\\.js`), `${name} runs from its build`);
+          if (existsSync("/proc/self/cmdline"))
+            assert.match(readFileSync(`/proc/${pid}/cmdline`, "utf8"), new RegExp(`services/${name}/dist/main\\.js`), `${name} runs from its build`);
         }
         const gatewayUrl = /gateway listening on (http:\/\/\S+)/.exec(out)?.[1];
         const n = deriveNames(published.name);
@@ -423,7 +457,8 @@ describe("npm run new-service", () => {
       for (const o of overlays) {
         const r = await check(`kustomize ${o}`);
         ok(r, `kubectl kustomize deploy/k8s/overlays/${o}`);
-        for (const name of [withDb.name, published.name]) assert.match(r.stdout, new RegExp(`^kind: Deployment\\nmetadata:\\n(?: {2}.*\\n)*? {2}name: ${name}$`, "m"), `${o} deploys ${name}`);
+        for (const name of [withDb.name, published.name])
+          assert.match(r.stdout, new RegExp(`^kind: Deployment\\nmetadata:\\n(?: {2}.*\\n)*? {2}name: ${name}$`, "m"), `${o} deploys ${name}`);
       }
       ok(await check("kubernetes"), "test/kubernetes-manifests.test.ts");
     });

@@ -129,7 +129,12 @@ describe("the dashboard against a live Prometheus", { skip }, () => {
     prometheusUrl = `http://127.0.0.1:${port}`;
     prometheus = spawn(
       "prometheus",
-      [`--config.file=${join(workDir, "prometheus.yml")}`, `--storage.tsdb.path=${join(workDir, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--log.level=warn"],
+      [
+        `--config.file=${join(workDir, "prometheus.yml")}`,
+        `--storage.tsdb.path=${join(workDir, "data")}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        "--log.level=warn",
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     prometheus.stdout?.on("data", (d: Buffer) => (prometheusLog += d.toString()));

@@ -85,7 +85,9 @@ function allPanels(panels: Panel[] = []): Panel[] {
 
 test("metricNamesIn finds metric names and nothing else", () => {
   assert.deepEqual(
-    metricNamesIn('sum(rate(retry_retries_total[1m])) / sum by (dependency) (rate(rpc_client_calls_total{dependency="checkout", code!~"ok|x_total"}[1m]))').sort(),
+    metricNamesIn(
+      'sum(rate(retry_retries_total[1m])) / sum by (dependency) (rate(rpc_client_calls_total{dependency="checkout", code!~"ok|x_total"}[1m]))',
+    ).sort(),
     ["retry_retries_total", "rpc_client_calls_total"],
   );
   assert.deepEqual(metricNamesIn("histogram_quantile(0.99, sum by (le) (rate(db_pool_wait_seconds_bucket[5m]))) > 1e-3"), ["db_pool_wait_seconds_bucket"]);
@@ -118,7 +120,10 @@ test("the dashboards show the leading indicators", () => {
     .flatMap((p) => p.targets ?? [])
     .map((t) => t.expr ?? "");
   const has = (re: RegExp) => exprs.some((e) => re.test(e));
-  assert.ok(has(/^sum\(rate\(retry_retries_total\[1m\]\)\) \/ sum\(rate\(rpc_client_calls_total\{service="gateway"\}\[1m\]\)\)$/), "retry ratio, over every dependency of the gateway");
+  assert.ok(
+    has(/^sum\(rate\(retry_retries_total\[1m\]\)\) \/ sum\(rate\(rpc_client_calls_total\{service="gateway"\}\[1m\]\)\)$/),
+    "retry ratio, over every dependency of the gateway",
+  );
   for (const [what, re] of [
     ["budget exhausted", /retry_refused_total\{reason="budget_exhausted"\}/],
     ["requests without deadline", /deadline_missing_total/],
@@ -136,7 +141,9 @@ test("the dashboards show the leading indicators", () => {
 });
 
 test("Grafana provisioning: the datasource the dashboards use, and the folder compose mounts", () => {
-  const ds = parse(readFileSync(join(root, "observability/grafana/provisioning/datasources/prometheus.yml"), "utf8")) as { datasources: { uid: string; url: string }[] };
+  const ds = parse(readFileSync(join(root, "observability/grafana/provisioning/datasources/prometheus.yml"), "utf8")) as {
+    datasources: { uid: string; url: string }[];
+  };
   const uids = new Set(ds.datasources.map((d) => d.uid));
   for (const [file, d] of dashboards()) {
     for (const p of allPanels(d.panels)) {
@@ -145,15 +152,20 @@ test("Grafana provisioning: the datasource the dashboards use, and the folder co
       }
     }
   }
-  const providers = parse(readFileSync(join(root, "observability/grafana/provisioning/dashboards/platform.yml"), "utf8")) as { providers: { options: { path: string } }[] };
+  const providers = parse(readFileSync(join(root, "observability/grafana/provisioning/dashboards/platform.yml"), "utf8")) as {
+    providers: { options: { path: string } }[];
+  };
   const compose = readFileSync(join(root, "docker-compose.yml"), "utf8");
-  for (const p of providers.providers) assert.ok(compose.includes(`./${dashboardDir}:${p.options.path}:ro`), `compose mounts ${dashboardDir} at ${p.options.path}`);
+  for (const p of providers.providers)
+    assert.ok(compose.includes(`./${dashboardDir}:${p.options.path}:ro`), `compose mounts ${dashboardDir} at ${p.options.path}`);
   assert.ok(compose.includes("./observability/prometheus.yml:/etc/prometheus/prometheus.yml:ro"));
   assert.ok(ds.datasources.every((d) => d.url === "http://prometheus:9090"));
 });
 
 test("Prometheus scrapes the admin port of every service compose runs, labelled with its name", () => {
-  const compose = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, { environment?: Record<string, string> }> };
+  const compose = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as {
+    services: Record<string, { environment?: Record<string, string> }>;
+  };
   const expected = Object.entries(compose.services)
     .filter(([, s]) => s.environment?.["ADMIN_PORT"] !== undefined)
     .map(([name, s]) => `${name}:${s.environment?.["ADMIN_PORT"]} service=${name}`)

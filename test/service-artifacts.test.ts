@@ -20,7 +20,8 @@ const root = process.cwd();
 
 test("the committed artifacts are what the manifests generate (run `npm run generate:services` after editing a service.json)", () => {
   assert.deepEqual(staleServiceArtifacts(root), []);
-  for (const a of renderServiceArtifacts(root)) assert.match(a.content, /generated from \S+ by npm run generate:services; do not edit/, `${a.path} says it is generated`);
+  for (const a of renderServiceArtifacts(root))
+    assert.match(a.content, /generated from \S+ by npm run generate:services; do not edit/, `${a.path} says it is generated`);
   assert.match(generatedNotice, /^generated from services\/\*\/service\.json by npm run generate:services; do not edit$/);
 });
 
@@ -42,11 +43,19 @@ function scratchRepository(t: { after(fn: () => void): void }): string {
   mkdirSync(join(dir, "packages", "proto", "src"), { recursive: true });
   const add = (name: string, manifest: Record<string, unknown>) => {
     mkdirSync(join(dir, "services", name, "src"), { recursive: true });
-    writeFileSync(join(dir, "services", name, "service.json"), JSON.stringify({ name, description: `the ${name}`, public: false, dependencies: [], ...manifest }));
+    writeFileSync(
+      join(dir, "services", name, "service.json"),
+      JSON.stringify({ name, description: `the ${name}`, public: false, dependencies: [], ...manifest }),
+    );
   };
   // A public API: pricing's proto stands in for one the gateway forwards (pricing itself stays internal).
   writeFileSync(join(dir, "proto", "stock.proto"), 'syntax = "proto3";\npackage stock.v1;\nservice StockService {}\n');
-  add("stock", { ports: { rpc: 8090, admin: 9090 }, apis: ["stock.v1.StockService"], public: true, dependencies: [{ service: "pricing", maxConcurrent: 4, maxQueue: 8 }] });
+  add("stock", {
+    ports: { rpc: 8090, admin: 9090 },
+    apis: ["stock.v1.StockService"],
+    public: true,
+    dependencies: [{ service: "pricing", maxConcurrent: 4, maxQueue: 8 }],
+  });
   add("ledger", { ports: { rpc: 8091, admin: 9091 }, apis: [], database: { schema: "ledger", role: "ledger" } });
   return dir;
 }
@@ -54,26 +63,51 @@ function scratchRepository(t: { after(fn: () => void): void }): string {
 test("a worker with a database and no api, and a public service: compose, Kubernetes, prometheus, roles, the gateway's list", (t) => {
   const dir = scratchRepository(t);
   const written = generateServiceArtifacts(dir);
-  assert.ok(written.includes("docker-compose.yml") && written.includes("deploy/k8s/base/ledger.yaml") && written.includes("deploy/k8s/base/stock.yaml"), written.join(", "));
+  assert.ok(
+    written.includes("docker-compose.yml") && written.includes("deploy/k8s/base/ledger.yaml") && written.includes("deploy/k8s/base/stock.yaml"),
+    written.join(", "),
+  );
   assert.deepEqual(generateServiceArtifacts(dir), [], "a second run changes nothing");
   const read = (p: string) => readFileSync(join(dir, p), "utf8");
 
   // --- compose, as docker-compose renders it ---
-  const compose = parse(execFileSync("docker-compose", ["-f", join(dir, "docker-compose.yml"), "config"], { encoding: "utf8", env: { ...process.env, SECRETS_DIR: "/secrets" } })) as {
-    services: Record<string, { environment?: Record<string, string>; secrets?: { source: string }[]; depends_on?: Record<string, unknown>; ports?: unknown; mem_limit?: unknown; healthcheck?: unknown; logging?: unknown }>;
+  const compose = parse(
+    execFileSync("docker-compose", ["-f", join(dir, "docker-compose.yml"), "config"], { encoding: "utf8", env: { ...process.env, SECRETS_DIR: "/secrets" } }),
+  ) as {
+    services: Record<
+      string,
+      {
+        environment?: Record<string, string>;
+        secrets?: { source: string }[];
+        depends_on?: Record<string, unknown>;
+        ports?: unknown;
+        mem_limit?: unknown;
+        healthcheck?: unknown;
+        logging?: unknown;
+      }
+    >;
     secrets: Record<string, { file: string }>;
   };
   const ledger = compose.services["ledger"]!;
   assert.equal(ledger.environment?.["DATABASE_URL"], "postgres://ledger@postgres:5432/platform", "no password in the URL");
   assert.equal(ledger.environment?.["DATABASE_PASSWORD_FILE"], "/run/secrets/ledger_db_password");
-  assert.deepEqual(ledger.secrets?.map((s) => s.source), ["ledger_db_password"]);
+  assert.deepEqual(
+    ledger.secrets?.map((s) => s.source),
+    ["ledger_db_password"],
+  );
   assert.equal(compose.secrets["ledger_db_password"]?.file, "/secrets/ledger_db_password");
   assert.deepEqual(Object.keys(ledger.depends_on ?? {}), ["postgres"]);
   assert.ok(ledger.mem_limit !== undefined && ledger.healthcheck !== undefined && ledger.logging !== undefined, "x-service's settings apply");
   assert.equal(ledger.ports, undefined, "only the gateway publishes a port");
   assert.equal(compose.services["gateway"]?.environment?.["STOCK_URL"], "http://stock:8090", "the gateway reaches the public service");
   assert.equal(compose.services["stock"]?.environment?.["PRICING_URL"], "http://pricing:8083");
-  assert.deepEqual(compose.services["postgres"]?.secrets?.map((s) => s.source).sort(), ["ledger_db_password", "orders_db_password", "postgres_password", "pricing_db_password", "receipts_db_password"]);
+  assert.deepEqual(compose.services["postgres"]?.secrets?.map((s) => s.source).sort(), [
+    "ledger_db_password",
+    "orders_db_password",
+    "postgres_password",
+    "pricing_db_password",
+    "receipts_db_password",
+  ]);
   assert.ok(!JSON.stringify(compose).match(/PASSWORD"?:\s*"[^/]/), "no password value in any environment");
 
   // --- the init script gives ledger its role and schema ---
@@ -84,8 +118,19 @@ test("a worker with a database and no api, and a public service: compose, Kubern
   assert.match(read("deploy/compose/example.env"), /ledger_db_password/);
 
   // --- prometheus scrapes both ---
-  const targets = (parse(read("observability/prometheus.yml")) as { scrape_configs: { static_configs: { targets: string[] }[] }[] }).scrape_configs[0]!.static_configs.flatMap((c) => c.targets);
-  assert.deepEqual(targets.sort(), ["checkout:9081", "gateway:9080", "ledger:9091", "mailer:9085", "orders:9082", "pricing:9083", "receipts:9084", "stock:9090"]);
+  const targets = (
+    parse(read("observability/prometheus.yml")) as { scrape_configs: { static_configs: { targets: string[] }[] }[] }
+  ).scrape_configs[0]!.static_configs.flatMap((c) => c.targets);
+  assert.deepEqual(targets.sort(), [
+    "checkout:9081",
+    "gateway:9080",
+    "ledger:9091",
+    "mailer:9085",
+    "orders:9082",
+    "pricing:9083",
+    "receipts:9084",
+    "stock:9090",
+  ]);
 
   // --- Kubernetes, as kubectl kustomize renders it ---
   for (const overlay of ["dev", "production"]) {
@@ -93,10 +138,16 @@ test("a worker with a database and no api, and a public service: compose, Kubern
     const deployment = (name: string) => objects.find((o) => o.kind === "Deployment" && o.metadata.name === name)!.spec["template"].spec;
     const env = (name: string) => Object.fromEntries((deployment(name).containers[0].env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
     assert.equal(env("ledger")["DATABASE_URL_FILE"], "/var/run/secrets/platform-database/url");
-    assert.deepEqual(deployment("ledger").volumes.find((v: { name: string }) => v.name === "database").secret, { secretName: "platform-database", items: [{ key: "ledger-url", path: "url" }] });
+    assert.deepEqual(deployment("ledger").volumes.find((v: { name: string }) => v.name === "database").secret, {
+      secretName: "platform-database",
+      items: [{ key: "ledger-url", path: "url" }],
+    });
     assert.equal(env("gateway")["STOCK_URL"], "http://stock:8090");
     const policy = (name: string) => objects.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === `${name}-ingress`)!.spec;
-    const from = (name: string) => (policy(name)["ingress"] as { from?: { podSelector: { matchLabels: Record<string, string> } }[] }[]).flatMap((i) => i.from ?? []).map((f) => f.podSelector.matchLabels["app.kubernetes.io/name"]);
+    const from = (name: string) =>
+      (policy(name)["ingress"] as { from?: { podSelector: { matchLabels: Record<string, string> } }[] }[])
+        .flatMap((i) => i.from ?? [])
+        .map((f) => f.podSelector.matchLabels["app.kubernetes.io/name"]);
     assert.deepEqual(from("stock"), ["gateway"]);
     assert.deepEqual(from("pricing"), ["stock", "checkout", "orders"]);
     assert.deepEqual(policy("ledger")["ingress"], [], "nothing calls the worker");
@@ -107,18 +158,30 @@ test("a worker with a database and no api, and a public service: compose, Kubern
   }
 
   // --- the gateway forwards the public service's api, and only that ---
-  assert.match(read("services/gateway/src/forwarded-apis.generated.ts"), /^ {2}\{ api: "stock\.v1\.StockService", dependency: "stock", defaultUrl: "http:\/\/127\.0\.0\.1:8090" \},\n\];/m);
+  assert.match(
+    read("services/gateway/src/forwarded-apis.generated.ts"),
+    /^ {2}\{ api: "stock\.v1\.StockService", dependency: "stock", defaultUrl: "http:\/\/127\.0\.0\.1:8090" \},\n\];/m,
+  );
   assert.match(read("packages/proto/src/index.ts"), /^export \* as stockV1 from "\.\/gen\/stock_pb\.js";$/m, "a new proto is exported");
   const names = JSON.parse(/serviceNames = (\[[^\]]*\]) as const/.exec(read("packages/launcher/src/service-names.generated.ts"))?.[1] ?? "[]") as string[];
   assert.ok(names.includes("stock") && names.includes("ledger"), names.join(", "));
   const at = (n: string) => names.indexOf(n);
-  assert.ok(at("pricing") < at("orders") && at("orders") < at("checkout") && at("checkout") < at("gateway") && at("stock") < at("gateway"), `callees first: ${names.join(", ")}`);
+  assert.ok(
+    at("pricing") < at("orders") && at("orders") < at("checkout") && at("checkout") < at("gateway") && at("stock") < at("gateway"),
+    `callees first: ${names.join(", ")}`,
+  );
 });
 
 test("a file that lost its markers is an error naming the file and the region", (t) => {
   const dir = scratchRepository(t);
-  writeFileSync(join(dir, "observability/prometheus.yml"), readFileSync(join(dir, "observability/prometheus.yml"), "utf8").replace(/# END generated: targets.*\n/, ""));
-  assert.throws(() => generateServiceArtifacts(dir), /observability\/prometheus\.yml: the markers "# BEGIN generated: targets" and "# END generated: targets" are missing/);
+  writeFileSync(
+    join(dir, "observability/prometheus.yml"),
+    readFileSync(join(dir, "observability/prometheus.yml"), "utf8").replace(/# END generated: targets.*\n/, ""),
+  );
+  assert.throws(
+    () => generateServiceArtifacts(dir),
+    /observability\/prometheus\.yml: the markers "# BEGIN generated: targets" and "# END generated: targets" are missing/,
+  );
 });
 
 test("docker-compose is installed for these checks", () => {
@@ -143,14 +206,28 @@ function dependenciesIn(config: unknown): { name: string; baseUrl: string; isola
 test("each manifest says what its config.ts does: ports, the services it calls, each bulkhead", async () => {
   const manifests = readServiceManifests(root);
   for (const m of manifests) {
-    const { loadConfig } = (await import(`../services/${m.name}/src/config.ts`)) as { loadConfig(env: Record<string, string>): { server: { port: number; adminPort: number } } };
+    const { loadConfig } = (await import(`../services/${m.name}/src/config.ts`)) as {
+      loadConfig(env: Record<string, string>): { server: { port: number; adminPort: number } };
+    };
     const config = loadConfig(m.database ? { DATABASE_URL: "postgres://x@127.0.0.1:1/platform" } : {});
     assert.deepEqual({ rpc: config.server.port, admin: config.server.adminPort }, m.ports, `${m.file}: ports`);
     const fromConfig = dependenciesIn(config)
-      .map((d) => ({ service: d.name, port: Number(new URL(d.baseUrl).port), maxConcurrent: d.isolation.maxConcurrent, minConcurrent: d.isolation.minConcurrent, maxQueue: d.isolation.maxQueue }))
+      .map((d) => ({
+        service: d.name,
+        port: Number(new URL(d.baseUrl).port),
+        maxConcurrent: d.isolation.maxConcurrent,
+        minConcurrent: d.isolation.minConcurrent,
+        maxQueue: d.isolation.maxQueue,
+      }))
       .sort((a, b) => a.service.localeCompare(b.service));
     const fromManifest = effectiveDependencies(m, manifests)
-      .map((d) => ({ service: d.service, port: manifests.find((x) => x.name === d.service)!.ports.rpc, maxConcurrent: d.maxConcurrent, minConcurrent: d.minConcurrent, maxQueue: d.maxQueue }))
+      .map((d) => ({
+        service: d.service,
+        port: manifests.find((x) => x.name === d.service)!.ports.rpc,
+        maxConcurrent: d.maxConcurrent,
+        minConcurrent: d.minConcurrent,
+        maxQueue: d.maxQueue,
+      }))
       .sort((a, b) => a.service.localeCompare(b.service));
     assert.deepEqual(fromConfig, fromManifest, `${m.file}: dependencies and their bulkheads agree with services/${m.name}/src/config.ts`);
   }

@@ -74,7 +74,10 @@ describe("storm lab (quick)", () => {
     const perRead = reads.transactionsPerRequest["pricing-db"] ?? 0;
     assert.ok(perRead >= 24 && perRead <= 27, `naive: ${perRead} pricing-db transactions per ListProducts${context(r)}`);
     // The hops in between: checkout is called 3 times per read, pricing 9 times.
-    assert.ok(reads.receivedPerRequest.checkout >= 2.7 && reads.receivedPerRequest.checkout <= 3, `checkout received ${reads.receivedPerRequest.checkout} per read`);
+    assert.ok(
+      reads.receivedPerRequest.checkout >= 2.7 && reads.receivedPerRequest.checkout <= 3,
+      `checkout received ${reads.receivedPerRequest.checkout} per read`,
+    );
     assert.ok(reads.receivedPerRequest.pricing >= 8 && reads.receivedPerRequest.pricing <= 9, `pricing received ${reads.receivedPerRequest.pricing} per read`);
   });
 
@@ -96,7 +99,10 @@ describe("storm lab (quick)", () => {
     // Per-request means come rounded to 2 decimals: half a unit of slack for that.
     const allowed = 1.1 + (banked + 10 + 0.1 * rate * 3) / w.requests + 0.005;
     const perRequest = w.transactionsPerRequest["pricing-db"] ?? 0;
-    assert.ok(perRequest <= allowed, `platform without breakers: ${perRequest} pricing-db transactions per request (allowed ${allowed.toFixed(3)})${context(r)}`);
+    assert.ok(
+      perRequest <= allowed,
+      `platform without breakers: ${perRequest} pricing-db transactions per request (allowed ${allowed.toFixed(3)})${context(r)}`,
+    );
     // Exactly one layer retries: below the gateway, one attempt per gateway attempt.
     assert.ok(w.receivedPerRequest.checkout <= allowed, `checkout received ${w.receivedPerRequest.checkout} per request (allowed ${allowed.toFixed(3)})`);
     assert.ok(w.receivedPerRequest.pricing <= allowed, `pricing received ${w.receivedPerRequest.pricing} per request (allowed ${allowed.toFixed(3)})`);
@@ -145,12 +151,21 @@ describe("storm lab (quick)", () => {
     // The spike must really have been sent above capacity: a load generator too starved to
     // produce it would make "recovers" meaningless (the rate asked for is 2x in quick mode by definition;
     // what was sent is measured).
-    assert.ok(p.windows.trigger.sentPerSec > p.capacity.referencePerSec, `platform: ${p.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${p.capacity.referencePerSec}`);
-    assert.ok(n.windows.trigger.sentPerSec > n.capacity.referencePerSec, `naive: ${n.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${n.capacity.referencePerSec}`);
+    assert.ok(
+      p.windows.trigger.sentPerSec > p.capacity.referencePerSec,
+      `platform: ${p.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${p.capacity.referencePerSec}`,
+    );
+    assert.ok(
+      n.windows.trigger.sentPerSec > n.capacity.referencePerSec,
+      `naive: ${n.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${n.capacity.referencePerSec}`,
+    );
     // And it really overloaded: some users who came during the spike were not served on any
     // try. If every one was, the machine could do more than its capacity was measured at
     // (it was busier then) and nothing below says anything.
-    assert.ok(n.windows.trigger.usersServedRatio < 1, `naive served ${Math.round(n.windows.trigger.usersServedRatio * 100)}% of the spike's users: the spike did not overload${context(n)}`);
+    assert.ok(
+      n.windows.trigger.usersServedRatio < 1,
+      `naive served ${Math.round(n.windows.trigger.usersServedRatio * 100)}% of the spike's users: the spike did not overload${context(n)}`,
+    );
     // The end of the run (its last 3 s): the post-spike window also holds the recovery itself.
     assert.ok(
       p.recovery.endGoodputRatio >= 0.8,

@@ -57,7 +57,10 @@ test("with CI=true and nothing skipped: the run passes", () => {
 });
 
 test("a failure is listed in the summary with its suite, and fails the run", () => {
-  const r = runNpmTest(`import { describe, test } from "node:test";\nimport assert from "node:assert/strict";\ndescribe("s", () => { test("breaks", () => assert.equal(1, 2)); });\n`, { CI: undefined });
+  const r = runNpmTest(
+    `import { describe, test } from "node:test";\nimport assert from "node:assert/strict";\ndescribe("s", () => { test("breaks", () => assert.equal(1, 2)); });\n`,
+    { CI: undefined },
+  );
   assert.equal(r.status, 1);
   assert.match(r.stdout, /== failing tests \(1\)\nnot ok: s > breaks\n/);
 });

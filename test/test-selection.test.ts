@@ -99,7 +99,11 @@ test("a change in a package runs its specs, its dependents' (services and, throu
 
 test("a change in a service runs its specs, the launcher's, and the tests that start the platform (through a helper)", () => {
   withRepo((dir) => {
-    assert.deepEqual(selected(dir, ["services/s/src/main.ts"]), ["packages/launcher/src/launcher.spec.ts", "services/s/src/s.spec.ts", "test/e2e/platform.test.ts"]);
+    assert.deepEqual(selected(dir, ["services/s/src/main.ts"]), [
+      "packages/launcher/src/launcher.spec.ts",
+      "services/s/src/s.spec.ts",
+      "test/e2e/platform.test.ts",
+    ]);
   });
 });
 
@@ -130,7 +134,8 @@ test("no change selects no file", () => {
 
 test("changed since main: committed on the branch, staged, unstaged, untracked and deleted, not what main changed after the branch left it", () => {
   withRepo((dir) => {
-    const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=test", "-c", "user.email=test@example.com", ...args], { cwd: dir, encoding: "utf8" });
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-c", "user.name=test", "-c", "user.email=test@example.com", ...args], { cwd: dir, encoding: "utf8" });
     git("init", "-q", "-b", "main");
     git("add", ".");
     git("commit", "-q", "-m", "start");

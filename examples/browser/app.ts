@@ -20,7 +20,8 @@ declare global {
 
 const gateway = new URLSearchParams(location.search).get("gateway") ?? "http://127.0.0.1:8080";
 const checkout = createClient(CheckoutService, createConnectTransport({ baseUrl: gateway, useHttpGet: true }));
-const result: ExampleResult = (window.exampleResult = { done: false, products: [], errors: [] });
+const result: ExampleResult = { done: false, products: [], errors: [] };
+window.exampleResult = result;
 
 const el = (id: string) => document.getElementById(id)!;
 function log(text: string, error = false): void {
@@ -54,13 +55,21 @@ async function main(): Promise<void> {
   const first = list.products[0];
   if (!first) return;
   const placed = await attempt("PlaceOrder", () =>
-    checkout.placeOrder({ customerId: "browser-example", items: [{ sku: first.sku, quantity: 1 }] }, { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: crypto.randomUUID() } }),
+    checkout.placeOrder(
+      { customerId: "browser-example", items: [{ sku: first.sku, quantity: 1 }] },
+      { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: crypto.randomUUID() } },
+    ),
   );
   if (placed?.order) {
     result.order = { id: placed.order.id, total: placed.order.total?.amountMinor.toString() ?? "" };
     log(`order placed: ${placed.order.id}`);
   }
-  await attempt("unknown SKU", () => checkout.placeOrder({ customerId: "browser-example", items: [{ sku: "NO-SUCH-SKU", quantity: 1 }] }, { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: crypto.randomUUID() } }));
+  await attempt("unknown SKU", () =>
+    checkout.placeOrder(
+      { customerId: "browser-example", items: [{ sku: "NO-SUCH-SKU", quantity: 1 }] },
+      { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: crypto.randomUUID() } },
+    ),
+  );
 }
 
 void main().finally(() => {

@@ -19,7 +19,15 @@ export interface ExampleServer {
 
 /** Bundles the page (once) and serves it on host:port (0: a free port). */
 export async function serveBrowserExample(port = 0, host = "127.0.0.1"): Promise<ExampleServer> {
-  const bundle = await build({ entryPoints: [here("./app.ts")], bundle: true, format: "esm", platform: "browser", target: "es2022", write: false, logLevel: "silent" });
+  const bundle = await build({
+    entryPoints: [here("./app.ts")],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    write: false,
+    logLevel: "silent",
+  });
   const appJs = bundle.outputFiles[0]!.contents;
   const html = readFileSync(here("./index.html"));
   const server: Server = createServer((req, res) => {

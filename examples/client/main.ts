@@ -21,7 +21,16 @@ const transport = createConnectTransport({
   httpVersion: "1.1", // or "2"; createGrpcTransport() from the same package speaks gRPC
   // ListProducts and GetOrder have no side effects: they go as HTTP GET (cacheable, see docs/connect-get.md).
   useHttpGet: true,
-  ...(apiKey ? { interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${apiKey}`), next(req))] } : {}),
+  ...(apiKey
+    ? {
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${apiKey}`);
+            return next(req);
+          },
+        ],
+      }
+    : {}),
 });
 const checkout = createClient(CheckoutService, transport);
 
@@ -50,7 +59,7 @@ function unreachable(err: ConnectError): string | undefined {
 }
 
 // 1. The catalogue, with a deadline: every call should have one (timeoutMs is sent as connect-timeout-ms).
-let products;
+let products: Awaited<ReturnType<typeof checkout.listProducts>>["products"];
 try {
   products = (await checkout.listProducts({}, { timeoutMs: 2000 })).products;
 } catch (e) {
@@ -72,7 +81,13 @@ if (!first || !second) throw new Error("the catalogue needs two products for thi
 // 2. An order, with an idempotency key and a deadline. Keep the key: a retry
 // with it (after a timeout, a crash, a lost answer) never orders twice.
 const key = randomUUID();
-const request = { customerId: "example-client", items: [{ sku: first.sku, quantity: 2 }, { sku: second.sku, quantity: 1 }] };
+const request = {
+  customerId: "example-client",
+  items: [
+    { sku: first.sku, quantity: 2 },
+    { sku: second.sku, quantity: 1 },
+  ],
+};
 const placed = await attempt("PlaceOrder", () => checkout.placeOrder(request, { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: key } }));
 if (placed instanceof ConnectError) process.exit(1);
 const order = placed.order!;
@@ -87,8 +102,15 @@ const read = await attempt("GetOrder", () => checkout.getOrder({ orderId: order.
 if (!(read instanceof ConnectError)) console.log(`order read back: ${read.order?.id} ${read.order?.items.length} items`);
 
 // 5. Each error a client must handle, provoked on purpose.
-await attempt("same key, different order", () => checkout.placeOrder({ ...request, customerId: "someone-else" }, { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: key } }));
-await attempt("unknown SKU", () => checkout.placeOrder({ customerId: "example-client", items: [{ sku: "NO-SUCH-SKU", quantity: 1 }] }, { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: randomUUID() } }));
+await attempt("same key, different order", () =>
+  checkout.placeOrder({ ...request, customerId: "someone-else" }, { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: key } }),
+);
+await attempt("unknown SKU", () =>
+  checkout.placeOrder(
+    { customerId: "example-client", items: [{ sku: "NO-SUCH-SKU", quantity: 1 }] },
+    { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: randomUUID() } },
+  ),
+);
 await attempt("unknown order", () => checkout.getOrder({ orderId: "00000000-0000-0000-0000-000000000000" }, { timeoutMs: 2000 }));
 await attempt("a 1 ms deadline", () => checkout.placeOrder(request, { timeoutMs: 1, headers: { [idempotencyKeyHeader]: randomUUID() } }));
 console.log("done");

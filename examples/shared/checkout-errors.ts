@@ -42,11 +42,21 @@ export function adviceFor(error: unknown): ErrorAdvice {
       return { code, retryable: false, advice: "send an API key: Authorization: Bearer <key>" };
     case Code.ResourceExhausted: {
       const wait = retryAfterMs(err);
-      return { code, retryable: true, ...(wait !== undefined ? { retryAfterMs: wait } : {}), advice: `too many requests or too large a body: retry after ${wait ?? "a backoff"} ms with the same idempotency key` };
+      return {
+        code,
+        retryable: true,
+        ...(wait !== undefined ? { retryAfterMs: wait } : {}),
+        advice: `too many requests or too large a body: retry after ${wait ?? "a backoff"} ms with the same idempotency key`,
+      };
     }
     case Code.Unavailable: {
       const wait = retryAfterMs(err);
-      return { code, retryable: true, ...(wait !== undefined ? { retryAfterMs: wait } : {}), advice: "the platform cannot serve this now: retry later, with backoff and the same idempotency key" };
+      return {
+        code,
+        retryable: true,
+        ...(wait !== undefined ? { retryAfterMs: wait } : {}),
+        advice: "the platform cannot serve this now: retry later, with backoff and the same idempotency key",
+      };
     }
     case Code.DeadlineExceeded:
       return { code, retryable: true, advice: "no answer in time; an order may or may not have been placed: retry with the same idempotency key to find out" };

@@ -70,7 +70,10 @@ async function main(): Promise<void> {
     summary,
     text,
     info,
-    markdown: values.quick || values["no-docs"] || values["platform-log-level"] !== undefined ? undefined : { path: join(process.cwd(), "docs", "bench", "results.md"), content: markdownReport(summary, info) },
+    markdown:
+      values.quick || values["no-docs"] || values["platform-log-level"] !== undefined
+        ? undefined
+        : { path: join(process.cwd(), "docs", "bench", "results.md"), content: markdownReport(summary, info) },
   });
   for (const w of written) console.log(`wrote ${w}`);
 }

@@ -42,9 +42,7 @@ export async function placeOrderStatements(pool: pg.Pool, customerId: string, it
     }
   };
   await run((c) =>
-    tx(c, "BEGIN READ ONLY", () =>
-      c.query("SELECT request_hash, response FROM orders.idempotency_records WHERE key = $1 AND expires_at >= now()", [key]),
-    ),
+    tx(c, "BEGIN READ ONLY", () => c.query("SELECT request_hash, response FROM orders.idempotency_records WHERE key = $1 AND expires_at >= now()", [key])),
   );
   const skus = items.map((i) => i.sku);
   const prices = await run((c) =>

@@ -45,7 +45,10 @@ function memoryRows(s: BenchSummary): string[][] {
   const cols = [...hopOrder].reverse();
   const rows = [["resident memory MiB (now / peak)", ...cols]];
   for (const system of ["platform", "plain"] as const) {
-    rows.push([system, ...cols.map((k) => (s.memory[system][k] ? `${f(s.memory[system][k]!.rssKiB / 1024, 0)} / ${f(s.memory[system][k]!.peakKiB / 1024, 0)}` : "-"))]);
+    rows.push([
+      system,
+      ...cols.map((k) => (s.memory[system][k] ? `${f(s.memory[system][k]!.rssKiB / 1024, 0)} / ${f(s.memory[system][k]!.peakKiB / 1024, 0)}` : "-")),
+    ]);
   }
   return rows;
 }
@@ -83,7 +86,14 @@ export function noiseLine(s: BenchSummary): string {
 
 /** Every table, for the terminal. */
 export function textReport(s: BenchSummary): string {
-  const sections = [throughputRows(s), protocolRows(s), s.hops.length > 0 ? hopRows(s) : undefined, cpuRows(s), memoryRows(s), s.ceiling.length > 0 ? ceilingRows(s) : undefined];
+  const sections = [
+    throughputRows(s),
+    protocolRows(s),
+    s.hops.length > 0 ? hopRows(s) : undefined,
+    cpuRows(s),
+    memoryRows(s),
+    s.ceiling.length > 0 ? ceilingRows(s) : undefined,
+  ];
   return sections
     .filter((x): x is string[][] => x !== undefined)
     .map(renderTable)
@@ -140,5 +150,5 @@ export function markdownReport(s: BenchSummary, info: RunInfo): string {
   if (s.ceiling.length > 0) parts.push("", markdownTable(ceilingRows(s)));
   const failures = failureLines(s);
   if (failures.length > 0) parts.push("", "Failures (the first message of each kind):", "", ...failures.map((l) => `- ${l}`));
-  return parts.join("\n") + "\n";
+  return `${parts.join("\n")}\n`;
 }

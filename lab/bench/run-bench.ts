@@ -154,7 +154,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
         operation: first.operation,
         concurrency: first.concurrency,
       };
-      return leg(round, system, m.map((c) => c.id), spec, seconds);
+      return leg(
+        round,
+        system,
+        m.map((c) => c.id),
+        spec,
+        seconds,
+      );
     };
 
     if (opts.warmupSeconds > 0) {
@@ -183,7 +189,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       }
       if (opts.ceiling) {
         for (const concurrency of [1, opts.concurrency]) {
-          const ls = await leg(round, "db", [ceilingCellId(concurrency)], { target: { kind: "db", databaseUrl: sys.databaseUrl }, operation: "db.PlaceOrderStatements", concurrency }, opts.seconds);
+          const ls = await leg(
+            round,
+            "db",
+            [ceilingCellId(concurrency)],
+            { target: { kind: "db", databaseUrl: sys.databaseUrl }, operation: "db.PlaceOrderStatements", concurrency },
+            opts.seconds,
+          );
           legs.push(...ls);
           log(`  ${ceilingCellId(concurrency).padEnd(42)} ${rate(ls[0]).toFixed(0).padStart(5)}/s`);
         }

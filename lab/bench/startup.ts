@@ -68,7 +68,15 @@ async function startOnce(name: string, form: Form, env: Record<string, string>):
   const started = performance.now();
   const child = fork(entry, [], {
     execArgv: form === "built" ? [] : ["--import", "tsx"],
-    env: { ...process.env, ...env, HOST: "127.0.0.1", PORT: String(port), ADMIN_PORT: String(adminPort), LOG_LEVEL: "warn", ...(form === "tsx, no cache" ? { TSX_DISABLE_CACHE: "1" } : {}) },
+    env: {
+      ...process.env,
+      ...env,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      LOG_LEVEL: "warn",
+      ...(form === "tsx, no cache" ? { TSX_DISABLE_CACHE: "1" } : {}),
+    },
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
   const exited = once(child, "exit");
@@ -106,7 +114,10 @@ const dataDir = tempDataDir();
 const postgres = await startEmbeddedPostgres({ dataDir: join(dataDir, "postgres"), port: 0, host: "127.0.0.1" });
 try {
   const manifests = readServiceManifests();
-  const roles = await ensureServiceRoles(postgres.url, manifests.flatMap((m) => (m.database ? [m.database] : [])));
+  const roles = await ensureServiceRoles(
+    postgres.url,
+    manifests.flatMap((m) => (m.database ? [m.database] : [])),
+  );
   // Dependencies are not called at start; their addresses only need to parse.
   const env: Record<string, Record<string, string>> = Object.fromEntries(
     manifests.map((m) => [
@@ -135,7 +146,9 @@ try {
   const med = (name: string, form: Form, field: keyof Sample) => median((samples.get(`${name}\0${form}`) ?? []).map((s) => s[field]));
   const cells = (name: string, field: keyof Sample, digits: number) => forms.map((form) => med(name, form, field).toFixed(digits));
   const ratios = (name: string, field: keyof Sample) =>
-    [ratio(med(name, "built", field), med(name, "tsx", field)), ratio(med(name, "built", field), med(name, "tsx, no cache", field))].map((x) => x.toFixed(2)).join(" / ");
+    [ratio(med(name, "built", field), med(name, "tsx", field)), ratio(med(name, "built", field), med(name, "tsx, no cache", field))]
+      .map((x) => x.toFixed(2))
+      .join(" / ");
   const head = `| service | ${forms.join(" | ")} | built/tsx / built/no cache |`;
   const rule = `|---|${forms.map(() => "---|").join("")}---|`;
   const table = (title: string, field: keyof Sample, digits: number, withRatios = true) => [

@@ -146,7 +146,12 @@ export function summarize(run: BenchRun): BenchSummary {
     if (legs.length === 0) continue;
     const perSec = side(legs).perSec;
     const order = cell(gatewayCellId("PlaceOrder", "grpc-h2c", concurrency));
-    ceiling.push({ concurrency, perSec, platformShare: (order?.platform.perSec ?? Number.NaN) / perSec, plainShare: (order?.plain.perSec ?? Number.NaN) / perSec });
+    ceiling.push({
+      concurrency,
+      perSec,
+      platformShare: (order?.platform.perSec ?? Number.NaN) / perSec,
+      plainShare: (order?.plain.perSec ?? Number.NaN) / perSec,
+    });
   }
 
   const protocolRatio = (method: Method, system: System, p: number) => {

@@ -39,7 +39,11 @@ async function postmasterPid(databaseUrl: string): Promise<number> {
 
 /** `platformLogLevel`: "shipped" (the services' default, one line per request) unless an experiment asks otherwise. */
 export async function startSystems(log: (line: string) => void, platformLogLevel = "shipped"): Promise<Systems> {
-  const platform: LabPlatform = await startLabPlatform("platform", { faultInjection: false, logLevel: platformLogLevel, onProgress: (l) => log(`platform: ${l}`) });
+  const platform: LabPlatform = await startLabPlatform("platform", {
+    faultInjection: false,
+    logLevel: platformLogLevel,
+    onProgress: (l) => log(`platform: ${l}`),
+  });
   let plain: PlainChain | undefined;
   const plainLogs = mkdtempSync(join(tmpdir(), "bench-plain-"));
   try {

@@ -20,7 +20,7 @@ export function writeBenchFiles(opts: {
   mkdirSync(opts.dir, { recursive: true });
   const legs = opts.run.legs.map(({ latenciesMs: _samples, ...rest }) => rest);
   const json = join(opts.dir, "bench.json");
-  writeFileSync(json, JSON.stringify({ info: opts.info, options: opts.run.options, summary: opts.summary, legs }, null, 2) + "\n");
+  writeFileSync(json, `${JSON.stringify({ info: opts.info, options: opts.run.options, summary: opts.summary, legs }, null, 2)}\n`);
   const table = join(opts.dir, "table.txt");
   writeFileSync(table, `${opts.info.command}\n${opts.info.commit}, ${opts.info.date}\n\n${opts.text}\n`);
   const written = [json, table];

@@ -81,7 +81,7 @@ export class DatabaseObserver {
   }
 
   async orderCounts(customerPrefix: string, failedCustomers: readonly string[]): Promise<OrderCounts> {
-    const like = customerPrefix.replace(/[\\%_]/g, (c) => "\\" + c) + "%";
+    const like = `${customerPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     const totals = await this.query<{ orders: string; duplicates: string }>(
       `SELECT coalesce(sum(n), 0) AS orders, coalesce(sum(n - 1), 0) AS duplicates
          FROM (SELECT count(*) AS n FROM orders.orders WHERE customer_id LIKE $1 GROUP BY customer_id) per_customer`,

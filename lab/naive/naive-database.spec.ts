@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { createScope, runInScope, setFaults } from "@platform/resilience";
 import { type Database, createDatabase } from "@platform/database";
 import { metricValue } from "../../packages/database/src/testing/metric-value.js";
@@ -50,7 +50,10 @@ describe("naive database client", () => {
       (e: ConnectError) => e.code === Code.Unavailable,
     );
     assert.equal((await metricValue("db_transactions_total", { db: "naive-fail-db" })) - before, 3);
-    assert.deepEqual(lines.map((l) => `${l.requestId}:${l.outcome}`), ["user-7:error", "user-7:error", "user-7:error"]);
+    assert.deepEqual(
+      lines.map((l) => `${l.requestId}:${l.outcome}`),
+      ["user-7:error", "user-7:error", "user-7:error"],
+    );
   });
 
   it("stops waiting after its fixed timeout and tries again, while the timed-out statement keeps running on the server", async () => {
@@ -103,7 +106,11 @@ describe("naive database client", () => {
         await holder;
         const { rows } = await queued;
         assert.deepEqual(rows, [{ one: 1 }]);
-        assert.deepEqual(lines.map((l) => l.outcome), ["ok", "ok"], "one attempt each, both succeeded");
+        assert.deepEqual(
+          lines.map((l) => l.outcome),
+          ["ok", "ok"],
+          "one attempt each, both succeeded",
+        );
       } finally {
         scope.dispose();
       }

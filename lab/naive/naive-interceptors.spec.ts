@@ -38,10 +38,7 @@ test("naive: a failing dependency is attempted exactly 3 times, with 200 ms and 
 });
 
 test("naive: transient codes, timeouts included, are retried; a caller's mistake is not", async () => {
-  assert.deepEqual(
-    [...naiveRetryable].map((c) => Code[c]).sort(),
-    ["DeadlineExceeded", "Internal", "ResourceExhausted", "Unavailable", "Unknown"],
-  );
+  assert.deepEqual([...naiveRetryable].map((c) => Code[c]).sort(), ["DeadlineExceeded", "Internal", "ResourceExhausted", "Unavailable", "Unknown"]);
   let attempts = 0;
   const call = naiveClient("spec-b", 5000, async () => {
     attempts++;

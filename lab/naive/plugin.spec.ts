@@ -14,12 +14,17 @@ const logger = createLogger("naive-spec", "silent");
 
 test("servers: no admission, no intake, the deadline interceptor replaced and every other one kept", () => {
   const shutdownSignal = new AbortController().signal;
-  const platform: ServerComposition = { interceptors: serverInterceptors({ deadline: config.deadline, logger, shutdownSignal }), admission: true, intake: true };
+  const platform: ServerComposition = {
+    interceptors: serverInterceptors({ deadline: config.deadline, logger, shutdownSignal }),
+    admission: true,
+    intake: true,
+  };
   const naive = plugin.server!(platform, { config, logger, shutdownSignal });
   assert.equal(naive.admission, false);
   assert.equal(naive.intake, false);
   assert.notEqual(naive.interceptors.deadline, platform.interceptors.deadline);
-  for (const role of ["requestLog", "requestId", "tracing", "errors", "faults"] as const) assert.equal(naive.interceptors[role], platform.interceptors[role], role);
+  for (const role of ["requestLog", "requestId", "tracing", "errors", "faults"] as const)
+    assert.equal(naive.interceptors[role], platform.interceptors[role], role);
 });
 
 test("dependency clients: the naive retry and fixed-timeout pair only, and no PING", () => {
@@ -30,8 +35,18 @@ test("dependency clients: the naive retry and fixed-timeout pair only, and no PI
 });
 
 test("each service's own fixed timeout, overridden by NAIVE_CALL_TIMEOUT_MS, and a bad override refused by name", () => {
-  assert.deepEqual(["gateway", "checkout", "orders", "pricing"].map((s) => callTimeoutFor(s, {})), [10_000, 8000, 5000, 4000]);
+  assert.deepEqual(
+    ["gateway", "checkout", "orders", "pricing"].map((s) => callTimeoutFor(s, {})),
+    [10_000, 8000, 5000, 4000],
+  );
   assert.equal(callTimeoutFor("orders", { NAIVE_CALL_TIMEOUT_MS: "1234" }), 1234);
   assert.throws(() => callTimeoutFor("orders", { NAIVE_CALL_TIMEOUT_MS: "soon" }), /NAIVE_CALL_TIMEOUT_MS must be an integer/);
-  assert.deepEqual(plugin.effects!("checkout"), { callAttempts: 3, fixedCallTimeoutMs: 8000, noAdmission: true, noIsolation: true, noIntake: true, databaseAttempts: 3 });
+  assert.deepEqual(plugin.effects!("checkout"), {
+    callAttempts: 3,
+    fixedCallTimeoutMs: 8000,
+    noAdmission: true,
+    noIsolation: true,
+    noIntake: true,
+    databaseAttempts: 3,
+  });
 });

@@ -42,7 +42,8 @@ export function callTimeoutFor(service: string, env: Record<string, string | und
 export const plugin: PlatformPlugin = {
   name: "naive",
   // The service's database (orders, pricing) is named after it: applicationName.
-  setup: () => useDatabaseFactory((opts) => createNaiveDatabase({ ...opts, queryTimeoutMs: callTimeoutFor(opts.applicationName ?? opts.name.replace(/-db$/, "")) })),
+  setup: () =>
+    useDatabaseFactory((opts) => createNaiveDatabase({ ...opts, queryTimeoutMs: callTimeoutFor(opts.applicationName ?? opts.name.replace(/-db$/, "")) })),
   server: (composition, { config, logger, shutdownSignal }) => ({
     interceptors: { ...composition.interceptors, deadline: naiveDeadlineInterceptor({ deadline: config.deadline, logger, shutdownSignal }) },
     admission: false,
@@ -62,4 +63,3 @@ export const plugin: PlatformPlugin = {
     databaseAttempts: naiveAttempts,
   }),
 };
-

@@ -9,7 +9,7 @@
 import { randomUUID, createHash } from "node:crypto";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
-import { commonV1, ordersV1, pricingV1 } from "@platform/proto";
+import { type commonV1, ordersV1, pricingV1 } from "@platform/proto";
 import type pg from "pg";
 import { closer, grpcClient, portEnv, requiredEnv, runPlainService, serveH2c } from "./plain-runtime.js";
 import { plainPool, transaction } from "./plain-transaction.js";

@@ -38,7 +38,13 @@ async function mailerCounts(adminUrl: string): Promise<{ sent: number; duplicate
 }
 
 /** Waits (bounded) until no receipt is pending, then counts. */
-export async function countReceipts(opts: { databaseUrl: string; mailerAdminUrl: string; customerPrefix: string; triggerOffAt: number; maxWaitMs: number }): Promise<ReceiptCounts> {
+export async function countReceipts(opts: {
+  databaseUrl: string;
+  mailerAdminUrl: string;
+  customerPrefix: string;
+  triggerOffAt: number;
+  maxWaitMs: number;
+}): Promise<ReceiptCounts> {
   const client = new pg.Client({ connectionString: opts.databaseUrl });
   client.on("error", () => {});
   await client.connect();

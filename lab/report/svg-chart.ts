@@ -97,9 +97,11 @@ export function lineChartSvg(spec: ChartSpec): string {
   const lx = m.left + pw + 16;
   spec.series.forEach((s, i) => {
     const ly = m.top + 10 + i * 20;
-    out.push(`<line x1="${lx}" x2="${lx + 26}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="${s.width ?? 2}"${s.dashed ? ' stroke-dasharray="6 4"' : ""}/>`);
+    out.push(
+      `<line x1="${lx}" x2="${lx + 26}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="${s.width ?? 2}"${s.dashed ? ' stroke-dasharray="6 4"' : ""}/>`,
+    );
     out.push(`<text x="${lx + 32}" y="${ly + 4}">${esc(s.label)}</text>`);
   });
   out.push("</svg>");
-  return out.join("\n") + "\n";
+  return `${out.join("\n")}\n`;
 }

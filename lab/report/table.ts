@@ -5,7 +5,9 @@ import { ablations } from "../variants.js";
 /** Renders rows as an aligned plain-text table (first row is the header). */
 export function renderTable(rows: string[][]): string {
   const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  for (const r of rows) {
+    for (const [i, c] of r.entries()) widths[i] = Math.max(widths[i] ?? 0, c.length);
+  }
   const line = (r: string[]) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   const [head, ...body] = rows;
   if (!head) return "";
@@ -58,7 +60,20 @@ export const columnHelp = [
 
 export function resultsTable(results: readonly RunResult[]): string {
   const rows: string[][] = [
-    ["scenario", "variant", "cap", "sent/s pre->trig", "goodput pre/trig/post", "trig/cap", "served", "GetOrder/s", "hops co/or/pr", "late dl/tx/orders", "dup", "recovery"],
+    [
+      "scenario",
+      "variant",
+      "cap",
+      "sent/s pre->trig",
+      "goodput pre/trig/post",
+      "trig/cap",
+      "served",
+      "GetOrder/s",
+      "hops co/or/pr",
+      "late dl/tx/orders",
+      "dup",
+      "recovery",
+    ],
   ];
   for (const g of groups(results)) {
     const r = g[0]!;
@@ -70,12 +85,20 @@ export function resultsTable(results: readonly RunResult[]): string {
       `${w((x) => x.windows.pre.sentPerSec)}->${w((x) => x.windows.trigger.sentPerSec)}`,
       `${w((x) => x.windows.pre.goodputPerSec)}/${w((x) => x.windows.trigger.goodputPerSec)}/${w((x) => x.windows.post.goodputPerSec)}`,
       w((x) => x.triggerGoodputVsCapacity, 2),
-      stat(g.map((x) => x.windows.trigger.usersServedRatio * 100), 0, "%"),
+      stat(
+        g.map((x) => x.windows.trigger.usersServedRatio * 100),
+        0,
+        "%",
+      ),
       `${w((x) => x.windows.trigger.readsPerSec, 1)}/${w((x) => x.windows.trigger.readsOfferedPerSec, 1)}`,
       `${w((x) => x.amplification.hopsPerRequest.checkout, 2)}/${w((x) => x.amplification.hopsPerRequest.orders, 2)}/${w((x) => x.amplification.hopsPerRequest.pricing, 2)}`,
       `${w((x) => x.lateWork.handlersAfterDeadline)}/${r.lateWork.transactionsAfterCallerLeft === undefined ? "-" : w((x) => x.lateWork.transactionsAfterCallerLeft ?? Number.NaN)}/${w((x) => x.lateWork.ordersForFailedCalls)}`,
       w((x) => x.orders.duplicates),
-      stat(g.map((x) => x.recovery.recoveredAfterSec), 2, " s"),
+      stat(
+        g.map((x) => x.recovery.recoveredAfterSec),
+        2,
+        " s",
+      ),
     ]);
   }
   return renderTable(rows);
@@ -98,7 +121,11 @@ export function attributionTable(results: readonly RunResult[]): string {
   for (const g of groups(results)) {
     const r = g[0]!;
     if (!r.attribution) continue;
-    const a = (f: (x: NonNullable<RunResult["attribution"]>) => number, d = 2) => stat(g.map((x) => (x.attribution ? f(x.attribution) : Number.NaN)), d);
+    const a = (f: (x: NonNullable<RunResult["attribution"]>) => number, d = 2) =>
+      stat(
+        g.map((x) => (x.attribution ? f(x.attribution) : Number.NaN)),
+        d,
+      );
     rows.push([
       r.scenario,
       r.variant,
@@ -188,7 +215,15 @@ export function ablationTable(results: readonly RunResult[]): string {
       stat(b, 2),
       stat(o, 2),
       Number.isFinite(mb) && Number.isFinite(mo) && mb !== 0 ? `x${(mo / mb).toFixed(2)}` : "-",
-      `${stat(base.map((r) => r.recovery.recoveredAfterSec), 2, " s")} / ${stat(off.map((r) => r.recovery.recoveredAfterSec), 2, " s")}`,
+      `${stat(
+        base.map((r) => r.recovery.recoveredAfterSec),
+        2,
+        " s",
+      )} / ${stat(
+        off.map((r) => r.recovery.recoveredAfterSec),
+        2,
+        " s",
+      )}`,
     ]);
   }
   return rows.length === 1 ? "" : renderTable(rows);
@@ -203,11 +238,11 @@ export function warningLines(results: readonly RunResult[]): string[] {
 export function fullReport(results: readonly RunResult[]): string {
   const parts = [resultsTable(results)];
   const attribution = attributionTable(results);
-  if (attribution) parts.push("Full outage, per user request:\n" + attribution);
+  if (attribution) parts.push(`Full outage, per user request:\n${attribution}`);
   const receipts = receiptsTable(results);
-  if (receipts) parts.push("Receipts, off the request path:\n" + receipts);
+  if (receipts) parts.push(`Receipts, off the request path:\n${receipts}`);
   const ablation = ablationTable(results);
-  if (ablation) parts.push("Ablation: the platform with one mechanism off:\n" + ablation);
+  if (ablation) parts.push(`Ablation: the platform with one mechanism off:\n${ablation}`);
   const warnings = warningLines(results);
   if (warnings.length > 0) parts.push(warnings.join("\n"));
   return parts.join("\n\n");

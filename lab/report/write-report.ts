@@ -63,18 +63,27 @@ const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replac
  * breakers), one per ablation (platform against the platform without the
  * mechanism), and index.html showing the tables and every chart.
  */
-export function writeReport(dir: string, results: readonly RunResult[], table: string, titles: Record<string, string>, meta: object, help: readonly string[] = []): ReportFiles {
+export function writeReport(
+  dir: string,
+  results: readonly RunResult[],
+  table: string,
+  titles: Record<string, string>,
+  meta: object,
+  help: readonly string[] = [],
+): ReportFiles {
   mkdirSync(dir, { recursive: true });
   const json = join(dir, "results.json");
-  writeFileSync(json, JSON.stringify({ ...meta, results }, null, 2) + "\n");
+  writeFileSync(json, `${JSON.stringify({ ...meta, results }, null, 2)}\n`);
   const tablePath = join(dir, "table.txt");
-  writeFileSync(tablePath, table + "\n" + (help.length > 0 ? "\n" + help.join("\n") + "\n" : ""));
+  writeFileSync(tablePath, `${table}\n${help.length > 0 ? `\n${help.join("\n")}\n` : ""}`);
   const charts: { file: string; caption: string }[] = [];
   const firstRep = results.filter((r) => (r.repetition ?? 1) === 1);
   const scenarios = [...new Set(firstRep.map((r) => r.scenario))];
   for (const scenario of scenarios) {
     const runs = firstRep.filter((r) => r.scenario === scenario);
-    const main = runs.filter((r) => !r.variant || r.variant === "naive" || r.variant === "platform" || (r.attribution !== undefined && r.variant === "platform-no-breakers"));
+    const main = runs.filter(
+      (r) => !r.variant || r.variant === "naive" || r.variant === "platform" || (r.attribution !== undefined && r.variant === "platform-no-breakers"),
+    );
     const file = join(dir, `${scenario}.svg`);
     writeFileSync(file, scenarioChart(scenario, titles[scenario] ?? scenario, main));
     charts.push({ file, caption: titles[scenario] ?? scenario });
@@ -101,6 +110,6 @@ export function writeReport(dir: string, results: readonly RunResult[], table: s
     ...charts.map((c) => `<h2>${esc(c.caption)}</h2>\n<img src="${esc(basename(c.file))}" alt="${esc(c.caption)}">`),
     "</body></html>",
   ].join("\n");
-  writeFileSync(index, html + "\n");
+  writeFileSync(index, `${html}\n`);
   return { dir, json, table: tablePath, index, charts: charts.map((c) => c.file) };
 }

@@ -10,7 +10,7 @@ const labelWidth = 470;
 const barWidth = 560;
 const colours: Record<string, string> = { gateway: "#4c78a8", checkout: "#f58518", orders: "#54a24b", pricing: "#b279a2" };
 
-const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const escapeXml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const nanos = (s: string) => BigInt(s);
 
 /** Spans of one trace in depth-first order, each with its depth; children by start time. */
@@ -35,7 +35,12 @@ export function treeOrder(spans: ReceivedSpan[]): { item: ReceivedSpan; depth: n
 
 export function waterfallSvg(spans: ReceivedSpan[], title: string): string {
   const rows = treeOrder(spans);
-  const start = rows.reduce((m, r) => (nanos(r.item.span.startTimeUnixNano) < m ? nanos(r.item.span.startTimeUnixNano) : m), nanos(rows[0]!.item.span.startTimeUnixNano));
+  const start = rows.reduce(
+    // biome-ignore lint/complexity/useMathMinMax: nanosecond timestamps are bigints, which Math.min does not take
+    (m, r) => (nanos(r.item.span.startTimeUnixNano) < m ? nanos(r.item.span.startTimeUnixNano) : m),
+    nanos(rows[0]!.item.span.startTimeUnixNano),
+  );
+  // biome-ignore lint/complexity/useMathMinMax: as above
   const end = rows.reduce((m, r) => (nanos(r.item.span.endTimeUnixNano) > m ? nanos(r.item.span.endTimeUnixNano) : m), 0n);
   const totalMs = Number(end - start) / 1e6;
   const x = (t: string) => labelWidth + (Number(nanos(t) - start) / 1e6 / totalMs) * barWidth;
@@ -44,7 +49,7 @@ export function waterfallSvg(spans: ReceivedSpan[], title: string): string {
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="ui-monospace, Menlo, monospace" font-size="12">`,
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
-    `<text x="10" y="20" font-size="14" font-weight="bold">${escape(title)}</text>`,
+    `<text x="10" y="20" font-size="14" font-weight="bold">${escapeXml(title)}</text>`,
     `<text x="10" y="38" fill="#555">${rows.length} spans, ${totalMs.toFixed(1)} ms; right: deadline left when the span started</text>`,
   ];
   rows.forEach(({ item, depth }, i) => {
@@ -58,12 +63,15 @@ export function waterfallSvg(spans: ReceivedSpan[], title: string): string {
     const deadline = spanAttribute(s, "deadline.remaining_ms");
     const failed = s.status?.code === 2;
     parts.push(
-      `<text x="${10 + depth * 14}" y="${y + 15}">${escape(label.length > 62 - depth * 2 ? label.slice(0, 60 - depth * 2) + "…" : label)}</text>`,
+      `<text x="${10 + depth * 14}" y="${y + 15}">${escapeXml(label.length > 62 - depth * 2 ? `${label.slice(0, 60 - depth * 2)}…` : label)}</text>`,
       `<rect x="${x0.toFixed(1)}" y="${y + 4}" width="${w.toFixed(1)}" height="${row - 8}" rx="2" fill="${failed ? "#e45756" : (colours[item.service] ?? "#888")}"${kind === "client" ? ' fill-opacity="0.55"' : ""}/>`,
       `<text x="${(x0 + w + 4).toFixed(1)}" y="${y + 15}" fill="#333">${ms.toFixed(2)} ms</text>`,
       deadline !== undefined ? `<text x="${labelWidth + barWidth + 180}" y="${y + 15}" text-anchor="end" fill="#555">${deadline} ms</text>` : "",
     );
   });
-  parts.push(`<text x="10" y="${height - 10}" fill="#555">solid: server spans; light: client calls and SQL statements (db.query.text in the span)</text>`, "</svg>");
-  return parts.filter(Boolean).join("\n") + "\n";
+  parts.push(
+    `<text x="10" y="${height - 10}" fill="#555">solid: server spans; light: client calls and SQL statements (db.query.text in the span)</text>`,
+    "</svg>",
+  );
+  return `${parts.filter(Boolean).join("\n")}\n`;
 }

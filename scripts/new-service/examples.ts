@@ -37,6 +37,7 @@ export function exampleFiles(root: string, example: ServiceNames): string[] {
   const files = [...filesUnder(root, `services/${example.name}`), ...filesUnder(root, `proto/${example.snake}`)];
   const e2e = `test/e2e/${example.name}.test.ts`;
   if (existsSync(join(root, e2e))) files.push(e2e);
-  if (!files.includes(`services/${example.name}/service.json`)) throw new Error(`the example services/${example.name} is missing (its service.json is not there)`);
+  if (!files.includes(`services/${example.name}/service.json`))
+    throw new Error(`the example services/${example.name} is missing (its service.json is not there)`);
   return files;
 }

@@ -57,10 +57,13 @@ export function deriveNames(name: string): ServiceNames {
 export function nameProblems(name: string): string[] {
   const out: string[] = [];
   if (!namePattern.test(name)) {
-    out.push(`"${name}" is not a valid service name: use lowercase letters, digits and single dashes, starting with a letter (e.g. "inventory", "stock-level")`);
+    out.push(
+      `"${name}" is not a valid service name: use lowercase letters, digits and single dashes, starting with a letter (e.g. "inventory", "stock-level")`,
+    );
     return out;
   }
-  if (name.length > maxNameLength) out.push(`"${name}" is longer than ${maxNameLength} characters (Kubernetes object names and PostgreSQL identifiers must stay short)`);
+  if (name.length > maxNameLength)
+    out.push(`"${name}" is longer than ${maxNameLength} characters (Kubernetes object names and PostgreSQL identifiers must stay short)`);
   const why = reserved.get(name);
   if (why !== undefined) out.push(`"${name}" is reserved: it is ${why}`);
   if (name.startsWith("pg-")) out.push(`"${name}" is reserved: PostgreSQL keeps schema and role names starting with pg_ for itself`);

@@ -20,11 +20,11 @@ export function tokenMap(from: ServiceNames, to: ServiceNames): TokenMap {
   ];
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 function pattern(map: TokenMap): RegExp {
   // Longest first, in one pass: a replacement is never matched again.
-  const tokens = [...map.map(([from]) => from)].sort((a, b) => b.length - a.length).map(escape);
+  const tokens = [...map.map(([from]) => from)].sort((a, b) => b.length - a.length).map(escapeRegExp);
   // Not inside a longer word on the left; on the right a lowercase letter or
   // digit would continue the name (`example-notes2`), an uppercase letter
   // starts the next part of an identifier (`ExampleNotesService`).

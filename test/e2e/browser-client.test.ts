@@ -76,7 +76,9 @@ test("the page lists the products, places an order and maps an error code, over 
   assert.ok(result.order, JSON.stringify(result));
   assert.equal(result.order.total, "2450");
   assert.deepEqual(await p.sql("SELECT id FROM orders.orders WHERE customer_id = 'browser-example'"), [{ id: result.order.id }]);
-  assert.deepEqual(result.errors, [{ what: "unknown SKU", code: "invalid_argument", advice: 'the request is wrong (unknown sku "NO-SUCH-SKU"): fix it, do not retry' }]);
+  assert.deepEqual(result.errors, [
+    { what: "unknown SKU", code: "invalid_argument", advice: 'the request is wrong (unknown sku "NO-SUCH-SKU"): fix it, do not retry' },
+  ]);
   assert.match(text, /unknown SKU: invalid_argument/);
   // ListProducts went as a GET (no side effects: useHttpGet); PlaceOrder as POST, after a CORS preflight.
   const rpc = calls.filter((c) => c.method !== "OPTIONS");

@@ -16,15 +16,33 @@ after(async () => {
 });
 
 async function bufCurl(method: string, body: object, extra: string[] = []) {
-  return run("npx", ["buf", "curl", "--schema", "proto", "--protocol", "grpc", "--http2-prior-knowledge", "-d", JSON.stringify(body), ...extra, `${p.gatewayUrl}/checkout.v1.CheckoutService/${method}`], {
-    cwd: process.cwd(),
-  });
+  return run(
+    "npx",
+    [
+      "buf",
+      "curl",
+      "--schema",
+      "proto",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-d",
+      JSON.stringify(body),
+      ...extra,
+      `${p.gatewayUrl}/checkout.v1.CheckoutService/${method}`,
+    ],
+    {
+      cwd: process.cwd(),
+    },
+  );
 }
 
 test("buf curl lists products and places an order over gRPC", async () => {
   const list = JSON.parse((await bufCurl("ListProducts", {})).stdout) as { products: { sku: string; unitPrice: { amountMinor: string } }[] };
   assert.ok(list.products.some((x) => x.sku === "MUG-CERAMIC" && x.unitPrice.amountMinor === "1200"));
-  const placed = JSON.parse((await bufCurl("PlaceOrder", { customerId: "buf-curl", items: [{ sku: "MUG-CERAMIC", quantity: 3 }] }, ["-H", "Idempotency-Key: buf-curl-1"])).stdout) as {
+  const placed = JSON.parse(
+    (await bufCurl("PlaceOrder", { customerId: "buf-curl", items: [{ sku: "MUG-CERAMIC", quantity: 3 }] }, ["-H", "Idempotency-Key: buf-curl-1"])).stdout,
+  ) as {
     order: { id: string; total: { amountMinor: string } };
   };
   assert.equal(placed.order.total.amountMinor, "3600");

@@ -27,7 +27,7 @@ test("npm run example:client against the platform: products, an order placed onc
   const { stdout } = await example(p.gatewayUrl);
   const lines = stdout.trim().split("\n");
   assert.match(stdout, /^products: 5$/m);
-  assert.match(stdout, /^  MUG-CERAMIC +12\.00 USD  Ceramic mug$/m);
+  assert.match(stdout, /^ {2}MUG-CERAMIC +12\.00 USD {2}Ceramic mug$/m);
   const id = /^order placed: ([0-9a-f-]{36}) total (\d+\.\d\d) USD$/m.exec(stdout)?.[1];
   assert.ok(id, stdout);
   assert.ok(lines.includes("same key, same order: yes"));

@@ -22,7 +22,8 @@ after(async () => {
   await p?.close();
 });
 
-const getUrl = (method: string, query: Record<string, string>) => `${p.gatewayUrl}/checkout.v1.CheckoutService/${method}?${new URLSearchParams({ connect: "v1", ...query })}`;
+const getUrl = (method: string, query: Record<string, string>) =>
+  `${p.gatewayUrl}/checkout.v1.CheckoutService/${method}?${new URLSearchParams({ connect: "v1", ...query })}`;
 
 test("ListProducts and GetOrder are the read methods (NO_SIDE_EFFECTS); PlaceOrder is not", () => {
   assert.deepEqual(
@@ -48,7 +49,9 @@ test("GET ListProducts with a JSON message in the query", async () => {
 
 test("GET GetOrder with a binary message, base64url in the query", async () => {
   const { order } = await p.client("connect-json").placeOrder({ customerId: "connect-get", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
-  const message = Buffer.from(toBinary(checkoutV1.GetOrderRequestSchema, create(checkoutV1.GetOrderRequestSchema, { orderId: order!.id }))).toString("base64url");
+  const message = Buffer.from(toBinary(checkoutV1.GetOrderRequestSchema, create(checkoutV1.GetOrderRequestSchema, { orderId: order!.id }))).toString(
+    "base64url",
+  );
   const res = await fetch(getUrl("GetOrder", { encoding: "proto", base64: "1", message }));
   assert.equal(res.status, 200);
   assert.equal(res.headers.get("content-type"), "application/proto");
@@ -67,7 +70,9 @@ test("PlaceOrder cannot be sent as a GET: 405, and no order", async () => {
   // Other files place orders on the shared platform meanwhile: the count is of this request's customer.
   const count = () => p.sql("SELECT count(*)::int AS n FROM orders.orders WHERE customer_id = 'connect-get-place'");
   const before = await count();
-  const res = await fetch(getUrl("PlaceOrder", { encoding: "json", message: JSON.stringify({ customerId: "connect-get-place", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }) }));
+  const res = await fetch(
+    getUrl("PlaceOrder", { encoding: "json", message: JSON.stringify({ customerId: "connect-get-place", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }) }),
+  );
   assert.equal(res.status, 405);
   await res.arrayBuffer();
   assert.deepEqual(await count(), before);

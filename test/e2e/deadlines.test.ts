@@ -68,13 +68,24 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     const pricing = await p.metrics("pricing");
     const atDeadline = metricValue(pricing, "db_statements_total", { db: "pricing-db", outcome: "cancelled_deadline" });
     const byCaller = metricValue(pricing, "db_statements_total", { db: "pricing-db", outcome: "cancelled_caller" });
-    assert.ok(atDeadline + byCaller >= 1, `the statement was cancelled: ${pricing.split("\n").filter((l) => l.startsWith("db_statements_total")).join("; ")}`);
+    assert.ok(
+      atDeadline + byCaller >= 1,
+      `the statement was cancelled: ${pricing
+        .split("\n")
+        .filter((l) => l.startsWith("db_statements_total"))
+        .join("; ")}`,
+    );
     assert.deepEqual(await p.sql("SELECT id FROM orders.orders WHERE customer_id = $1", [customerId]), []);
-    console.log(`[deadline] client observed ${clientMs.toFixed(0)} ms; pricing statements on the server ran at most ${statements.map((s) => s.ranAtMostMs?.toFixed(0)).join(", ")} ms`);
+    console.log(
+      `[deadline] client observed ${clientMs.toFixed(0)} ms; pricing statements on the server ran at most ${statements.map((s) => s.ranAtMostMs?.toFixed(0)).join(", ")} ms`,
+    );
     // Guards "no work past the deadline" (invariant 3): by the server's clock, the slow statement
     // (started after the 300 ms deadline did, at the edge) is gone within that deadline plus a fixed grace.
     assert.equal(statements.length, 1, "the slow statement reached the server once (the gateway does not retry a deadline)");
-    assert.ok(statements[0]!.ranAtMostMs! <= 300 + cancelGraceMs, `ran at most ${statements[0]!.ranAtMostMs} ms: within the 300 ms deadline + ${cancelGraceMs} ms`);
+    assert.ok(
+      statements[0]!.ranAtMostMs! <= 300 + cancelGraceMs,
+      `ran at most ${statements[0]!.ranAtMostMs} ms: within the 300 ms deadline + ${cancelGraceMs} ms`,
+    );
   });
 
   test("a client that cancels mid-request cancels the statement too", async () => {
@@ -91,7 +102,10 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     await eventually(async () => (await pricingSleeps()).length === 0, "the statement was cancelled on the server");
     const [statement] = await watch.stop();
     // Guards "when the caller goes away, its statement stops": gone from the server within a fixed grace of the abort.
-    assert.ok(statement!.goneBy! - abortedAt <= cancelGraceMs, `the statement was gone ${Math.round(statement!.goneBy! - abortedAt)} ms after the abort (grace ${cancelGraceMs} ms)`);
+    assert.ok(
+      statement!.goneBy! - abortedAt <= cancelGraceMs,
+      `the statement was gone ${Math.round(statement!.goneBy! - abortedAt)} ms after the abort (grace ${cancelGraceMs} ms)`,
+    );
     await eventually(async () => (await pricingInUse()) === 0, "pricing's pool has its connection back");
     await eventually(
       async () => metricValue(await p.metrics("pricing"), "db_statements_total", { db: "pricing-db", outcome: "cancelled_caller" }) === before + 1,
@@ -103,10 +117,9 @@ describe("a slow pricing database under a 300 ms deadline", () => {
 describe("propagation", () => {
   test("each hop sees a smaller deadline than its caller", async () => {
     const requestId = `hops-${randomUUID()}`;
-    await p.client("grpc").placeOrder(
-      { customerId: "hops", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] },
-      { timeoutMs: 2000, headers: { "x-request-id": requestId } },
-    );
+    await p
+      .client("grpc")
+      .placeOrder({ customerId: "hops", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 2000, headers: { "x-request-id": requestId } });
     const deadlineAt = (service: "gateway" | "checkout" | "orders" | "pricing") => {
       const line = logLines(p, service).find((l) => l["requestId"] === requestId && l["msg"] === "rpc");
       assert.ok(line, `${service} logged the request`);

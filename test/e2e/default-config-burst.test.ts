@@ -87,19 +87,27 @@ async function snapshot() {
     ordersReceived: metricValue(text.orders, "rpc_server_requests_total", { procedure: "/orders.v1.OrdersService/CreateOrder" }),
     pricingReceived: metricValue(text.pricing, "rpc_server_requests_total", { procedure: "/pricing.v1.PricingService/GetPrices" }),
     replayed: metricValue(text.orders, "orders_idempotency_total", { outcome: "replayed" }),
-    missingDeadlines: metricValue(text.checkout, "deadline_missing_total") + metricValue(text.orders, "deadline_missing_total") + metricValue(text.pricing, "deadline_missing_total"),
+    missingDeadlines:
+      metricValue(text.checkout, "deadline_missing_total") +
+      metricValue(text.orders, "deadline_missing_total") +
+      metricValue(text.pricing, "deadline_missing_total"),
   };
 }
 type Snapshot = Awaited<ReturnType<typeof snapshot>>;
 const delta = (a: Snapshot, b: Snapshot) => Object.fromEntries(Object.keys(a).map((k) => [k, b[k as keyof Snapshot] - a[k as keyof Snapshot]])) as Snapshot;
 
-async function placeOrder(call: Pick<BurstCall, "customerId" | "key" | "requestId" | "quantity">, deadlineMs: number): Promise<Pick<BurstCall, "code" | "message" | "orderId" | "settledAfterMs">> {
+async function placeOrder(
+  call: Pick<BurstCall, "customerId" | "key" | "requestId" | "quantity">,
+  deadlineMs: number,
+): Promise<Pick<BurstCall, "code" | "message" | "orderId" | "settledAfterMs">> {
   const started = performance.now();
   try {
-    const { order } = await p.client("grpc").placeOrder(
-      { customerId: call.customerId, items: [{ sku, quantity: call.quantity }] },
-      { timeoutMs: deadlineMs, headers: { "Idempotency-Key": call.key, "x-request-id": call.requestId } },
-    );
+    const { order } = await p
+      .client("grpc")
+      .placeOrder(
+        { customerId: call.customerId, items: [{ sku, quantity: call.quantity }] },
+        { timeoutMs: deadlineMs, headers: { "Idempotency-Key": call.key, "x-request-id": call.requestId } },
+      );
     if (!order?.id) throw new ConnectError("an empty success", Code.Internal);
     assert.equal(order.total?.amountMinor, unitPriceMinor * BigInt(call.quantity), "priced right under the fault");
     return { code: "ok", message: "", orderId: order.id, settledAfterMs: performance.now() - started };
@@ -121,7 +129,14 @@ describe("the shipped configuration, a burst under a slow and flaky pricing", ()
     const run = randomUUID().slice(0, 8);
     // The platform serves before the fault (bounded polling).
     let warm = 0;
-    await eventually(async () => (await placeOrder({ customerId: `warm-${run}-${warm}`, key: `warm-${run}-${warm++}`, requestId: `warm-${run}-${warm}`, quantity: 1 }, 3000)).code === "ok", "orders flow before the fault", 50, 100);
+    await eventually(
+      async () =>
+        (await placeOrder({ customerId: `warm-${run}-${warm}`, key: `warm-${run}-${warm++}`, requestId: `warm-${run}-${warm}`, quantity: 1 }, 3000)).code ===
+        "ok",
+      "orders flow before the fault",
+      50,
+      100,
+    );
 
     // The fault: pricing answers late (200 ms) and fails half of its calls; a fifth of orders'
     // answers to checkout are lost after the order was stored.
@@ -143,21 +158,42 @@ describe("the shipped configuration, a burst under a slow and flaky pricing", ()
     const burstMs = performance.now() - burstStarted;
     // Every hop is done with the burst (what a hop still does after its caller has its answer is
     // counted too): bounded polling of the in-flight gauges.
-    await eventually(async () => (await Promise.all(services.map(async (s) => metricValue(await p.metrics(s), "rpc_server_in_flight")))).every((n) => n === 0), "every hop finished the burst", 100, 100);
+    await eventually(
+      async () => (await Promise.all(services.map(async (s) => metricValue(await p.metrics(s), "rpc_server_in_flight")))).every((n) => n === 0),
+      "every hop finished the burst",
+      100,
+      100,
+    );
     const d = delta(before, await snapshot());
     for (const s of ["pricing", "checkout"] as const) await injectFaults(p, s, {});
     console.log(`[default burst] ${burstSize} calls in ${Math.round(burstMs)} ms ${histogram(calls)}; metrics ${JSON.stringify(d)}`);
     const messages: Record<string, number> = {};
-    for (const c of calls.filter((x) => x.code !== "ok")) messages[`${codeName(c.code)}: ${c.message.replace(/\d+/g, "N")}`] = (messages[`${codeName(c.code)}: ${c.message.replace(/\d+/g, "N")}`] ?? 0) + 1;
+    for (const c of calls.filter((x) => x.code !== "ok"))
+      messages[`${codeName(c.code)}: ${c.message.replace(/\d+/g, "N")}`] = (messages[`${codeName(c.code)}: ${c.message.replace(/\d+/g, "N")}`] ?? 0) + 1;
     console.log(`[default burst] failures by message ${JSON.stringify(messages)}`);
 
     // Codes: each call settled with success or a clear, retryable code, within its deadline (plus a bound against hangs).
-    assert.deepEqual(calls.filter((c) => !allowed.has(c.code)).map((c) => `${codeName(c.code)}: ${c.message}`), [], "only clear, retryable failures");
-    assert.deepEqual(calls.filter((c) => c.settledAfterMs > timeoutMs + hopGraceMs).map((c) => `${codeName(c.code)} after ${Math.round(c.settledAfterMs)} ms`), [], "every call settled by its deadline");
-    assert.ok(calls.some((c) => c.code === "ok"), "the platform kept serving under the fault");
+    assert.deepEqual(
+      calls.filter((c) => !allowed.has(c.code)).map((c) => `${codeName(c.code)}: ${c.message}`),
+      [],
+      "only clear, retryable failures",
+    );
+    assert.deepEqual(
+      calls.filter((c) => c.settledAfterMs > timeoutMs + hopGraceMs).map((c) => `${codeName(c.code)} after ${Math.round(c.settledAfterMs)} ms`),
+      [],
+      "every call settled by its deadline",
+    );
+    assert.ok(
+      calls.some((c) => c.code === "ok"),
+      "the platform kept serving under the fault",
+    );
     // Each UNAVAILABLE names its cause: the injected fault, or the mechanism that refused at once.
     const causes = /injected fault: (handler failed|response from orders lost)|circuit open|bulkhead full|expected wait for a slot|refused before processing/;
-    assert.deepEqual(calls.filter((c) => c.code === Code.Unavailable && !causes.test(c.message)).map((c) => c.message), [], "every UNAVAILABLE names its cause");
+    assert.deepEqual(
+      calls.filter((c) => c.code === Code.Unavailable && !causes.test(c.message)).map((c) => c.message),
+      [],
+      "every UNAVAILABLE names its cause",
+    );
     // Requests refused before any handler ran (admission: "not now") are not user requests the retry layer saw.
     assert.ok(d.userRequests <= burstSize && d.userRequests > 0, `${d.userRequests} of ${burstSize} reached the gateway's handler`);
 
@@ -185,7 +221,12 @@ describe("the shipped configuration, a burst under a slow and flaky pricing", ()
     // client, and finished within it.
     const ids = new Set(calls.map((c) => c.requestId));
     const burstLines = (s: Service) => logLines(p, s).filter((l) => l["msg"] === "rpc" && ids.has(String(l["requestId"])));
-    await eventually(() => new Set(burstLines("gateway").map((l) => l["requestId"])).size === d.userRequests, "the gateway logged every burst request it handled", 50, 100);
+    await eventually(
+      () => new Set(burstLines("gateway").map((l) => l["requestId"])).size === d.userRequests,
+      "the gateway logged every burst request it handled",
+      50,
+      100,
+    );
     const worst: Record<string, number> = {};
     for (const s of services) {
       const lines = burstLines(s);
@@ -193,17 +234,23 @@ describe("the shipped configuration, a burst under a slow and flaky pricing", ()
       const overrun = lines.map((l) => Number(l["durationMs"]) - Number(l["deadlineMs"]));
       worst[s] = Math.round(Math.max(...overrun));
       assert.deepEqual(
-        lines.filter((l) => !(Number(l["deadlineMs"]) <= timeoutMs) || l["deadlineSource"] !== "client").map((l) => `${s} ${l["requestId"]}: ${l["deadlineMs"]} ms (${l["deadlineSource"]})`),
+        lines
+          .filter((l) => !(Number(l["deadlineMs"]) <= timeoutMs) || l["deadlineSource"] !== "client")
+          .map((l) => `${s} ${l["requestId"]}: ${l["deadlineMs"]} ms (${l["deadlineSource"]})`),
         [],
         `${s}: each request's deadline came from the client and is no longer than its ${timeoutMs} ms`,
       );
       assert.deepEqual(
-        lines.filter((l) => Number(l["durationMs"]) > Number(l["deadlineMs"]) + hopGraceMs).map((l) => `${s} ${l["procedure"]} ${l["requestId"]} ${l["code"]}: ${l["durationMs"]} ms of ${l["deadlineMs"]}`),
+        lines
+          .filter((l) => Number(l["durationMs"]) > Number(l["deadlineMs"]) + hopGraceMs)
+          .map((l) => `${s} ${l["procedure"]} ${l["requestId"]} ${l["code"]}: ${l["durationMs"]} ms of ${l["deadlineMs"]}`),
         [],
         `${s}: no request worked past its deadline`,
       );
     }
-    console.log(`[default burst] log lines per hop ${JSON.stringify(Object.fromEntries(services.map((s) => [s, burstLines(s).length])))}; worst duration minus deadline (ms) ${JSON.stringify(worst)}`);
+    console.log(
+      `[default burst] log lines per hop ${JSON.stringify(Object.fromEntries(services.map((s) => [s, burstLines(s).length])))}; worst duration minus deadline (ms) ${JSON.stringify(worst)}`,
+    );
 
     // Orders rows = successful responses: every order a caller was given is stored once, under its
     // customer, with the lines it was answered with; nothing was stored for anyone else.
@@ -215,16 +262,26 @@ describe("the shipped configuration, a burst under a slow and flaky pricing", ()
     );
     const byCustomer = new Map<string, typeof rows>();
     for (const r of rows) byCustomer.set(r.customer_id, [...(byCustomer.get(r.customer_id) ?? []), r]);
-    assert.deepEqual([...byCustomer].filter(([, rs]) => rs.length > 1).map(([c, rs]) => `${c}: ${rs.length} orders`), [], "no order stored twice");
+    assert.deepEqual(
+      [...byCustomer].filter(([, rs]) => rs.length > 1).map(([c, rs]) => `${c}: ${rs.length} orders`),
+      [],
+      "no order stored twice",
+    );
     for (const c of calls.filter((x) => x.code === "ok")) {
       assert.equal(byCustomer.get(c.customerId)?.[0]?.id, c.orderId, `${c.customerId}: the acknowledged order is the stored one`);
     }
-    assert.deepEqual(rows.filter((r) => r.items !== "1").map((r) => r.id), [], "every stored order is whole");
+    assert.deepEqual(
+      rows.filter((r) => r.items !== "1").map((r) => r.id),
+      [],
+      "every stored order is whole",
+    );
 
     // Recovery, with no help: a new order succeeds within a bounded number of attempts.
     let probe = 0;
     await eventually(
-      async () => (await placeOrder({ customerId: `after-${run}-${probe}`, key: `after-${run}-${probe}`, requestId: `after-${run}-${probe++}`, quantity: 1 }, 3000)).code === "ok",
+      async () =>
+        (await placeOrder({ customerId: `after-${run}-${probe}`, key: `after-${run}-${probe}`, requestId: `after-${run}-${probe++}`, quantity: 1 }, 3000))
+          .code === "ok",
       "orders succeed again once the fault is lifted",
       50,
       100,
@@ -236,8 +293,15 @@ describe("the shipped configuration, a burst under a slow and flaky pricing", ()
     for (const c of uncertain) {
       for (let attempt = 0; attempt < 10 && c.code !== "ok"; attempt++) Object.assign(c, await placeOrder(c, 3000));
     }
-    assert.deepEqual(calls.filter((c) => c.code !== "ok").map((c) => `${c.customerId}: ${codeName(c.code)} ${c.message}`), [], "every caller got its order after the fault");
-    const final = await p.sql<{ id: string; customer_id: string; total_minor: string }>("SELECT id, customer_id, total_minor FROM orders.orders WHERE customer_id LIKE $1", [`burst-${run}-%`]);
+    assert.deepEqual(
+      calls.filter((c) => c.code !== "ok").map((c) => `${c.customerId}: ${codeName(c.code)} ${c.message}`),
+      [],
+      "every caller got its order after the fault",
+    );
+    const final = await p.sql<{ id: string; customer_id: string; total_minor: string }>(
+      "SELECT id, customer_id, total_minor FROM orders.orders WHERE customer_id LIKE $1",
+      [`burst-${run}-%`],
+    );
     assert.equal(final.length, burstSize, "orders rows = successful responses: one per caller");
     const stored = new Map(final.map((r) => [r.customer_id, r]));
     for (const c of calls) {

@@ -17,7 +17,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
-import pg from "pg";
+import type pg from "pg";
 import { eventually, metricValue, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "@platform/test-support";
 import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected, type CallRecord } from "../hardening/order-load.js";
 import { watchStatements } from "../../packages/database/src/testing/statement-watch.js";
@@ -95,7 +95,9 @@ describe("the shipped configuration under a fault", () => {
       await load.stop();
     }
     const resolved = await load.resolveUncertain();
-    console.log(`[default dead dependency] ${load.calls.length} calls ${histogram(load.calls)}; ${load.orders.length} logical orders, ${resolved} resolved by asking again`);
+    console.log(
+      `[default dead dependency] ${load.calls.length} calls ${histogram(load.calls)}; ${load.orders.length} logical orders, ${resolved} resolved by asking again`,
+    );
     assert.deepEqual(unexpected(load.calls, allowed), [], "only clear, retryable failures");
     assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline, though pricing never answered");
     assert.deepEqual(await withDb((db) => reconcile(db, load)), [], "every acknowledged order stored once, nothing else");
@@ -117,9 +119,15 @@ describe("the shipped configuration under a fault", () => {
     }
     await sleep(1000); // pricing reads what waited in its sockets
     const after = await transactions();
-    console.log(`[default dead dependency] ${stale.length} calls while frozen ${histogram(stale)}; pricing transactions for them after it resumed: ${after - before}`);
+    console.log(
+      `[default dead dependency] ${stale.length} calls while frozen ${histogram(stale)}; pricing transactions for them after it resumed: ${after - before}`,
+    );
     assert.ok(stale.length >= 4, "calls were made while pricing was frozen");
-    assert.deepEqual(stale.filter((c) => c.code === "ok").map((c) => c.protocol), [], "none succeeded while pricing was frozen");
+    assert.deepEqual(
+      stale.filter((c) => c.code === "ok").map((c) => c.protocol),
+      [],
+      "none succeeded while pricing was frozen",
+    );
     // Known gap, measured here: a frozen process cannot tell, once it runs again, that a request
     // waited in its socket past its caller's deadline (grpc-timeout is relative to when it was sent),
     // so pricing still ran one transaction per stale request (8 of 8 in the run that found it).
@@ -153,7 +161,9 @@ describe("the shipped configuration under a fault", () => {
     const refused = load.calls.filter((c) => c.code === Code.ResourceExhausted || c.code === Code.Unavailable);
     const ok = load.calls.filter((c) => c.code === "ok");
     const cuts = metricValue(intakeStates, "intake_transitions_total", { to: "cut" });
-    console.log(`[default overload] ${load.calls.length} calls ${histogram(load.calls)}; intake cut ${cuts} times; ${load.orders.length} logical orders, ${resolved} resolved by asking again`);
+    console.log(
+      `[default overload] ${load.calls.length} calls ${histogram(load.calls)}; intake cut ${cuts} times; ${load.orders.length} logical orders, ${resolved} resolved by asking again`,
+    );
     assert.deepEqual(unexpected(load.calls, allowed), [], "only clear, retryable failures");
     assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline");
     assert.ok(refused.length > 0, "the excess was refused ('not now'), not queued without bound");

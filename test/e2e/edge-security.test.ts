@@ -17,7 +17,13 @@ before(async () => {
   p = await startTestPlatform({
     env: { LOG_LEVEL: "info" },
     serviceEnv: {
-      gateway: { AUTH_MODE: "api-key", AUTH_API_KEYS: `alice=${aliceKey},bob=${bobKey}`, RATE_LIMIT_PER_SEC: "5", RATE_LIMIT_BURST: "5", CORS_ALLOWED_ORIGINS: "https://app.example.com" },
+      gateway: {
+        AUTH_MODE: "api-key",
+        AUTH_API_KEYS: `alice=${aliceKey},bob=${bobKey}`,
+        RATE_LIMIT_PER_SEC: "5",
+        RATE_LIMIT_BURST: "5",
+        CORS_ALLOWED_ORIGINS: "https://app.example.com",
+      },
     },
   });
 });
@@ -26,7 +32,11 @@ after(async () => {
 });
 
 const list = (headers: Record<string, string>) =>
-  fetch(`${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
+  fetch(`${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: "{}",
+  });
 
 describe("authentication at the gateway", () => {
   test("no key or a wrong key: 401 unauthenticated, nothing reaches the inside", async () => {
@@ -62,7 +72,9 @@ describe("authentication at the gateway", () => {
 
 describe("per-client rate limits", () => {
   test("a client over its rate gets 429 with Retry-After; another client is unaffected", async () => {
-    const statuses = await Promise.all(Array.from({ length: 15 }, () => list({ "x-api-key": bobKey }).then((r) => [r.status, r.headers.get("retry-after")] as const)));
+    const statuses = await Promise.all(
+      Array.from({ length: 15 }, () => list({ "x-api-key": bobKey }).then((r) => [r.status, r.headers.get("retry-after")] as const)),
+    );
     const limited = statuses.filter(([s]) => s === 429);
     assert.ok(limited.length >= 5, `bob limited ${limited.length} times`);
     assert.ok(statuses.filter(([s]) => s === 200).length <= 6, "about the burst got through");

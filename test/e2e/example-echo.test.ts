@@ -51,7 +51,8 @@ test("inherited from the runtime: a call without a deadline is counted and serve
 
 if (manifest.public) {
   describe("published by the gateway (service.json: public)", () => {
-    const viaGateway = (protocol: Parameters<typeof transportFor>[1]) => createClient(exampleEchoV1.ExampleEchoService, transportFor(s.platform.gatewayUrl, protocol));
+    const viaGateway = (protocol: Parameters<typeof transportFor>[1]) =>
+      createClient(exampleEchoV1.ExampleEchoService, transportFor(s.platform.gatewayUrl, protocol));
     const curlEcho = (message: string) =>
       fetch(`${s.platform.gatewayUrl}${procedure}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ message }) });
 

@@ -58,11 +58,16 @@ test("inherited from the runtime: a call without a deadline is counted and serve
 
 if (manifest.public) {
   describe("published by the gateway (service.json: public)", () => {
-    const viaGateway = (protocol: Parameters<typeof transportFor>[1]) => createClient(exampleNotesV1.ExampleNotesService, transportFor(s.platform.gatewayUrl, protocol));
+    const viaGateway = (protocol: Parameters<typeof transportFor>[1]) =>
+      createClient(exampleNotesV1.ExampleNotesService, transportFor(s.platform.gatewayUrl, protocol));
 
     test("Connect JSON over HTTP/1.1, as curl sends it, reads a note", async () => {
       await client().putNote({ note: { id: "via-gateway", text: "published" } }, { timeoutMs: 2000 });
-      const res = await fetch(`${s.platform.gatewayUrl}${getNote}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "via-gateway" }) });
+      const res = await fetch(`${s.platform.gatewayUrl}${getNote}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ id: "via-gateway" }),
+      });
       assert.equal(res.status, 200);
       assert.deepEqual(await res.json(), { note: { id: "via-gateway", text: "published" } });
     });

@@ -39,7 +39,7 @@ const outageCodes = new Set<CallRecord["code"]>(["ok", Code.Unavailable, Code.De
 let p: TestPlatform;
 /** The PostgreSQL running now: the platform's first, then the ones this test restarts. */
 let currentPg: EmbeddedPostgres | undefined;
-let restartedPg: EmbeddedPostgres[] = [];
+const restartedPg: EmbeddedPostgres[] = [];
 const progress: { at: number; line: string }[] = [];
 const summary: string[] = [];
 
@@ -168,7 +168,9 @@ async function underLoad(tag: string, disrupt: () => Promise<void>): Promise<voi
   const resolved = await resolveUncertain(load);
   const resolvedAt = performance.now();
   const acknowledged = load.orders.filter((o) => o.orderId !== undefined).length;
-  const rows = await withDb(async (db) => Number((await db.query("SELECT count(*) AS n FROM orders.orders WHERE customer_id LIKE $1", [`${tag}-%`])).rows[0].n));
+  const rows = await withDb(async (db) =>
+    Number((await db.query("SELECT count(*) AS n FROM orders.orders WHERE customer_id LIKE $1", [`${tag}-%`])).rows[0].n),
+  );
   const during = load.calls.filter((c) => c.settledAt >= downAt && c.startedAt <= upAt);
   const line =
     `[failover ${tag}] outage ${Math.round(outageMs)} ms; first order started after it ok ${Math.round(recoveryMs)} ms later ` +
@@ -190,7 +192,10 @@ async function underLoad(tag: string, disrupt: () => Promise<void>): Promise<voi
   assert.equal(rows, acknowledged, "one row per acknowledged order");
   assert.deepEqual(await withDb((db) => reconcile(db, load)), []);
   // And by idempotency key: one record per acknowledged key, pointing at the order its caller was given.
-  const records = await withDb(async (db) => (await db.query<{ key: string; order_id: string }>("SELECT key, order_id FROM orders.idempotency_records WHERE key LIKE $1", [`%${tag}-key-%`])).rows);
+  const records = await withDb(
+    async (db) =>
+      (await db.query<{ key: string; order_id: string }>("SELECT key, order_id FROM orders.idempotency_records WHERE key LIKE $1", [`%${tag}-key-%`])).rows,
+  );
   const byKey = new Map<string, string[]>();
   for (const r of records) {
     const key = r.key.slice(r.key.indexOf(`${tag}-key-`));
@@ -265,7 +270,10 @@ describe("start-up while the database is down", () => {
     // The supervisor restarts it (first backoff 500 ms); it listens before it can reach the database.
     let readyz = 0;
     for (let i = 0; i < 200 && readyz !== 503; i++) {
-      readyz = await fetch(`${orders.adminUrl}/readyz`).then((r) => r.status, () => 0);
+      readyz = await fetch(`${orders.adminUrl}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
       if (readyz !== 503) await sleep(50);
     }
     assert.equal(readyz, 503, "/readyz says not ready while the database is down");
@@ -288,8 +296,12 @@ describe("start-up while the database is down", () => {
     assert.equal((await health.check({ service: "" })).status, healthV1.HealthCheckResponse_ServingStatus.SERVING);
     const res = await p.client("connect-json").placeOrder({ customerId: "fostartup-1", items: [{ sku: catalogue[0]!, quantity: 1 }] }, { timeoutMs: 5000 });
     assert.ok(res.order?.id);
-    const waits = readFileSync(orders.logFile, "utf8").split("\n").filter((l) => l.includes('"msg":"waiting for the database"')).length;
-    summary.push(`[failover startup] orders restarted while the database was down: ${waits} waits logged, ready ${Math.round(readyAfter)} ms after the database was back`);
+    const waits = readFileSync(orders.logFile, "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"msg":"waiting for the database"')).length;
+    summary.push(
+      `[failover startup] orders restarted while the database was down: ${waits} waits logged, ready ${Math.round(readyAfter)} ms after the database was back`,
+    );
     assert.ok(waits > 0, "the restarted service logged its wait for the database");
     assert.equal(orders.process.restarts, 1, "one restart: the kill");
     for (const name of ["pricing", "checkout", "gateway"] as const) assert.equal(p.services[name].process.restarts, 0, `${name} did not exit`);

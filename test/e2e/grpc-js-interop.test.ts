@@ -67,7 +67,9 @@ function unary<I extends DescMessage, O extends DescMessage>(method: string, inp
         md,
         opts.deadlineMs === undefined ? {} : { deadline: Date.now() + opts.deadlineMs },
         (err: grpc.ServiceError | null, value?: MessageShape<O>) =>
-          resolve(err ? { code: err.code, details: err.details, metadata: err.metadata } : { code: grpc.status.OK, details: "", metadata: trailers, value: value! }),
+          resolve(
+            err ? { code: err.code, details: err.details, metadata: err.metadata } : { code: grpc.status.OK, details: "", metadata: trailers, value: value! },
+          ),
       );
       call.on("status", (s: grpc.StatusObject) => (trailers = s.metadata));
     });
@@ -99,7 +101,13 @@ describe("calls that succeed", () => {
   test("PlaceOrder with an idempotency key, and its replay: one order, the same answer", async () => {
     const customerId = `grpc-js-${randomUUID()}`;
     const key = `grpc-js-${randomUUID()}`;
-    const req = { customerId, items: [{ sku: "MUG-CERAMIC", quantity: 2 }, { sku: "COFFEE-BEANS-1KG", quantity: 1 }] };
+    const req = {
+      customerId,
+      items: [
+        { sku: "MUG-CERAMIC", quantity: 2 },
+        { sku: "COFFEE-BEANS-1KG", quantity: 1 },
+      ],
+    };
     const first = await placeOrder(req, { metadata: { "idempotency-key": key } });
     assertStatus(first, grpc.status.OK, "");
     assert.equal(first.value?.order?.customerId, customerId);
@@ -111,7 +119,13 @@ describe("calls that succeed", () => {
     assert.equal(await orderCount(customerId), 1);
     const read = await getOrder({ orderId: first.value!.order!.id });
     assertStatus(read, grpc.status.OK, "");
-    assert.deepEqual(read.value?.order?.items.map((i) => [i.sku, i.quantity]), [["MUG-CERAMIC", 2], ["COFFEE-BEANS-1KG", 1]]);
+    assert.deepEqual(
+      read.value?.order?.items.map((i) => [i.sku, i.quantity]),
+      [
+        ["MUG-CERAMIC", 2],
+        ["COFFEE-BEANS-1KG", 1],
+      ],
+    );
   });
 });
 
@@ -134,13 +148,21 @@ describe("every documented error, with its exact message", () => {
 
   test("invalid_argument: a malformed idempotency key or deadline", async () => {
     const req = { customerId, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] };
-    assertStatus(await placeOrder(req, { metadata: { "idempotency-key": "has space" } }), grpc.status.INVALID_ARGUMENT, "Idempotency-Key must be printable ASCII without spaces");
+    assertStatus(
+      await placeOrder(req, { metadata: { "idempotency-key": "has space" } }),
+      grpc.status.INVALID_ARGUMENT,
+      "Idempotency-Key must be printable ASCII without spaces",
+    );
     assertStatus(
       await placeOrder(req, { metadata: { "idempotency-key": "k".repeat(256) } }),
       grpc.status.INVALID_ARGUMENT,
       "Idempotency-Key must be at most 255 characters, got 256",
     );
-    assertStatus(await placeOrder(req, { metadata: { "grpc-timeout": "abc" } }), grpc.status.INVALID_ARGUMENT, "protocol error: invalid grpc timeout value: abc");
+    assertStatus(
+      await placeOrder(req, { metadata: { "grpc-timeout": "abc" } }),
+      grpc.status.INVALID_ARGUMENT,
+      "protocol error: invalid grpc timeout value: abc",
+    );
     assert.equal(await orderCount(customerId), 0);
   });
 
@@ -152,7 +174,11 @@ describe("every documented error, with its exact message", () => {
   test("already_exists: the same key with a different request", async () => {
     const key = `k;1,/"${randomUUID()}"`;
     const c = `grpc-js-reuse-${randomUUID()}`;
-    assertStatus(await placeOrder({ customerId: c, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { metadata: { "idempotency-key": key } }), grpc.status.OK, "");
+    assertStatus(
+      await placeOrder({ customerId: c, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { metadata: { "idempotency-key": key } }),
+      grpc.status.OK,
+      "",
+    );
     assertStatus(
       await placeOrder({ customerId: c, items: [{ sku: "MUG-CERAMIC", quantity: 3 }] }, { metadata: { "idempotency-key": key } }),
       grpc.status.ALREADY_EXISTS,

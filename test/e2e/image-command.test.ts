@@ -78,7 +78,10 @@ test("the image's command and compose's environment run every service (the four,
   const copy = copies[0]!;
   assert.equal(copy.getFromFlag()?.getValue(), build?.name, "from the build stage");
   const [treeInImage, workdir] = (copy.getArgumentsContent() ?? "").trim().split(/\s+/);
-  assert.ok(treeInImage && workdir === image.workdir, `the runtime stage copies one tree from the build stage into its WORKDIR: ${copy?.getArgumentsContent()}`);
+  assert.ok(
+    treeInImage && workdir === image.workdir,
+    `the runtime stage copies one tree from the build stage into its WORKDIR: ${copy?.getArgumentsContent()}`,
+  );
 
   const scratch = tempDataDir();
   t.after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -89,7 +92,10 @@ test("the image's command and compose's environment run every service (the four,
   assert.match(steps[0] ?? "", /^npm ci\b/, "the build stage installs with npm ci first (already done on this machine)");
   // The tree's path as a whole shell word (not inside scripts/runtime-tree.ts).
   const treeWord = new RegExp(`(?<=^|\\s)${treeInImage!.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?=\\s|$)`, "g");
-  assert.ok(steps.some((s) => s.match(treeWord) !== null), `a build step writes ${treeInImage}, which the runtime stage copies`);
+  assert.ok(
+    steps.some((s) => s.match(treeWord) !== null),
+    `a build step writes ${treeInImage}, which the runtime stage copies`,
+  );
   for (const step of steps.slice(1)) {
     const command: string = step.replace(treeWord, app);
     const r: SpawnSyncReturns<string> = spawnSync("sh", ["-c", command], { cwd: root, encoding: "utf8", maxBuffer: 16 * 1024 * 1024 });
@@ -98,11 +104,26 @@ test("the image's command and compose's environment run every service (the four,
 
   // --- what the runtime stage holds ---
   const shipped = filesOutsideNodeModules(app);
-  assert.deepEqual(shipped.filter((f) => /\.(c|m)?ts$/.test(f) || f.split("/").includes("src")), [], "no TypeScript, no sources");
-  assert.deepEqual(shipped.filter((f) => /\.(spec|test)\.js$/.test(f) || f.split("/").includes("testing")), [], "no tests");
+  assert.deepEqual(
+    shipped.filter((f) => /\.(c|m)?ts$/.test(f) || f.split("/").includes("src")),
+    [],
+    "no TypeScript, no sources",
+  );
+  assert.deepEqual(
+    shipped.filter((f) => /\.(spec|test)\.js$/.test(f) || f.split("/").includes("testing")),
+    [],
+    "no tests",
+  );
   assert.ok(shipped.includes("services/gateway/dist/main.js") && shipped.includes("packages/runtime/dist/index.js"), shipped.join("\n"));
-  assert.ok(shipped.some((f) => /^services\/orders\/migrations\//.test(f)), "migrations ship with their service");
-  assert.deepEqual(forbiddenInRuntime.filter((p) => existsSync(join(app, "node_modules", p))), [], "no development tool in node_modules");
+  assert.ok(
+    shipped.some((f) => /^services\/orders\/migrations\//.test(f)),
+    "migrations ship with their service",
+  );
+  assert.deepEqual(
+    forbiddenInRuntime.filter((p) => existsSync(join(app, "node_modules", p))),
+    [],
+    "no development tool in node_modules",
+  );
   const patches = patchedFiles();
   assert.ok(patches.length > 0, "patches/ changes at least one file");
   for (const { file, added } of patches) {
@@ -137,7 +158,9 @@ test("the image's command and compose's environment run every service (the four,
     ...[...initScript.matchAll(/-v (\w+)="\$\(cat "\$(\w+)"\)"/g)].map((m) => [m[1]!, fromFile(m[2]!)]),
   ]);
   const psqlVar = (v: string) => psqlVars[v] ?? assert.fail(`postgres-init.sh uses :${v}, which no -v sets`);
-  const sql = initSql.replace(/:"(\w+)"/g, (_a, v: string) => pg.escapeIdentifier(psqlVar(v))).replace(/:'(\w+)'/g, (_a, v: string) => pg.escapeLiteral(psqlVar(v)));
+  const sql = initSql
+    .replace(/:"(\w+)"/g, (_a, v: string) => pg.escapeIdentifier(psqlVar(v)))
+    .replace(/:'(\w+)'/g, (_a, v: string) => pg.escapeLiteral(psqlVar(v)));
   const dbUrl = new URL(postgres.url);
   dbUrl.pathname = `/${database}`;
   await withClient(dbUrl.toString(), (c) => c.query(sql));
@@ -147,7 +170,8 @@ test("the image's command and compose's environment run every service (the four,
     .map(([name, s]) => ({ name, env: composeEnvironment(s, noVariables) }))
     .filter((s) => s.env["SERVICE"] !== undefined);
   const names = services.map((s) => s.env["SERVICE"]);
-  for (const m of readServiceManifests(root).filter((d) => d.deploy)) assert.ok(names.includes(m.name), `compose runs ${m.name} from the image: ${names.join(", ")}`);
+  for (const m of readServiceManifests(root).filter((d) => d.deploy))
+    assert.ok(names.includes(m.name), `compose runs ${m.name} from the image: ${names.join(", ")}`);
   const endpoints = new Map<string, string>([["postgres:5432", `${host}:${postgres.port}`]]);
   for (const s of services) {
     for (const key of ["PORT", "ADMIN_PORT"]) endpoints.set(`${s.name}:${s.env[key]}`, `${host}:${await findFreePort(host)}`);
@@ -185,8 +209,14 @@ test("the image's command and compose's environment run every service (the four,
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
       assert.deepEqual(cmdline, ["node", `services/${r.env["SERVICE"]}/dist/main.js`], `${r.name}: sh exec'd node on the built entry`);
       const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
-      assert.deepEqual(environ.filter((e) => /^(NODE_OPTIONS|TSX_)/.test(e)), [], `${r.name}: no NODE_OPTIONS, no tsx settings`);
-      const children = readdirSync(`/proc/${pid}/task`).flatMap((task) => readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean));
+      assert.deepEqual(
+        environ.filter((e) => /^(NODE_OPTIONS|TSX_)/.test(e)),
+        [],
+        `${r.name}: no NODE_OPTIONS, no tsx settings`,
+      );
+      const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+        readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean),
+      );
       assert.deepEqual(children, [], `${r.name}: no child process (tsx keeps an esbuild one)`);
     }
   }
@@ -196,7 +226,10 @@ test("the image's command and compose's environment run every service (the four,
   const gatewayUrl = `http://${host}:${gateway.env["PORT"]}`;
   const grpc = createClient(checkoutV1.CheckoutService, transportFor(gatewayUrl, "grpc"));
   const { products } = await grpc.listProducts({});
-  assert.ok(products.some((p) => p.sku === "MUG-CERAMIC"), products.map((p) => p.sku).join(", "));
+  assert.ok(
+    products.some((p) => p.sku === "MUG-CERAMIC"),
+    products.map((p) => p.sku).join(", "),
+  );
   const { order } = await grpc.placeOrder({ customerId: "image-command", items: [{ sku: "MUG-CERAMIC", quantity: 2 }] });
   assert.ok(order?.id, "PlaceOrder returns an order");
   const mug = products.find((p) => p.sku === "MUG-CERAMIC")!;
@@ -228,7 +261,8 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
 /** Runs the healthcheck command in the service's environment until it succeeds; fails if the service exits first. */
 async function healthy(r: Running, command: string[], cwd: string): Promise<void> {
   for (let attempt = 0; attempt < 300; attempt++) {
-    if (r.child.exitCode !== null || r.child.signalCode !== null) assert.fail(`${r.name} exited (${r.child.exitCode ?? r.child.signalCode}):\n${r.output().slice(-3000)}`);
+    if (r.child.exitCode !== null || r.child.signalCode !== null)
+      assert.fail(`${r.name} exited (${r.child.exitCode ?? r.child.signalCode}):\n${r.output().slice(-3000)}`);
     const check = spawnSync(command[0]!, command.slice(1), { cwd, env: r.env, encoding: "utf8" });
     if (check.status === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 200));

@@ -94,7 +94,11 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
           return { ms: performance.now() - started, code: "ok", pushback: false };
         } catch (e) {
           const err = ConnectError.from(e);
-          return { ms: performance.now() - started, code: Code[err.code]!, pushback: err.metadata.has("grpc-retry-pushback-ms") || err.metadata.has("retry-after") };
+          return {
+            ms: performance.now() - started,
+            code: Code[err.code]!,
+            pushback: err.metadata.has("grpc-retry-pushback-ms") || err.metadata.has("retry-after"),
+          };
         }
       });
 
@@ -166,11 +170,7 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
       assert.ok(timedOut.length <= held, `${timedOut.length} PlaceOrders waited for the lock (pricing's slots and queue in orders: ${held})`);
       assert.ok(refused.length >= placed.length - held, `${refused.length} refused`);
       assert.ok(median(refused.map((x) => x.ms)) < deadlineMs / 4, "refused in well under the deadline");
-      assert.deepEqual(
-        refused.filter((x) => !x.pushback).length,
-        0,
-        "every refusal tells the caller when to come back",
-      );
+      assert.deepEqual(refused.filter((x) => !x.pushback).length, 0, "every refusal tells the caller when to come back");
       assert.ok(samples >= 10, `the metrics were read throughout the slowdown (${samples} times)`);
       // Guards "a slow pricing fills only its own slots": read while the PlaceOrders were held (the
       // samples saw them in flight above orders), no bulkhead of the gateway or checkout was full.
@@ -258,7 +258,10 @@ describe("pricing failing every call", () => {
       `[breaker] ${sent} user requests opened it (${reachedWhileClosed} reached pricing); then ${n} user requests in ${Math.round(elapsed)} ms: ` +
         `${reachedWhileOpen} reached pricing; ${circuitOpenMessages} answered "circuit open"`,
     );
-    assert.ok(reachedWhileOpen <= trialsAllowed, `${reachedWhileOpen} calls reached pricing while the breaker was open (half-open trials allowed: ${trialsAllowed})`);
+    assert.ok(
+      reachedWhileOpen <= trialsAllowed,
+      `${reachedWhileOpen} calls reached pricing while the breaker was open (half-open trials allowed: ${trialsAllowed})`,
+    );
     assert.ok(metricValue(orders, "circuit_breaker_rejected_total", { dependency: "pricing" }) > 0);
     assert.ok(circuitOpenMessages > 0, "callers are told the circuit is open, naming the dependency");
     // Reading an order never needs pricing: it keeps working during the outage.

@@ -31,7 +31,11 @@ test("SendReceipt sends once per idempotency key; a repeat answers the first mes
 });
 
 test("an empty key is INVALID_ARGUMENT, with a message", async () => {
-  await expectCode(client().sendReceipt({ idempotencyKey: "", orderId: "o-1" }, { timeoutMs: 2000 }), Code.InvalidArgument, /idempotency_key must not be empty/);
+  await expectCode(
+    client().sendReceipt({ idempotencyKey: "", orderId: "o-1" }, { timeoutMs: 2000 }),
+    Code.InvalidArgument,
+    /idempotency_key must not be empty/,
+  );
 });
 
 test("down when the lab says so: handler faults answer UNAVAILABLE", async () => {

@@ -109,7 +109,11 @@ test("npm start: ready line, working API, clean SIGTERM, data kept for the next 
     if (existsSync("/proc/self/cmdline")) {
       for (const { name, pid } of ready) {
         const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
-        assert.match(args.slice(1).join(" "), new RegExp(`^\\S+/services/${name}/dist/main\\.js$`), `${name} (${pid}) runs compiled JavaScript on plain node: ${args.join(" ")}`);
+        assert.match(
+          args.slice(1).join(" "),
+          new RegExp(`^\\S+/services/${name}/dist/main\\.js$`),
+          `${name} (${pid}) runs compiled JavaScript on plain node: ${args.join(" ")}`,
+        );
       }
     }
 

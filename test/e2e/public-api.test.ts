@@ -34,7 +34,13 @@ describe("every protocol on the gateway's one port", () => {
       assert.equal(mug?.unitPrice?.amountMinor, 1200n);
 
       const customerId = `c-${protocol}-${randomUUID()}`;
-      const { order } = await client.placeOrder({ customerId, items: [{ sku: "MUG-CERAMIC", quantity: 2 }, { sku: "COFFEE-BEANS-1KG", quantity: 1 }] });
+      const { order } = await client.placeOrder({
+        customerId,
+        items: [
+          { sku: "MUG-CERAMIC", quantity: 2 },
+          { sku: "COFFEE-BEANS-1KG", quantity: 1 },
+        ],
+      });
       assert.ok(order);
       assert.equal(order.customerId, customerId);
       assert.equal(order.items.length, 2);
@@ -45,7 +51,13 @@ describe("every protocol on the gateway's one port", () => {
       const read = await client.getOrder({ orderId: order.id });
       assert.equal(read.order?.id, order.id);
       assert.equal(read.order?.total?.amountMinor, order.total?.amountMinor);
-      assert.deepEqual(read.order?.items.map((i) => [i.sku, i.quantity]), [["MUG-CERAMIC", 2], ["COFFEE-BEANS-1KG", 1]]);
+      assert.deepEqual(
+        read.order?.items.map((i) => [i.sku, i.quantity]),
+        [
+          ["MUG-CERAMIC", 2],
+          ["COFFEE-BEANS-1KG", 1],
+        ],
+      );
       assert.equal(await orderCount(customerId), 1);
     });
   }
@@ -150,7 +162,11 @@ describe("bad input gets a precise status and writes nothing", () => {
     await expectCode(client.placeOrder({ customerId, items: [{ sku: "MUG-CERAMIC", quantity: 2_000_000_000 }] }), Code.InvalidArgument, /at most 1000/);
     await expectCode(client.placeOrder({ customerId, items: [] }), Code.InvalidArgument, /items must not be empty/);
     await expectCode(client.placeOrder({ customerId: "", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }), Code.InvalidArgument, /customer_id is required/);
-    await expectCode(client.placeOrder({ customerId, items: [{ sku: "'; DROP TABLE orders.orders; --", quantity: 1 }] }), Code.InvalidArgument, /not a valid sku/);
+    await expectCode(
+      client.placeOrder({ customerId, items: [{ sku: "'; DROP TABLE orders.orders; --", quantity: 1 }] }),
+      Code.InvalidArgument,
+      /not a valid sku/,
+    );
     await expectCode(client.getOrder({ orderId: "not-a-uuid" }), Code.InvalidArgument, /UUID/);
     await expectCode(client.getOrder({ orderId: randomUUID() }), Code.NotFound, /not found/);
     assert.equal(await orderCount(customerId), 0);

@@ -22,7 +22,13 @@ before(async () => {
   p = await startTestPlatform({
     faultInjection: true,
     serviceEnv: {
-      receipts: { RECEIPTS_MAX_ATTEMPTS: String(maxAttempts), RECEIPTS_BACKOFF_BASE_MS: "50", RECEIPTS_BACKOFF_CAP_MS: "200", RECEIPTS_PAUSE_AFTER_FAILURE_MS: "100", RECEIPTS_POLL_INTERVAL_MS: "100" },
+      receipts: {
+        RECEIPTS_MAX_ATTEMPTS: String(maxAttempts),
+        RECEIPTS_BACKOFF_BASE_MS: "50",
+        RECEIPTS_BACKOFF_CAP_MS: "200",
+        RECEIPTS_PAUSE_AFTER_FAILURE_MS: "100",
+        RECEIPTS_POLL_INTERVAL_MS: "100",
+      },
     },
   });
 });
@@ -48,7 +54,12 @@ async function jobRuns(outcome: string): Promise<number> {
 
 async function waitForState(orderId: string, state: checkoutV1.ReceiptState): Promise<checkoutV1.Receipt> {
   let last: checkoutV1.Receipt | undefined;
-  await eventually(async () => (last = await receiptOf(orderId))?.state === state, `receipt of ${orderId} ${checkoutV1.ReceiptState[state]} (last: ${JSON.stringify(last)})`, 200, 50);
+  await eventually(
+    async () => (last = await receiptOf(orderId))?.state === state,
+    `receipt of ${orderId} ${checkoutV1.ReceiptState[state]} (last: ${JSON.stringify(last)})`,
+    200,
+    50,
+  );
   return last!;
 }
 
@@ -85,7 +96,10 @@ describe("the outbox: the receipt is queued in the order's transaction", () => {
     const first = await place({ "Idempotency-Key": key });
     const receiptsBefore = (await p.sql<{ n: number }>("SELECT count(*)::int AS n FROM receipts.receipts"))[0]!.n;
     await expectCode(
-      client().placeOrder({ customerId: "receipts-e2e", items: [{ sku: "MUG-CERAMIC", quantity: 5 }] }, { headers: { "Idempotency-Key": key }, timeoutMs: 5000 }),
+      client().placeOrder(
+        { customerId: "receipts-e2e", items: [{ sku: "MUG-CERAMIC", quantity: 5 }] },
+        { headers: { "Idempotency-Key": key }, timeoutMs: 5000 },
+      ),
       Code.AlreadyExists,
       /already used/,
     );
@@ -130,7 +144,11 @@ describe("the worker: each receipt once, retried with a budget", () => {
       const { order } = await place();
       await p.sql("SELECT receipts.add_job('send_receipt', json_build_object('orderId', $1::uuid))", [order!.id]);
       await waitForState(order!.id, checkoutV1.ReceiptState.SENT);
-      await eventually(async () => (await p.sql<{ n: number }>("SELECT count(*)::int AS n FROM receipts._private_jobs WHERE payload->>'orderId' = $1", [order!.id]))[0]!.n === 0, "both jobs done");
+      await eventually(
+        async () =>
+          (await p.sql<{ n: number }>("SELECT count(*)::int AS n FROM receipts._private_jobs WHERE payload->>'orderId' = $1", [order!.id]))[0]!.n === 0,
+        "both jobs done",
+      );
       assert.equal((await mailerSent("sent")) - sentBefore, 1, "one receipt went out");
       const rows = await p.sql<{ state: string }>("SELECT state FROM receipts.receipts WHERE order_id = $1", [order!.id]);
       assert.deepEqual(rows, [{ state: "sent" }]);

@@ -43,7 +43,12 @@ describe("buf curl without --schema", () => {
   test("lists the gateway's public services and nothing internal", async () => {
     const { stdout } = await bufCurl(["--list-services", p.gatewayUrl]);
     const listed = stdout.trim().split("\n").sort();
-    assert.deepEqual(listed, ["checkout.v1.CheckoutService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
+    assert.deepEqual(listed, [
+      "checkout.v1.CheckoutService",
+      "grpc.health.v1.Health",
+      "grpc.reflection.v1.ServerReflection",
+      "grpc.reflection.v1alpha.ServerReflection",
+    ]);
   });
 
   test("lists the methods of the public API", async () => {
@@ -55,14 +60,21 @@ describe("buf curl without --schema", () => {
       "checkout.v1.CheckoutService/PlaceOrder",
     ]);
     assert.ok(methods.includes("grpc.health.v1.Health/Check"));
-    assert.deepEqual(methods.filter((m) => /^(orders|pricing)\./.test(m)), []);
+    assert.deepEqual(
+      methods.filter((m) => /^(orders|pricing)\./.test(m)),
+      [],
+    );
   });
 
   test("calls ListProducts and PlaceOrder with the schema it got from the gateway", async () => {
-    const list = JSON.parse((await bufCurl(["-d", "{}", `${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`])).stdout) as { products: { sku: string; unitPrice: { amountMinor: string } }[] };
+    const list = JSON.parse((await bufCurl(["-d", "{}", `${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`])).stdout) as {
+      products: { sku: string; unitPrice: { amountMinor: string } }[];
+    };
     assert.ok(list.products.some((x) => x.sku === "MUG-CERAMIC" && x.unitPrice.amountMinor === "1200"));
     const body = JSON.stringify({ customerId: "reflection", items: [{ sku: "MUG-CERAMIC", quantity: 2 }] });
-    const placed = JSON.parse((await bufCurl(["-H", "Idempotency-Key: reflection-1", "-d", body, `${p.gatewayUrl}/checkout.v1.CheckoutService/PlaceOrder`])).stdout) as {
+    const placed = JSON.parse(
+      (await bufCurl(["-H", "Idempotency-Key: reflection-1", "-d", body, `${p.gatewayUrl}/checkout.v1.CheckoutService/PlaceOrder`])).stdout,
+    ) as {
       order: { id: string; status: string; total: { amountMinor: string } };
     };
     assert.equal(placed.order.total.amountMinor, "2400");
@@ -83,7 +95,12 @@ describe("buf curl without --schema", () => {
 
   test("an internal service describes its own API on its RPC port", async () => {
     const { stdout } = await bufCurl(["--list-services", p.services.orders.url]);
-    assert.deepEqual(stdout.trim().split("\n").sort(), ["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection", "orders.v1.OrdersService"]);
+    assert.deepEqual(stdout.trim().split("\n").sort(), [
+      "grpc.health.v1.Health",
+      "grpc.reflection.v1.ServerReflection",
+      "grpc.reflection.v1alpha.ServerReflection",
+      "orders.v1.OrdersService",
+    ]);
   });
 });
 
@@ -156,9 +173,19 @@ interface ReflectionResponse {
 }
 type ReflectionRequest = Record<string, unknown>;
 
-function reflectionClient(version: "v1" | "v1alpha", address: string): grpc.Client & Record<string, (...args: unknown[]) => grpc.ClientDuplexStream<ReflectionRequest, ReflectionResponse>> {
-  const definition = protoLoader.loadSync(`grpc/reflection/${version}/reflection.proto`, { includeDirs: [resolve("proto")], oneofs: true, longs: String, defaults: true });
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as { grpc: { reflection: Record<string, { ServerReflection: grpc.ServiceClientConstructor }> } };
+function reflectionClient(
+  version: "v1" | "v1alpha",
+  address: string,
+): grpc.Client & Record<string, (...args: unknown[]) => grpc.ClientDuplexStream<ReflectionRequest, ReflectionResponse>> {
+  const definition = protoLoader.loadSync(`grpc/reflection/${version}/reflection.proto`, {
+    includeDirs: [resolve("proto")],
+    oneofs: true,
+    longs: String,
+    defaults: true,
+  });
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+    grpc: { reflection: Record<string, { ServerReflection: grpc.ServiceClientConstructor }> };
+  };
   const Ctor = pkg.grpc.reflection[version]!.ServerReflection;
   return new Ctor(address, grpc.credentials.createInsecure()) as never;
 }
@@ -183,7 +210,8 @@ async function ask(version: "v1" | "v1alpha", baseUrl: string, requests: Reflect
   }
 }
 
-const fileNames = (r: ReflectionResponse | undefined) => (r?.fileDescriptorResponse?.fileDescriptorProto ?? []).map((b) => fromBinary(FileDescriptorProtoSchema, b).name);
+const fileNames = (r: ReflectionResponse | undefined) =>
+  (r?.fileDescriptorResponse?.fileDescriptorProto ?? []).map((b) => fromBinary(FileDescriptorProtoSchema, b).name);
 
 describe("an independent grpc-js reflection client", () => {
   for (const version of ["v1", "v1alpha"] as const) {
@@ -235,7 +263,14 @@ test("while a service still waits for its database, it describes its API (exempt
   const [port, adminPort, deadDb] = [await findFreePort("127.0.0.1"), await findFreePort("127.0.0.1"), await findFreePort("127.0.0.1")];
   // Orders alone, its database address refusing connections: it listens, NOT_SERVING, and waits.
   const orders = spawn(process.execPath, ["--import", "tsx", "services/orders/src/main.ts"], {
-    env: { ...process.env, PORT: String(port), ADMIN_PORT: String(adminPort), DATABASE_URL: `postgres://orders@127.0.0.1:${deadDb}/platform`, DB_STARTUP_TIMEOUT_MS: "120000", LOG_LEVEL: "warn" },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      DATABASE_URL: `postgres://orders@127.0.0.1:${deadDb}/platform`,
+      DB_STARTUP_TIMEOUT_MS: "120000",
+      LOG_LEVEL: "warn",
+    },
     stdio: "ignore",
   });
   t.after(() => orders.kill("SIGKILL"));

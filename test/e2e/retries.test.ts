@@ -90,7 +90,9 @@ describe("transient failures are retried safely", () => {
     await setServiceFaults(p, "checkout", { dependencies: { orders: { dropResponseRate: 1, times: 1 } } });
     const key = `client-key-${randomUUID()}`;
     const customerId = `ckey-${randomUUID()}`;
-    const { order } = await p.client("connect-binary").placeOrder({ customerId, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { headers: { "Idempotency-Key": key } });
+    const { order } = await p
+      .client("connect-binary")
+      .placeOrder({ customerId, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { headers: { "Idempotency-Key": key } });
     assert.deepEqual(await p.sql("SELECT order_id FROM orders.idempotency_records WHERE key = $1", [key]), [{ order_id: order?.id }]);
     assert.equal(await orderRows(customerId), 1);
   });
@@ -158,7 +160,9 @@ describe("total failure: pricing's database fails every call", () => {
     const earlier = before.userRequests * budget.percentCanRetry;
     const perRequest = d.gatewayAttempts / n;
     const bound = 1 + budget.percentCanRetry + (reserve + earlier) / n;
-    console.log(`[retries] total failure: ${perRequest.toFixed(3)} attempts per user request (bound ${bound.toFixed(3)}: 1 + ${budget.percentCanRetry} + (reserve ${reserve} + earlier ${earlier.toFixed(1)}) / ${n})`);
+    console.log(
+      `[retries] total failure: ${perRequest.toFixed(3)} attempts per user request (bound ${bound.toFixed(3)}: 1 + ${budget.percentCanRetry} + (reserve ${reserve} + earlier ${earlier.toFixed(1)}) / ${n})`,
+    );
     assert.ok(d.retries > 0, "the gateway did retry");
     assert.ok(perRequest <= bound, `${perRequest.toFixed(3)} attempts per user request, at most ${bound.toFixed(3)}`);
     assert.ok(d.budgetRefusals > 0, "the budget refused retries: the early-warning signal fired");

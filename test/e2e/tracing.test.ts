@@ -33,7 +33,9 @@ test("one PlaceOrder is one connected trace: four services, their calls and thei
   await eventually(
     () =>
       services.every((s) => receiver.spans.some((r) => r.span.traceId === traceId && r.service === s && r.span.kind === 2)) &&
-      ["orders", "pricing"].every((s) => receiver.spans.some((r) => r.span.traceId === traceId && r.service === s && attr(r.span, "db.system.name") === "postgresql")),
+      ["orders", "pricing"].every((s) =>
+        receiver.spans.some((r) => r.span.traceId === traceId && r.service === s && attr(r.span, "db.system.name") === "postgresql"),
+      ),
     "every service's server span and both databases' statements arrived",
     100,
     100,
@@ -66,7 +68,11 @@ test("one PlaceOrder is one connected trace: four services, their calls and thei
     assert.equal(attr(span, "rpc.response.status_code"), "ok");
   }
   // Each inner server span is the child of its caller's client span.
-  for (const [caller, callee] of [["gateway", "checkout"], ["checkout", "orders"], ["orders", "pricing"]] as const) {
+  for (const [caller, callee] of [
+    ["gateway", "checkout"],
+    ["checkout", "orders"],
+    ["orders", "pricing"],
+  ] as const) {
     const client = byId.get(server(callee).span.parentSpanId!);
     assert.equal(client?.service, caller, `${callee}'s parent is a span of ${caller}`);
     assert.equal(client!.span.kind, 3, `${callee}'s parent is a client span`);

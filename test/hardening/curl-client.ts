@@ -31,7 +31,9 @@ export async function sendWithCurl(baseUrl: string, req: WireRequest, timeoutMs:
     }
     args.push("--dump-header", headFile, "--output", outFile, `${baseUrl}${req.path}`);
     await new Promise<void>((resolve, reject) =>
-      execFile("curl", args, { encoding: "latin1" }, (error, _stdout, stderr) => (error ? reject(new Error(`curl: ${stderr.trim() || error.message}`)) : resolve())),
+      execFile("curl", args, { encoding: "latin1" }, (error, _stdout, stderr) =>
+        error ? reject(new Error(`curl: ${stderr.trim() || error.message}`)) : resolve(),
+      ),
     );
     // Header blocks: any "HTTP/1.1 100 Continue", the response's, then (chunked) trailers, which curl writes here too.
     const blocks = (await readFile(headFile, "latin1")).split(/\r\n\r\n/).filter((b) => b.trim() !== "");

@@ -100,7 +100,13 @@ const injection = [
 
 /** Header-safe text: what node's HTTP clients accept in a value (latin1 without controls but tab). */
 const headerText = (maxLength: number) =>
-  fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)), maxLength });
+  fc.string({
+    unit: fc
+      .integer({ min: 0x20, max: 0xff })
+      .filter((c) => c !== 0x7f)
+      .map((c) => String.fromCharCode(c)),
+    maxLength,
+  });
 
 const customer: fc.Arbitrary<CustomerSpec> = fc.oneof(
   { weight: 6, arbitrary: fc.constant<CustomerSpec>({ kind: "valid" }) },
@@ -165,7 +171,7 @@ const jsonGarbage = fc.oneof(
     '{"orderId": {"$gt": ""}}',
     '{"orderId": 12345}',
     "[".repeat(5000) + "]".repeat(5000),
-    '{"a":'.repeat(3000) + "1" + "}".repeat(3000),
+    `${'{"a":'.repeat(3000)}1${"}".repeat(3000)}`,
     '"\\ud800"',
     '{"customerId": "%C%\\u0000", "items": [{"sku": "MUG-CERAMIC", "quantity": 1}]}',
   ),
@@ -184,7 +190,22 @@ const orderPayload: fc.Arbitrary<PayloadSpec> = fc.oneof(
       items: validItems,
       mutation: fc.oneof(
         fc.nat({ max: 40 }).map((at): ProtoMutation => ({ kind: "truncate", at })),
-        fc.constantFrom("08", "0801", "15ffffffff", "12ffffffffffffffffffff01", "0a7f41", "0a02fffe", "0b", "0c", "0001", "f8ffffff0f01", "120310ff", "1200", "7a00")
+        fc
+          .constantFrom(
+            "08",
+            "0801",
+            "15ffffffff",
+            "12ffffffffffffffffffff01",
+            "0a7f41",
+            "0a02fffe",
+            "0b",
+            "0c",
+            "0001",
+            "f8ffffff0f01",
+            "120310ff",
+            "1200",
+            "7a00",
+          )
           .map((hex): ProtoMutation => ({ kind: "append", hex })),
         fc.constantFrom("0a02fffe", "12ffffffff0f", "0a80808080808080808001", "ff").map((hex): ProtoMutation => ({ kind: "prepend", hex })),
         fc.record({ kind: fc.constant("flip" as const), at: fc.nat({ max: 40 }), xor: fc.integer({ min: 1, max: 255 }) }),
@@ -205,14 +226,19 @@ const orderPayload: fc.Arbitrary<PayloadSpec> = fc.oneof(
 
 const getOrderPayload: fc.Arbitrary<PayloadSpec> = fc.oneof(
   fc.uuid().map((orderId): PayloadSpec => ({ kind: "getOrder", orderId })),
-  fc.constantFrom("not-a-uuid", "", "00000000-0000-0000-0000-000000000000", "' OR 1=1 --", "X".repeat(5000), "%", "ÆØÅ").map((orderId): PayloadSpec => ({ kind: "getOrder", orderId })),
+  fc
+    .constantFrom("not-a-uuid", "", "00000000-0000-0000-0000-000000000000", "' OR 1=1 --", "X".repeat(5000), "%", "ÆØÅ")
+    .map((orderId): PayloadSpec => ({ kind: "getOrder", orderId })),
   jsonGarbage.map((text): PayloadSpec => ({ kind: "json", text })),
   fc.uint8Array({ maxLength: 32 }).map((b): PayloadSpec => ({ kind: "bytes", hex: Buffer.from(b).toString("hex") })),
 );
 
 const framing: fc.Arbitrary<FramingSpec> = fc.oneof(
   { weight: 14, arbitrary: fc.constant<FramingSpec>({ kind: "ok" }) },
-  { weight: 2, arbitrary: fc.oneof(fc.integer({ min: -5, max: -1 }), fc.integer({ min: 1, max: 2000 })).map((delta): FramingSpec => ({ kind: "length", delta })) },
+  {
+    weight: 2,
+    arbitrary: fc.oneof(fc.integer({ min: -5, max: -1 }), fc.integer({ min: 1, max: 2000 })).map((delta): FramingSpec => ({ kind: "length", delta })),
+  },
   { weight: 1, arbitrary: fc.constantFrom(0xffffffff, 0x7fffffff, 65_537, 0).map((length): FramingSpec => ({ kind: "declared", length })) },
   { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 8 }).map((b): FramingSpec => ({ kind: "trailing", hex: Buffer.from(b).toString("hex") })) },
   { weight: 1, arbitrary: fc.constant<FramingSpec>({ kind: "twoFrames" }) },
@@ -227,7 +253,10 @@ const bodyEncoding: fc.Arbitrary<BodyEncoding> = fc.oneof(
   { weight: 16, arbitrary: fc.constant<BodyEncoding>({ kind: "none" }) },
   { weight: 2, arbitrary: fc.constantFrom<Variant>("ok", "truncated", "garbage", "bomb").map((variant): BodyEncoding => ({ kind: "gzip", variant })) },
   { weight: 1, arbitrary: fc.constantFrom<Variant>("ok", "truncated", "garbage").map((variant): BodyEncoding => ({ kind: "br", variant })) },
-  { weight: 1, arbitrary: fc.constantFrom("compress", "deflate", "identity", "gzip, br", "", "x-unknown").map((name): BodyEncoding => ({ kind: "name", name })) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom("compress", "deflate", "identity", "gzip, br", "", "x-unknown").map((name): BodyEncoding => ({ kind: "name", name })),
+  },
 );
 
 const wrongContentType = fc.constantFrom(
@@ -254,7 +283,35 @@ const wrongContentType = fc.constantFrom(
 
 const timeoutValue = fc.oneof(
   fc.constantFrom("5000", "3S", "2500m", "30000", "4000000u", "3000000000n", "1H", "1M"),
-  fc.constantFrom("-1", "abc", "1.5", "0", "1", "99999999999", "1e3", " 100", "0x10", "", Buffer.from("٣٠٠", "utf8").toString("latin1"), "+5", "1S", "-1S", "1x", "1.5S", "0n", "1n", "99999999H", "100000000H", "abcS", "1m", "10m", "50m", "100m", "S", "5 S"),
+  fc.constantFrom(
+    "-1",
+    "abc",
+    "1.5",
+    "0",
+    "1",
+    "99999999999",
+    "1e3",
+    " 100",
+    "0x10",
+    "",
+    Buffer.from("٣٠٠", "utf8").toString("latin1"),
+    "+5",
+    "1S",
+    "-1S",
+    "1x",
+    "1.5S",
+    "0n",
+    "1n",
+    "99999999H",
+    "100000000H",
+    "abcS",
+    "1m",
+    "10m",
+    "50m",
+    "100m",
+    "S",
+    "5 S",
+  ),
   headerText(12),
 );
 
@@ -265,7 +322,17 @@ const key: fc.Arbitrary<KeySpec> = fc.oneof(
     weight: 3,
     arbitrary: fc
       .oneof(
-        fc.constantFrom("", "k".repeat(256), "k".repeat(10_000), "has space", "clé", Buffer.from("日本語キー", "utf8").toString("latin1"), "\t", "tab\there", "a\u00ff"),
+        fc.constantFrom(
+          "",
+          "k".repeat(256),
+          "k".repeat(10_000),
+          "has space",
+          "clé",
+          Buffer.from("日本語キー", "utf8").toString("latin1"),
+          "\t",
+          "tab\there",
+          "a\u00ff",
+        ),
         headerText(40),
       )
       .map((value): KeySpec => ({ kind: "odd", value })),
@@ -318,7 +385,11 @@ const oddPath = fc.constantFrom(
 export const caseArbitrary: fc.Arbitrary<CaseSpec> = fc
   .record({
     protocol: fc.constantFrom<Protocol>("connect-json", "connect-binary", "grpc", "grpc-web"),
-    rpc: fc.oneof({ weight: 13, arbitrary: fc.constant<Rpc>("PlaceOrder") }, { weight: 3, arbitrary: fc.constant<Rpc>("ListProducts") }, { weight: 4, arbitrary: fc.constant<Rpc>("GetOrder") }),
+    rpc: fc.oneof(
+      { weight: 13, arbitrary: fc.constant<Rpc>("PlaceOrder") },
+      { weight: 3, arbitrary: fc.constant<Rpc>("ListProducts") },
+      { weight: 4, arbitrary: fc.constant<Rpc>("GetOrder") },
+    ),
     h2: fc.integer({ min: 0, max: 9 }),
     verb: fc.oneof({ weight: 30, arbitrary: fc.constant("POST") }, { weight: 1, arbitrary: fc.constantFrom("PUT", "DELETE", "PATCH", "OPTIONS", "GET") }),
     path: fc.oneof({ weight: 19, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: oddPath }),
@@ -331,28 +402,32 @@ export const caseArbitrary: fc.Arbitrary<CaseSpec> = fc
     extraHeaders,
   })
   .chain((c) =>
-    (c.rpc === "PlaceOrder" ? orderPayload : c.rpc === "GetOrder" ? getOrderPayload : fc.constantFrom<PayloadSpec>({ kind: "empty" }, { kind: "json", text: '{"x": 1}' }, { kind: "bytes", hex: "0801" })).map(
-      (payload): CaseSpec => {
-        const grpcish = c.protocol === "grpc" || c.protocol === "grpc-web";
-        // gRPC is HTTP/2 (h1 sometimes: the server should cope); gRPC-Web and Connect JSON mostly HTTP/1.1.
-        const http: HttpVersion = c.protocol === "grpc" ? (c.h2 === 0 ? "h1" : "h2") : c.protocol === "connect-binary" ? (c.h2 < 5 ? "h1" : "h2") : c.h2 < 7 ? "h1" : "h2";
-        return {
-          protocol: c.protocol,
-          http,
-          rpc: c.rpc,
-          verb: c.verb,
-          path: c.path,
-          get: !grpcish && c.rpc !== "PlaceOrder" && c.get === 0,
-          payload,
-          framing: grpcish ? c.framing : { kind: "ok" },
-          encoding: grpcish ? { kind: "none" } : c.encoding,
-          contentType: c.contentType,
-          timeout: c.timeout,
-          key: c.key,
-          extraHeaders: c.extraHeaders,
-        };
-      },
-    ),
+    (c.rpc === "PlaceOrder"
+      ? orderPayload
+      : c.rpc === "GetOrder"
+        ? getOrderPayload
+        : fc.constantFrom<PayloadSpec>({ kind: "empty" }, { kind: "json", text: '{"x": 1}' }, { kind: "bytes", hex: "0801" })
+    ).map((payload): CaseSpec => {
+      const grpcish = c.protocol === "grpc" || c.protocol === "grpc-web";
+      // gRPC is HTTP/2 (h1 sometimes: the server should cope); gRPC-Web and Connect JSON mostly HTTP/1.1.
+      const http: HttpVersion =
+        c.protocol === "grpc" ? (c.h2 === 0 ? "h1" : "h2") : c.protocol === "connect-binary" ? (c.h2 < 5 ? "h1" : "h2") : c.h2 < 7 ? "h1" : "h2";
+      return {
+        protocol: c.protocol,
+        http,
+        rpc: c.rpc,
+        verb: c.verb,
+        path: c.path,
+        get: !grpcish && c.rpc !== "PlaceOrder" && c.get === 0,
+        payload,
+        framing: grpcish ? c.framing : { kind: "ok" },
+        encoding: grpcish ? { kind: "none" } : c.encoding,
+        contentType: c.contentType,
+        timeout: c.timeout,
+        key: c.key,
+        extraHeaders: c.extraHeaders,
+      };
+    }),
   );
 
 // ---------------------------------------------------------------- building
@@ -429,13 +504,17 @@ function messageBytes(spec: CaseSpec, binary: boolean, tag: string): { bytes: Bu
         const items = Array.from({ length: Math.ceil(p.bytes / 30) }, (_, i) => ({ sku: `SKU-${i}`, quantity: 1 }));
         const msg = { customerId, items };
         return {
-          bytes: binary ? Buffer.from(toBinary(checkoutV1.PlaceOrderRequestSchema, create(checkoutV1.PlaceOrderRequestSchema, msg))) : Buffer.from(JSON.stringify(msg)),
+          bytes: binary
+            ? Buffer.from(toBinary(checkoutV1.PlaceOrderRequestSchema, create(checkoutV1.PlaceOrderRequestSchema, msg)))
+            : Buffer.from(JSON.stringify(msg)),
           customerId,
         };
       }
       const msg = { customerId: `${customerId}-${"y".repeat(p.bytes)}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] };
       return {
-        bytes: binary ? Buffer.from(toBinary(checkoutV1.PlaceOrderRequestSchema, create(checkoutV1.PlaceOrderRequestSchema, msg))) : Buffer.from(JSON.stringify(msg)),
+        bytes: binary
+          ? Buffer.from(toBinary(checkoutV1.PlaceOrderRequestSchema, create(checkoutV1.PlaceOrderRequestSchema, msg)))
+          : Buffer.from(JSON.stringify(msg)),
         customerId,
       };
     }
@@ -488,7 +567,9 @@ export function buildCase(spec: CaseSpec, runTag: string, index: number): BuiltC
       headers["content-type"] = binary ? "application/proto" : "application/json";
       if (spec.get && spec.verb === "POST") {
         method = "GET";
-        const q = binary ? `encoding=proto&base64=1&message=${encodeURIComponent(msg.toString("base64url"))}` : `encoding=json&message=${encodeURIComponent(msg.toString("utf8"))}`;
+        const q = binary
+          ? `encoding=proto&base64=1&message=${encodeURIComponent(msg.toString("base64url"))}`
+          : `encoding=json&message=${encodeURIComponent(msg.toString("utf8"))}`;
         path = `${path}?${q}`;
         body = Buffer.alloc(0);
         delete headers["content-type"];

@@ -64,7 +64,12 @@ export function shortDeadline(spec: CaseSpec): number | undefined {
 
 /** A gRPC or gRPC-Web frame flagged compressed (bit 0) while the request declares no grpc-encoding: INTERNAL, per the gRPC compression spec. */
 export function compressedWithoutEncoding(spec: CaseSpec): boolean {
-  return (spec.protocol === "grpc" || spec.protocol === "grpc-web") && spec.framing.kind === "flags" && (spec.framing.flags & 1) === 1 && !("grpc-encoding" in spec.extraHeaders);
+  return (
+    (spec.protocol === "grpc" || spec.protocol === "grpc-web") &&
+    spec.framing.kind === "flags" &&
+    (spec.framing.flags & 1) === 1 &&
+    !("grpc-encoding" in spec.extraHeaders)
+  );
 }
 
 /** The server's limits the oracle judges by. */
@@ -77,7 +82,8 @@ export interface ServerLimits {
 
 /** What is wrong with one answer's code, or undefined when it is a definite one. */
 export function codeViolation(a: Answer, limits: ServerLimits): string | undefined {
-  if (a.transportError) return closedOnOversizedUpload(a, limits.readMaxBytes) || refusedOversizedHeaders(a, limits.maxHeaderBytes) ? undefined : `no answer: ${a.transportError}`;
+  if (a.transportError)
+    return closedOnOversizedUpload(a, limits.readMaxBytes) || refusedOversizedHeaders(a, limits.maxHeaderBytes) ? undefined : `no answer: ${a.transportError}`;
   const o = a.outcome!;
   const short = shortDeadline(a.spec) !== undefined;
   if (o.protocol === "http") return plainHttp.has(o.status) ? undefined : `undocumented plain HTTP ${o.status}`;
@@ -91,7 +97,8 @@ export function codeViolation(a: Answer, limits: ServerLimits): string | undefin
   } else {
     if (o.status !== 200) return `${o.protocol} status ${String(code)} with HTTP ${o.status}`;
     if (code === 0) return undefined;
-    const allowed = definiteGrpc.has(Number(code)) || (short && shortDeadlineGrpc.has(Number(code))) || (Number(code) === 13 && compressedWithoutEncoding(a.spec));
+    const allowed =
+      definiteGrpc.has(Number(code)) || (short && shortDeadlineGrpc.has(Number(code))) || (Number(code) === 13 && compressedWithoutEncoding(a.spec));
     if (!allowed) return `not a definite answer: grpc-status ${String(code)}: ${message}`;
   }
   if (message.trim() === "") return `error ${String(code)} without a message`;
@@ -131,7 +138,10 @@ function isOk(a: Answer): boolean {
 
 /** The q-quantile of the successful requests' times, the run's yardstick. */
 export function okQuantile(answers: Answer[], q: number): number {
-  const ms = answers.filter(isOk).map((a) => a.ms).sort((x, y) => x - y);
+  const ms = answers
+    .filter(isOk)
+    .map((a) => a.ms)
+    .sort((x, y) => x - y);
   if (ms.length === 0) throw new Error("no successful request in the run: no yardstick for promptness");
   return ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!;
 }

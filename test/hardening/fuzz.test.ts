@@ -109,7 +109,9 @@ function oracleProblems(answers: Answer[]): { problems: string[]; p50: number; p
     if (v) problems.push(`seed ${a.seed} #${a.index} ${v}\n    ${describeCase(a.spec)}`);
   }
   const slowest = [...answers].sort((x, y) => y.ms - x.ms).slice(0, 3);
-  console.log(`[fuzz]   slowest: ${slowest.map((a) => `${(a.ms / p99).toFixed(2)}x p99 ${a.spec.protocol}/${a.spec.http} ${a.spec.rpc} ${a.spec.payload.kind} -> ${String(a.outcome?.rpc?.code ?? a.outcome?.status ?? a.transportError)}`).join("; ")}`);
+  console.log(
+    `[fuzz]   slowest: ${slowest.map((a) => `${(a.ms / p99).toFixed(2)}x p99 ${a.spec.protocol}/${a.spec.http} ${a.spec.rpc} ${a.spec.payload.kind} -> ${String(a.outcome?.rpc?.code ?? a.outcome?.status ?? a.transportError)}`).join("; ")}`,
+  );
   return { problems, p50, p99, slowest: slowest[0]?.ms ?? 0 };
 }
 
@@ -122,7 +124,9 @@ describe(`fuzz the gateway (seeds ${seeds.join(", ")}; ${runsPerSeed} requests e
     // A few well-formed calls first, so that the yardstick is not the gateway's cold start.
     for (let i = 0; i < 5; i++) await p.client("connect-json").listProducts({}, { timeoutMs: 5000 });
     for (const seed of seeds) {
-      console.log(`[fuzz] seed ${seed}${fixedSeeds.includes(seed) ? "" : " (random)"}: ${runsPerSeed} requests, ${concurrency} at a time (replay with FUZZ_SEED=${seed})`);
+      console.log(
+        `[fuzz] seed ${seed}${fixedSeeds.includes(seed) ? "" : " (random)"}: ${runsPerSeed} requests, ${concurrency} at a time (replay with FUZZ_SEED=${seed})`,
+      );
       const answers = casesOf(seed, runsPerSeed);
       const wire = new WireClient(p.gatewayUrl, { sockets: concurrency, sessions: 2 });
       try {
@@ -142,7 +146,9 @@ describe(`fuzz the gateway (seeds ${seeds.join(", ")}; ${runsPerSeed} requests e
     const elapsedS = (performance.now() - started) / 1000;
     for (const r of results) {
       const o = r.outcome;
-      const label = o ? `${r.spec.protocol}/${r.spec.http} ${o.protocol} HTTP ${o.status} ${String(o.rpc?.code ?? "-")}` : `${r.spec.protocol}/${r.spec.http} no answer`;
+      const label = o
+        ? `${r.spec.protocol}/${r.spec.http} ${o.protocol} HTTP ${o.status} ${String(o.rpc?.code ?? "-")}`
+        : `${r.spec.protocol}/${r.spec.http} no answer`;
       histogram.set(label, (histogram.get(label) ?? 0) + 1);
     }
 
@@ -167,7 +173,9 @@ describe(`fuzz the gateway (seeds ${seeds.join(", ")}; ${runsPerSeed} requests e
         }
         const expected = r.built.order?.customerId;
         if (expected !== undefined ? order.customerId !== expected : !order.customerId.startsWith(r.built.customerId)) {
-          problems.push(`seed ${r.seed} #${r.index} order ${order.id} placed for ${JSON.stringify(order.customerId)}, sent ${JSON.stringify(r.built.customerId)}`);
+          problems.push(
+            `seed ${r.seed} #${r.index} order ${order.id} placed for ${JSON.stringify(order.customerId)}, sent ${JSON.stringify(r.built.customerId)}`,
+          );
         }
         acknowledged.set(order.id, order.customerId);
       } else if (!o || (o.rpc && uncertainCodes.has(o.rpc.code))) {
@@ -245,7 +253,11 @@ describe(`fuzz the gateway (seeds ${seeds.join(", ")}; ${runsPerSeed} requests e
     await sendAll(answers, 4, async (req) => readOutcome(await sendWithCurl(p.gatewayUrl, req, hangGuardMs)));
     const judged = oracleProblems(answers);
     const byCode = new Map<string, number>();
-    for (const a of answers) byCode.set(String(a.outcome?.rpc?.code ?? a.outcome?.status ?? "no answer"), (byCode.get(String(a.outcome?.rpc?.code ?? a.outcome?.status ?? "no answer")) ?? 0) + 1);
+    for (const a of answers)
+      byCode.set(
+        String(a.outcome?.rpc?.code ?? a.outcome?.status ?? "no answer"),
+        (byCode.get(String(a.outcome?.rpc?.code ?? a.outcome?.status ?? "no answer")) ?? 0) + 1,
+      );
     console.log(
       `[fuzz] curl: ${answers.length} HTTP/1.1 requests; successful p50 ${judged.p50.toFixed(1)} ms, p99 ${judged.p99.toFixed(1)} ms; ` +
         `slowest ${(judged.slowest / judged.p99).toFixed(2)}x the p99; answers ${JSON.stringify(Object.fromEntries(byCode))}`,
@@ -296,7 +308,9 @@ describe(`fuzz the gateway (seeds ${seeds.join(", ")}; ${runsPerSeed} requests e
     // HTTP/1.1: headers, half a body, then nothing.
     const h1 = new Promise<string>((resolve) => {
       const socket = net.connect(Number(url.port), url.hostname, () =>
-        socket.write(`POST ${placeOrderPath} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\nconnect-timeout-ms: 300\r\ncontent-length: 100\r\n\r\n{"cust`),
+        socket.write(
+          `POST ${placeOrderPath} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\nconnect-timeout-ms: 300\r\ncontent-length: 100\r\n\r\n{"cust`,
+        ),
       );
       let got = "";
       socket.on("data", (d: Buffer) => (got += d.toString("latin1")));
@@ -314,7 +328,13 @@ describe(`fuzz the gateway (seeds ${seeds.join(", ")}; ${runsPerSeed} requests e
       { length: 80 },
       () =>
         new Promise<string | undefined>((resolve) => {
-          const st = session.request({ ":method": "POST", ":path": placeOrderPath, "content-type": "application/grpc", te: "trailers", "grpc-timeout": "300m" });
+          const st = session.request({
+            ":method": "POST",
+            ":path": placeOrderPath,
+            "content-type": "application/grpc",
+            te: "trailers",
+            "grpc-timeout": "300m",
+          });
           let status: string | undefined;
           st.on("response", (h) => (status ??= h["grpc-status"] as string | undefined));
           st.on("trailers", (t) => (status = t["grpc-status"] as string | undefined));
@@ -362,7 +382,13 @@ describe("connect-es, as patched", () => {
       ["h2", "application/grpc"],
       ["h1", "application/grpc-web+proto"],
     ] as const) {
-      const o = await send({ http, method: "POST", path: "/checkout.v1.CheckoutService/ListProducts", headers: { "content-type": contentType }, body: frame(Buffer.alloc(0), 1) });
+      const o = await send({
+        http,
+        method: "POST",
+        path: "/checkout.v1.CheckoutService/ListProducts",
+        headers: { "content-type": contentType },
+        body: frame(Buffer.alloc(0), 1),
+      });
       assert.equal(o.rpc?.code, 13, `${contentType}: grpc-status ${String(o.rpc?.code)} ${o.rpc?.message}`);
       assert.match(o.rpc?.message ?? "", /compressed/);
     }
@@ -373,7 +399,13 @@ describe("connect-es, as patched", () => {
       ["h2", "application/grpc"],
       ["h1", "application/grpc-web+proto"],
     ] as const) {
-      const o = await send({ http, method: "POST", path: placeOrderPath, headers: { "content-type": contentType }, body: frame(Buffer.from("ffffff0f01", "hex")) });
+      const o = await send({
+        http,
+        method: "POST",
+        path: placeOrderPath,
+        headers: { "content-type": contentType },
+        body: frame(Buffer.from("ffffff0f01", "hex")),
+      });
       assert.equal(o.rpc?.code, 3, `${contentType}: grpc-status ${String(o.rpc?.code)} ${o.rpc?.message}`);
     }
   });

@@ -91,10 +91,9 @@ export class OrderLoad {
     let code: Code | "ok" = "ok";
     let message = "";
     try {
-      const res = await this.p.client(order.protocol).placeOrder(
-        { customerId: order.customerId, items: order.items },
-        { headers: { "Idempotency-Key": order.key }, timeoutMs },
-      );
+      const res = await this.p
+        .client(order.protocol)
+        .placeOrder({ customerId: order.customerId, items: order.items }, { headers: { "Idempotency-Key": order.key }, timeoutMs });
       if (!res.order?.id) throw new ConnectError("an empty success", Code.Internal);
       if (order.orderId !== undefined && order.orderId !== res.order.id) {
         throw new ConnectError(`the same key answered two orders: ${order.orderId} and ${res.order.id}`, Code.DataLoss);

@@ -11,7 +11,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
-import pg from "pg";
+import type pg from "pg";
 import { startEmbeddedPostgres, type EmbeddedPostgres, type StopMode } from "@platform/embedded-postgres";
 import { eventually, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "@platform/test-support";
 import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected, type CallRecord } from "./order-load.js";
@@ -112,8 +112,8 @@ describe("an internal service killed with SIGKILL mid-traffic", () => {
     assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline");
     assert.deepEqual(unexpected(window, new Set(["ok", Code.Unavailable, Code.DeadlineExceeded])), [], "only UNAVAILABLE or DEADLINE_EXCEEDED meanwhile");
     assert.deepEqual(unexpected(load.calls, outageCodes), []);
-    const halfWritten = await withDb(async (db) =>
-      (await db.query("SELECT o.id FROM orders.orders o LEFT JOIN orders.order_items i ON i.order_id = o.id WHERE i.order_id IS NULL")).rows,
+    const halfWritten = await withDb(
+      async (db) => (await db.query("SELECT o.id FROM orders.orders o LEFT JOIN orders.order_items i ON i.order_id = o.id WHERE i.order_id IS NULL")).rows,
     );
     assert.deepEqual(halfWritten, [], "no order without its items");
     assert.deepEqual(await withDb((db) => reconcile(db, load)), []);
@@ -154,7 +154,10 @@ describe("SIGTERM to each service under load", () => {
       assert.match(exit.line, new RegExp(`^${name} exited \\(0\\); restarting in \\d+ ms`));
       // Guards the drain bound: the process is gone within the configured drain time plus one request's
       // time (every handler here takes slowHandlerMs), whether its calls finished early or the drain ran out.
-      assert.ok(exit.at - signalAt <= drainTimeoutMs + slowHandlerMs, `exited ${Math.round(exit.at - signalAt)} ms after SIGTERM (drain ${drainTimeoutMs} ms + one request ${slowHandlerMs} ms)`);
+      assert.ok(
+        exit.at - signalAt <= drainTimeoutMs + slowHandlerMs,
+        `exited ${Math.round(exit.at - signalAt)} ms after SIGTERM (drain ${drainTimeoutMs} ms + one request ${slowHandlerMs} ms)`,
+      );
       assert.deepEqual(unexpected(inFlight, new Set(["ok", Code.Unavailable])), [], "in-flight calls complete or fail with UNAVAILABLE");
       assert.deepEqual(unexpected(window, outageCodes), [], "new calls are refused cleanly");
       assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline");

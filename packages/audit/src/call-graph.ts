@@ -73,4 +73,3 @@ export function pathsBelow(graph: CallGraph, from: ServiceDescription, seen: str
   }
   return out;
 }
-

@@ -37,8 +37,16 @@ function retryFrom(raw: unknown, from: RetryDescription["from"]): RetryDescripti
   return {
     maxAttempts: num(policy["maxAttempts"], "retry.policy.maxAttempts"),
     platformLoop: true,
-    backoff: { initialMs: num(backoff["initialMs"], "backoff.initialMs"), multiplier: num(backoff["multiplier"], "backoff.multiplier"), maxMs: num(backoff["maxMs"], "backoff.maxMs") },
-    budget: { percentCanRetry: num(budget["percentCanRetry"], "budget.percentCanRetry"), minRetriesPerSec: num(budget["minRetriesPerSec"], "budget.minRetriesPerSec"), ttlMs: num(budget["ttlMs"], "budget.ttlMs") },
+    backoff: {
+      initialMs: num(backoff["initialMs"], "backoff.initialMs"),
+      multiplier: num(backoff["multiplier"], "backoff.multiplier"),
+      maxMs: num(backoff["maxMs"], "backoff.maxMs"),
+    },
+    budget: {
+      percentCanRetry: num(budget["percentCanRetry"], "budget.percentCanRetry"),
+      minRetriesPerSec: num(budget["minRetriesPerSec"], "budget.minRetriesPerSec"),
+      ttlMs: num(budget["ttlMs"], "budget.ttlMs"),
+    },
     from,
   };
 }
@@ -116,7 +124,13 @@ export function describeService(name: string, configJson: unknown, wired?: Wired
     },
     // A plug-in may take admission control out (serve()'s composition): the queue is then unbounded.
     ...(!effects.noAdmission
-      ? { admission: { maxConcurrent: num(admission["maxConcurrent"], "admission.maxConcurrent"), maxQueue: num(admission["maxQueue"], "admission.maxQueue"), maxQueueWaitMs: num(admission["maxQueueWaitMs"], "admission.maxQueueWaitMs") } }
+      ? {
+          admission: {
+            maxConcurrent: num(admission["maxConcurrent"], "admission.maxConcurrent"),
+            maxQueue: num(admission["maxQueue"], "admission.maxQueue"),
+            maxQueueWaitMs: num(admission["maxQueueWaitMs"], "admission.maxQueueWaitMs"),
+          },
+        }
       : {}),
     dependencies,
     ...("databaseUrl" in configJson ? { database: { poolMax: typeof configJson["dbPoolMax"] === "number" ? configJson["dbPoolMax"] : undefined } } : {}),

@@ -38,7 +38,9 @@ export function timeoutsShrinkInward(graph: CallGraph): Answer {
   const problems: Problem[] = [];
   for (const s of graph.services) {
     const d = s.deadline;
-    facts.push(`${s.name}: default ${d.defaultMs} ms, maximum ${d.maxMs} ms${s.edge ? " (the edge)" : " (applies only to a request that arrives without one)"}, ${d.hopReserveMs} ms kept back per downstream call`);
+    facts.push(
+      `${s.name}: default ${d.defaultMs} ms, maximum ${d.maxMs} ms${s.edge ? " (the edge)" : " (applies only to a request that arrives without one)"}, ${d.hopReserveMs} ms kept back per downstream call`,
+    );
   }
   for (const h of graph.hops) {
     const callee = h.callee;
@@ -78,7 +80,12 @@ export function timeoutsShrinkInward(graph: CallGraph): Answer {
     facts.push(`a request without a deadline, at each hop: ${steps.join(" -> ")} (less the time already spent)`);
   }
   facts.push("measured basis: not known from configuration; `--advise` compares each deadline with the p99.9 measured under load");
-  return { question: "1. Are timeouts longer toward the outside, and are they based on measurements such as p99.9?", pass: problems.length === 0, facts, problems };
+  return {
+    question: "1. Are timeouts longer toward the outside, and are they based on measurements such as p99.9?",
+    pass: problems.length === 0,
+    facts,
+    problems,
+  };
 }
 
 function longestChain(graph: CallGraph, from: ServiceDescription, seen: string[] = []): Hop[] {
@@ -104,8 +111,12 @@ export function deadlineTravels(graph: CallGraph): Answer {
       continue;
     }
     const parts = [];
-    if (s.dependencies.length > 0) parts.push(`sends the remaining deadline less ${s.deadline.hopReserveMs} ms to ${s.dependencies.map((d) => d.name).join(", ")} and starts no call with under ${s.deadline.minBudgetMs} ms left`);
-    if (s.database) parts.push("runs each transaction under SET LOCAL statement_timeout from the remaining deadline and cancels the statement when the caller goes away");
+    if (s.dependencies.length > 0)
+      parts.push(
+        `sends the remaining deadline less ${s.deadline.hopReserveMs} ms to ${s.dependencies.map((d) => d.name).join(", ")} and starts no call with under ${s.deadline.minBudgetMs} ms left`,
+      );
+    if (s.database)
+      parts.push("runs each transaction under SET LOCAL statement_timeout from the remaining deadline and cancels the statement when the caller goes away");
     if (parts.length > 0) facts.push(`${s.name}: ${parts.join("; ")}`);
   }
   return { question: "2. Does the deadline travel downstream?", pass: problems.length === 0, facts, problems };
@@ -125,7 +136,10 @@ export function oneLayerRetries(graph: CallGraph, attempts: MethodAttempts[]): A
   }
   for (const edge of graph.edges) {
     if (!retrying.some((h) => h.caller === edge)) {
-      problems.push({ message: `no layer retries: ${edge.name} attempts each call once, so every transient failure reaches the user`, where: locate(graph, edge.name, "RETRY_MAX_ATTEMPTS") });
+      problems.push({
+        message: `no layer retries: ${edge.name} attempts each call once, so every transient failure reaches the user`,
+        where: locate(graph, edge.name, "RETRY_MAX_ATTEMPTS"),
+      });
     }
   }
   const layers = [...new Set(retrying.map((h) => h.caller.name))];
@@ -134,7 +148,12 @@ export function oneLayerRetries(graph: CallGraph, attempts: MethodAttempts[]): A
     `retrying layers: ${layers.length === 0 ? "none" : layers.join(", ")}; every other hop attempts each call once (${wired ? "as each process wired its dependency clients" : "from configuration: a service retries when its configuration holds a retry policy"})`,
     ...attempts.map(formatAttempts),
   ];
-  return { question: "3. Does exactly one layer retry, and what is the maximum number of attempts at the bottom, multiplied out?", pass: problems.length === 0, facts, problems };
+  return {
+    question: "3. Does exactly one layer retry, and what is the maximum number of attempts at the bottom, multiplied out?",
+    pass: problems.length === 0,
+    facts,
+    problems,
+  };
 }
 
 /** 4. Is there backoff with jitter, and a cap on the total? (And are the retry budget and pushback on?) */
@@ -173,11 +192,16 @@ export function queuesBounded(graph: CallGraph): Answer {
   for (const s of graph.services) {
     const a = s.admission;
     if (a === undefined) {
-      problems.push({ message: `${s.name} has no admission control (${byPlugins(s)}): its server queues without bound and works on requests whose callers have gone`, where: locate(graph, s.name, pluginVar) });
+      problems.push({
+        message: `${s.name} has no admission control (${byPlugins(s)}): its server queues without bound and works on requests whose callers have gone`,
+        where: locate(graph, s.name, pluginVar),
+      });
       continue;
     }
     const drainable = Math.floor((a.maxConcurrent * a.maxQueueWaitMs) / fastestServiceMs);
-    facts.push(`${s.name} admission: ${a.maxConcurrent} running + ${a.maxQueue} queued, at most ${a.maxQueueWaitMs} ms in the queue; expired requests are dropped before any work`);
+    facts.push(
+      `${s.name} admission: ${a.maxConcurrent} running + ${a.maxQueue} queued, at most ${a.maxQueueWaitMs} ms in the queue; expired requests are dropped before any work`,
+    );
     if (a.maxQueue > drainable) {
       problems.push({
         message: `${possessive(s.name)} admission queue (${a.maxQueue}) is effectively unbounded: ${a.maxConcurrent} slots cannot drain it within ${a.maxQueueWaitMs} ms even at ${fastestServiceMs} ms per request (at most ${drainable}); queue limit = tolerable wait x throughput`,
@@ -188,7 +212,9 @@ export function queuesBounded(graph: CallGraph): Answer {
   for (const h of graph.hops) {
     const b = h.dependency.bulkhead;
     if (b === undefined) continue; // no bulkhead: reported under isolation
-    facts.push(`${hopName(h)} bulkhead per method: ${b.minConcurrent}..${b.maxConcurrent} slots (${b.limit}) + ${b.maxQueue} queued; a call whose expected wait cannot fit its deadline is refused before it queues`);
+    facts.push(
+      `${hopName(h)} bulkhead per method: ${b.minConcurrent}..${b.maxConcurrent} slots (${b.limit}) + ${b.maxQueue} queued; a call whose expected wait cannot fit its deadline is refused before it queues`,
+    );
     const a = h.callee?.admission;
     if (a !== undefined && b.maxConcurrent + b.maxQueue > a.maxConcurrent + a.maxQueue) {
       problems.push({
@@ -237,7 +263,10 @@ export function intakeRehearsed(graph: CallGraph, rehearsal = intakeRehearsal())
         `${edge.name}: intake controller on: cuts intake to ${i.cutFraction * 100} % when under ${i.minSuccessRate * 100} % of requests succeed, readmits ${i.stepFraction * 100} % every ${i.stepIntervalMs} ms; GET/PUT /admin/intake on its operator port cuts it by hand`,
       );
     } else {
-      problems.push({ message: `${edge.name}: no intake controller guards the edge: nothing cuts intake when goodput collapses (metastable failure)`, where: locate(graph, edge.name, edge.plugins.length > 0 && i?.enabled === false ? pluginVar : "INTAKE_ENABLED") });
+      problems.push({
+        message: `${edge.name}: no intake controller guards the edge: nothing cuts intake when goodput collapses (metastable failure)`,
+        where: locate(graph, edge.name, edge.plugins.length > 0 && i?.enabled === false ? pluginVar : "INTAKE_ENABLED"),
+      });
     }
   }
   if (rehearsal) facts.push(`rehearsed in CI: ${rehearsal} cuts intake to 0 through PUT /admin/intake, checks the refusals, and restores it`);
@@ -284,14 +313,22 @@ export function isolationPerDependency(graph: CallGraph): Answer {
   for (const h of graph.hops) {
     const prefix = variablePrefix(h.dependency.name);
     if (h.callee === undefined) {
-      problems.push({ message: `${h.caller.name} -> ${h.dependency.name}: ${h.dependency.baseUrl} reaches no service of this configuration`, where: locate(graph, h.caller.name, `${prefix}_URL`) });
+      problems.push({
+        message: `${h.caller.name} -> ${h.dependency.name}: ${h.dependency.baseUrl} reaches no service of this configuration`,
+        where: locate(graph, h.caller.name, `${prefix}_URL`),
+      });
     }
     const missing = [h.dependency.bulkhead ? "" : "bulkhead", h.dependency.breaker ? "" : "circuit breaker"].filter((x) => x !== "");
     if (missing.length > 0) {
-      problems.push({ message: `${hopName(h)} has no ${missing.join(" and no ")}: one slow or failing dependency can take every slot of ${h.caller.name}`, where: locate(graph, h.caller.name, h.caller.plugins.length > 0 ? pluginVar : `${prefix}_MAX_CONCURRENT`) });
+      problems.push({
+        message: `${hopName(h)} has no ${missing.join(" and no ")}: one slow or failing dependency can take every slot of ${h.caller.name}`,
+        where: locate(graph, h.caller.name, h.caller.plugins.length > 0 ? pluginVar : `${prefix}_MAX_CONCURRENT`),
+      });
     } else {
       const br = h.dependency.breaker!;
-      facts.push(`${hopName(h)}: bulkhead and breaker per method (opens at ${br.errorThresholdPercentage} % errors over ${br.volumeThreshold}+ calls in ${br.windowMs / 1000} s; trial after ${br.resetTimeoutMs / 1000} s)`);
+      facts.push(
+        `${hopName(h)}: bulkhead and breaker per method (opens at ${br.errorThresholdPercentage} % errors over ${br.volumeThreshold}+ calls in ${br.windowMs / 1000} s; trial after ${br.resetTimeoutMs / 1000} s)`,
+      );
     }
   }
   return { question: "Isolation: does every dependency have a bulkhead and a breaker?", pass: problems.length === 0, facts, problems };

@@ -19,7 +19,10 @@ describe("acquireConnection", () => {
   it("gives up on a hung connect at the budget, then returns the late connection and its slot", async () => {
     const { pool, arrive, released } = hangingPool();
     const slots = new ConnectionSlots(1);
-    await assert.rejects(acquireConnection(pool, slots, new AbortController().signal, 20), (e: unknown) => e instanceof SlotWaitError && e.reason === "timeout");
+    await assert.rejects(
+      acquireConnection(pool, slots, new AbortController().signal, 20),
+      (e: unknown) => e instanceof SlotWaitError && e.reason === "timeout",
+    );
     // The slot stays taken while the connect is outstanding: the pool must not grow past its size.
     await assert.rejects(slots.acquire(new AbortController().signal, 0), SlotWaitError);
     arrive();

@@ -12,12 +12,7 @@ import { type ConnectionSlots, SlotWaitError } from "./connection-slots.js";
  * straight back to the pool. Nothing leaks, and the pool never exceeds its
  * size.
  */
-export async function acquireConnection(
-  pool: pg.Pool,
-  slots: ConnectionSlots,
-  signal: AbortSignal,
-  waitBudgetMs: number,
-): Promise<pg.PoolClient> {
+export async function acquireConnection(pool: pg.Pool, slots: ConnectionSlots, signal: AbortSignal, waitBudgetMs: number): Promise<pg.PoolClient> {
   const started = performance.now();
   await slots.acquire(signal, waitBudgetMs);
   const connecting = pool.connect();

@@ -50,7 +50,8 @@ describe("a lost database connection", () => {
     const db = createDatabase({
       name,
       connectionString: opts.url ?? server.url,
-      minBudgetMs: 5, maxConnections: opts.maxConnections ?? 2,
+      minBudgetMs: 5,
+      maxConnections: opts.maxConnections ?? 2,
       onConnectionLost: (l) => losses.push(l),
       logger: { warn: (obj, msg) => logs.push({ obj: obj as Record<string, unknown>, msg }) },
     });
@@ -88,13 +89,16 @@ describe("a lost database connection", () => {
     assert.equal(db.stats().idle, 1);
     await terminate(name);
     assert.ok(await eventually(() => losses.length === 1 && db.stats().total === 0), JSON.stringify(db.stats()));
-    assert.deepEqual(
-      { cause: losses[0]!.cause, code: losses[0]!.code, use: losses[0]!.use },
-      { cause: "terminated_by_server", code: "57P01", use: "idle" },
-    );
+    assert.deepEqual({ cause: losses[0]!.cause, code: losses[0]!.code, use: losses[0]!.use }, { cause: "terminated_by_server", code: "57P01", use: "idle" });
     assert.equal(logs.length, 1);
     assert.equal(logs[0]!.msg, "database connection lost; it is replaced");
-    assert.deepEqual(logs[0]!.obj, { db: name, cause: "terminated_by_server", code: "57P01", use: "idle", error: "terminating connection due to administrator command" });
+    assert.deepEqual(logs[0]!.obj, {
+      db: name,
+      cause: "terminated_by_server",
+      code: "57P01",
+      use: "idle",
+      error: "terminating connection due to administrator command",
+    });
     assert.equal(await metricValue("db_connections_lost_total", { db: name, cause: "terminated_by_server" }), before + 1);
     assert.equal(typeof (await pid(db)), "number");
   });
@@ -130,7 +134,11 @@ describe("a lost database connection", () => {
     const { db, name, losses } = open();
     const run = db.transaction((tx) => tx.query("SELECT pg_sleep(10)"));
     run.catch(() => {}); // asserted below
-    assert.ok(await eventually(async () => (await adminQuery(server.url, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", [name])).length === 1));
+    assert.ok(
+      await eventually(
+        async () => (await adminQuery(server.url, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", [name])).length === 1,
+      ),
+    );
     await terminate(name);
     await assert.rejects(run, unavailable(LOST_57P01));
     await sleep(100);
@@ -187,7 +195,10 @@ describe("a lost database connection", () => {
     it("every new connection terminated at start-up: Unavailable 'connection lost ... (57P01)' after a bounded number of tries", async () => {
       const { db, losses } = open({ url: proxy.via(server.url) });
       killNext = 100;
-      await assert.rejects(db.transaction((tx) => tx.query("SELECT 1")), unavailable(LOST_57P01));
+      await assert.rejects(
+        db.transaction((tx) => tx.query("SELECT 1")),
+        unavailable(LOST_57P01),
+      );
       killNext = 0;
       assert.equal(losses.length, 3);
       assert.ok(await eventually(() => db.stats().total === 0));
@@ -203,7 +214,11 @@ describe("a lost database connection", () => {
       assert.equal(logs[0]!.obj["err"], undefined, "no stack for an expected code");
       const run = db.transaction((tx) => tx.query("SELECT pg_sleep(10)"));
       run.catch(() => {}); // asserted below
-      assert.ok(await eventually(async () => (await adminQuery(server.url, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", [name])).length === 1));
+      assert.ok(
+        await eventually(
+          async () => (await adminQuery(server.url, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", [name])).length === 1,
+        ),
+      );
       proxy.resetAll();
       await assert.rejects(run, unavailable(/: connection lost: .*\(ECONNRESET\)$/));
       assert.equal(losses.length, 2);
@@ -213,7 +228,11 @@ describe("a lost database connection", () => {
       const { db, name, losses } = open({ url: proxy.via(server.url) });
       const run = scoped(400, () => db.transaction((tx) => tx.query("SELECT pg_sleep(3)")));
       run.catch(() => {}); // asserted below
-      assert.ok(await eventually(async () => (await adminQuery(server.url, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", [name])).length === 1));
+      assert.ok(
+        await eventually(
+          async () => (await adminQuery(server.url, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", [name])).length === 1,
+        ),
+      );
       proxy.freezeAll();
       await assert.rejects(run, (err: unknown) => err instanceof ConnectError && err.code === Code.DeadlineExceeded);
       assert.ok(await eventually(() => losses.length === 1));
@@ -227,7 +246,12 @@ describe("a lost database connection", () => {
     writeFileSync(join(dir, "0001-slow.sql"), "SELECT pg_sleep(5); CREATE TABLE slow (v int);");
     const run = migrate(db, { schema: "loss_migrations", directory: dir });
     run.catch(() => {}); // asserted below
-    assert.ok(await eventually(async () => (await adminQuery(server.url, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE '%pg_sleep(5)%'", [name])).length === 1));
+    assert.ok(
+      await eventually(
+        async () =>
+          (await adminQuery(server.url, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE '%pg_sleep(5)%'", [name])).length === 1,
+      ),
+    );
     await terminate(name);
     await assert.rejects(run, unavailable(LOST_57P01));
     assert.deepEqual(await migrate(db, { schema: "loss_migrations", directory: dir }).then((r) => r.applied.length), 1);
@@ -266,7 +290,8 @@ describe("a lost database connection", () => {
     await Promise.all([...workers, killer]);
     const failures = [...outcomes.keys()].filter((k) => k !== "ok");
     assert.ok(failures.length > 0 && terminated > 0, `the test terminated nothing: ${JSON.stringify(Object.fromEntries(outcomes))}`);
-    for (const f of failures) assert.match(f, new RegExp(`^Unavailable: ${name}: (connection lost|database unavailable): `), JSON.stringify(Object.fromEntries(outcomes)));
+    for (const f of failures)
+      assert.match(f, new RegExp(`^Unavailable: ${name}: (connection lost|database unavailable): `), JSON.stringify(Object.fromEntries(outcomes)));
     assert.ok(losses.length <= terminated, `${losses.length} losses for ${terminated} terminated backends`);
     assert.equal(await metricValue("db_connections_lost_total", { db: name, cause: "terminated_by_server" }), losses.length);
     assert.equal(await db.transaction(async (tx) => (await tx.query("SELECT 1 AS v")).rows[0].v), 1);

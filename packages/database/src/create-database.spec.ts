@@ -116,7 +116,10 @@ describe("Database.transaction", () => {
     // its 300 ms deadline plus a fixed grace (a correctness bound, not a speed claim).
     const statements = await watch.stop();
     assert.equal(statements.length, 1, "the watcher saw the statement run");
-    assert.ok(statements[0]!.ranAtMostMs! <= 300 + cancelGraceMs, `the statement ran at most ${statements[0]!.ranAtMostMs} ms (deadline 300 ms + ${cancelGraceMs} ms grace)`);
+    assert.ok(
+      statements[0]!.ranAtMostMs! <= 300 + cancelGraceMs,
+      `the statement ran at most ${statements[0]!.ranAtMostMs} ms (deadline 300 ms + ${cancelGraceMs} ms grace)`,
+    );
     assert.ok(await eventually(() => db.stats().inUse === 0), `pool not back: ${JSON.stringify(db.stats())}`);
     assert.ok((await metricValue("db_statements_total", { db: "deadline-db", outcome: "cancelled_deadline" })) >= 1);
   });
@@ -232,7 +235,10 @@ describe("Database.transaction", () => {
   it("applies the fallback deadline outside any request scope", async () => {
     const db = createDatabase({ name: "fallback-db", connectionString: pg.url, minBudgetMs: 5, maxConnections: 1, fallbackTimeoutMs: 300 });
     dbs.push(db);
-    await assert.rejects(db.transaction((tx) => tx.query("SELECT pg_sleep(10)")), isConnectError(Code.DeadlineExceeded));
+    await assert.rejects(
+      db.transaction((tx) => tx.query("SELECT pg_sleep(10)")),
+      isConnectError(Code.DeadlineExceeded),
+    );
   });
 
   it("exports pool, statement and wait metrics per database", async () => {

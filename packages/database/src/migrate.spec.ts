@@ -46,7 +46,10 @@ describe("migrate", () => {
     assert.deepEqual(await adminQuery(pg.url, "SELECT id FROM shop.items ORDER BY id"), [{ id: 1 }, { id: 2 }]);
     assert.deepEqual(await adminQuery(pg.url, "SELECT count(*)::int AS n FROM shop.runs"), [{ n: 2 }]);
     const recorded = await adminQuery<{ name: string }>(pg.url, "SELECT name FROM shop.schema_migrations ORDER BY name");
-    assert.deepEqual(recorded.map((r) => r.name), first.applied);
+    assert.deepEqual(
+      recorded.map((r) => r.name),
+      first.applied,
+    );
   });
 
   it("ignores the caller's request scope", async () => {
@@ -97,7 +100,10 @@ describe("migrate", () => {
     try {
       writeFileSync(join(legacy, "0001-create.sql"), "CREATE TABLE old (id int);");
       // What an older platform left: the file applied, its row without a checksum column.
-      await adminQuery(pg.url, "CREATE SCHEMA legacy; CREATE TABLE legacy.old (id int); CREATE TABLE legacy.schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now()); INSERT INTO legacy.schema_migrations (name) VALUES ('0001-create.sql')");
+      await adminQuery(
+        pg.url,
+        "CREATE SCHEMA legacy; CREATE TABLE legacy.old (id int); CREATE TABLE legacy.schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now()); INSERT INTO legacy.schema_migrations (name) VALUES ('0001-create.sql')",
+      );
       assert.deepEqual((await migrate(open(), { schema: "legacy", directory: legacy })).applied, []);
       const [row] = await adminQuery<{ checksum: string }>(pg.url, "SELECT checksum FROM legacy.schema_migrations");
       assert.match(row!.checksum, /^[0-9a-f]{64}$/);
@@ -112,14 +118,29 @@ describe("migrate", () => {
     const concurrent = mkdtempSync(join(tmpdir(), "migrations-concurrent-"));
     try {
       writeFileSync(join(concurrent, "0001-create.sql"), "CREATE TABLE big (id int, label text);");
-      writeFileSync(join(concurrent, "0002-index.sql"), "-- migrate: no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS big_label ON concurrent.big (label);\n");
+      writeFileSync(
+        join(concurrent, "0002-index.sql"),
+        "-- migrate: no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS big_label ON concurrent.big (label);\n",
+      );
       const db = createDatabase({ name: "migrate-concurrent", connectionString: pg.url, minBudgetMs: 5, maxConnections: 1, fallbackTimeoutMs: 5000 });
       dbs.push(db);
-      const runs = await Promise.all([migrate(db, { schema: "concurrent", directory: concurrent }), migrate(pg.url, { schema: "concurrent", directory: concurrent })]);
+      const runs = await Promise.all([
+        migrate(db, { schema: "concurrent", directory: concurrent }),
+        migrate(pg.url, { schema: "concurrent", directory: concurrent }),
+      ]);
       assert.deepEqual(runs.flatMap((r) => r.applied).sort(), ["0001-create.sql", "0002-index.sql"], "each file applied once across both runs");
-      assert.deepEqual(await adminQuery(pg.url, "SELECT indexname FROM pg_indexes WHERE schemaname = 'concurrent' AND tablename = 'big'"), [{ indexname: "big_label" }]);
+      assert.deepEqual(await adminQuery(pg.url, "SELECT indexname FROM pg_indexes WHERE schemaname = 'concurrent' AND tablename = 'big'"), [
+        { indexname: "big_label" },
+      ]);
       // The same pooled connection serves the next caller with default settings and no lock held.
-      const state = await db.transaction(async (tx) => (await tx.query("SELECT current_setting('search_path') AS path, (SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS locks")).rows[0]);
+      const state = await db.transaction(
+        async (tx) =>
+          (
+            await tx.query(
+              "SELECT current_setting('search_path') AS path, (SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS locks",
+            )
+          ).rows[0],
+      );
       assert.deepEqual(state, { path: '"$user", public', locks: 0 }, "no search_path or lock outlives the migration on the pooled connection");
       // Without the marker the same statement is refused by PostgreSQL inside the migration's transaction.
       writeFileSync(join(concurrent, "0003-unmarked.sql"), "CREATE INDEX CONCURRENTLY IF NOT EXISTS big_id ON concurrent.big (id);");

@@ -158,7 +158,9 @@ async function applyAll(db: Database, opts: MigrateOptions): Promise<MigrateResu
   const applied: string[] = [];
   for (const file of files) {
     if (recorded.has(file.name)) continue;
-    const appliedNow = file.noTransaction ? await applyOutsideTransaction(db, table, lockKey, file) : await applyInTransaction(db, schema, table, lockKey, file);
+    const appliedNow = file.noTransaction
+      ? await applyOutsideTransaction(db, table, lockKey, file)
+      : await applyInTransaction(db, schema, table, lockKey, file);
     if (appliedNow) {
       applied.push(file.name);
       opts.log?.(`migrate ${opts.schema}: applied ${file.name}${file.noTransaction ? " (outside a transaction)" : ""}`);

@@ -45,10 +45,12 @@ describe("Database across a PostgreSQL restart", () => {
 
   it("maps a server shutdown during a statement to Unavailable and drops that connection", async () => {
     // Settled into a value at once: it fails while we are still stopping the server.
-    const running = db.transaction((tx) => tx.query("SELECT pg_sleep(20)")).then(
-      () => assert.fail("pg_sleep survived a server shutdown"),
-      (err: unknown) => err,
-    );
+    const running = db
+      .transaction((tx) => tx.query("SELECT pg_sleep(20)"))
+      .then(
+        () => assert.fail("pg_sleep survived a server shutdown"),
+        (err: unknown) => err,
+      );
     assert.ok(await eventually(async () => (await activeStatements(pg.url, "restart-db")).length === 1));
     await pg.stop(); // fast shutdown terminates the session (57P01)
     assert.ok(unavailable(await running));

@@ -44,7 +44,15 @@ describe("retryDuringStartup (fake clock)", () => {
       async () => {
         throw down();
       },
-      { name: "x-db", budgetMs: 1000, clock, scheduler: clock, random: () => 0.999, backoff: { initialMs: 400, multiplier: 2, maxMs: 10_000 }, onRetry: ({ delayMs }) => waits.push(delayMs) },
+      {
+        name: "x-db",
+        budgetMs: 1000,
+        clock,
+        scheduler: clock,
+        random: () => 0.999,
+        backoff: { initialMs: 400, multiplier: 2, maxMs: 10_000 },
+        onRetry: ({ delayMs }) => waits.push(delayMs),
+      },
     );
     result.catch(() => {});
     for (let i = 0; i < 30; i++) {
@@ -54,7 +62,10 @@ describe("retryDuringStartup (fake clock)", () => {
     await assert.rejects(result, (err: unknown) => {
       assert.ok(err instanceof ConnectError);
       assert.equal(err.code, Code.Unavailable);
-      assert.match(err.rawMessage, /^x-db: not reachable within the start-up budget of 1000 ms \(3 attempts\); last: x-db: database unavailable: connection refused$/);
+      assert.match(
+        err.rawMessage,
+        /^x-db: not reachable within the start-up budget of 1000 ms \(3 attempts\); last: x-db: database unavailable: connection refused$/,
+      );
       return true;
     });
     assert.equal(waits.length, 2);

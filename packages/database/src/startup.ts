@@ -1,14 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  type BackoffPolicy,
-  type Clock,
-  type Scheduler,
-  backoffDelayMs,
-  createScope,
-  runInScope,
-  systemClock,
-  systemScheduler,
-} from "@platform/resilience";
+import { type BackoffPolicy, type Clock, type Scheduler, backoffDelayMs, createScope, runInScope, systemClock, systemScheduler } from "@platform/resilience";
 import type { Database } from "./create-database.js";
 import { migrate } from "./migrate.js";
 import { connectionFailureReason } from "./to-connect-error.js";
@@ -62,7 +53,13 @@ export async function retryDuringStartup<T>(attempt: (budgetLeftMs: number) => P
       const left = until - clock.now();
       const message = error instanceof ConnectError ? error.rawMessage : error instanceof Error ? error.message : String(error);
       if (left <= 0) {
-        throw new ConnectError(`${opts.name}: not reachable within the start-up budget of ${opts.budgetMs} ms (${n} attempts); last: ${message}`, Code.Unavailable, undefined, undefined, error);
+        throw new ConnectError(
+          `${opts.name}: not reachable within the start-up budget of ${opts.budgetMs} ms (${n} attempts); last: ${message}`,
+          Code.Unavailable,
+          undefined,
+          undefined,
+          error,
+        );
       }
       const delayMs = Math.min(left, backoffDelayMs(n, policy, random));
       opts.onRetry?.({ attempt: n, delayMs, error, message });

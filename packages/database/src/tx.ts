@@ -16,6 +16,7 @@ export interface Tx {
    * left; a statement still running when the scope aborts is cancelled on
    * the server.
    */
+  // biome-ignore lint/suspicious/noExplicitAny: the same default as pg's own query(), so callers type rows as they do with pg
   query<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
@@ -88,6 +89,7 @@ export class ScopedTx implements Tx {
     this.timeoutInForceMs = ms;
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: as in the interface above
   async query<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
     if (this.finished) throw new Error(`${this.settings.dbName}: query on a transaction that has already finished`);
     const { dbName, minBudgetMs, metrics } = this.settings;

@@ -41,15 +41,7 @@ export interface InitdbOptions {
  * is simply re-created, and the sync is most of initdb's time.
  */
 export function runInitdb(opts: InitdbOptions): Promise<void> {
-  const args = [
-    "-D", opts.dataDir,
-    "-U", opts.superuser,
-    "--auth=trust",
-    "--encoding=UTF8",
-    "--locale=C",
-    "--no-sync",
-    "--no-instructions",
-  ];
+  const args = ["-D", opts.dataDir, "-U", opts.superuser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"];
   const log = new LogTail(opts.onLog);
   return new Promise((resolve, reject) => {
     const child = spawn(opts.initdb, args, {

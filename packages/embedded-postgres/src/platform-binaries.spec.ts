@@ -11,7 +11,11 @@ test("each supported machine has its own binary package", () => {
 });
 
 test("another machine is told which ones are supported, and about DATABASE_URL", () => {
-  for (const [platform, arch] of [["win32", "x64"], ["linux", "ia32"], ["freebsd", "x64"]]) {
+  for (const [platform, arch] of [
+    ["win32", "x64"],
+    ["linux", "ia32"],
+    ["freebsd", "x64"],
+  ]) {
     assert.throws(
       () => postgresPackageFor(platform!, arch!),
       new Error(

@@ -20,9 +20,7 @@ export function clearStalePidFile(dataDir: string): void {
   }
   const pid = Number.parseInt(content.split("\n")[0] ?? "", 10);
   if (Number.isInteger(pid) && pid > 0 && isPostgresFor(pid, dataDir)) {
-    throw new Error(
-      `embedded-postgres: a postgres (pid ${pid}) is already running on ${dataDir}; stop it first (or use another data directory)`,
-    );
+    throw new Error(`embedded-postgres: a postgres (pid ${pid}) is already running on ${dataDir}; stop it first (or use another data directory)`);
   }
   rmSync(file, { force: true });
 }

@@ -76,15 +76,12 @@ describe("startEmbeddedPostgres", () => {
     const address = blocker.address();
     assert.ok(address && typeof address === "object");
     try {
-      await assert.rejects(
-        startEmbeddedPostgres({ dataDir: join(tmp.path, "reuse"), port: address.port }),
-        (err: unknown) => {
-          assert.ok(err instanceof Error);
-          assert.match(err.message, /start on 127\.0\.0\.1:\d+ .* failed: postgres exited during start/);
-          assert.match(err.message, /last log lines[\s\S]*could not bind/);
-          return true;
-        },
-      );
+      await assert.rejects(startEmbeddedPostgres({ dataDir: join(tmp.path, "reuse"), port: address.port }), (err: unknown) => {
+        assert.ok(err instanceof Error);
+        assert.match(err.message, /start on 127\.0\.0\.1:\d+ .* failed: postgres exited during start/);
+        assert.match(err.message, /last log lines[\s\S]*could not bind/);
+        return true;
+      });
     } finally {
       blocker.close();
     }

@@ -26,7 +26,10 @@ describe("schema checks", () => {
     const d = find(objects, "Deployment", "orders") as unknown as { spec: Record<string, unknown> };
     delete d.spec["selector"];
     const errors = await schemaErrors(objects);
-    assert.ok(errors.some((e) => /Deployment\/orders: .*selector/.test(e)), errors.join("\n"));
+    assert.ok(
+      errors.some((e) => /Deployment\/orders: .*selector/.test(e)),
+      errors.join("\n"),
+    );
   });
 
   test("an unknown kind has no schema", async () => {

@@ -76,7 +76,8 @@ export function unknownFieldErrors(objects: K8sObject[]): string[] {
   const getSourceFile = host.getSourceFile.bind(host);
   const fileExists = host.fileExists.bind(host);
   const readFile = host.readFile.bind(host);
-  host.getSourceFile = (name, language, ...rest) => (name === virtualFile ? ts.createSourceFile(name, source, language) : getSourceFile(name, language, ...rest));
+  host.getSourceFile = (name, language, ...rest) =>
+    name === virtualFile ? ts.createSourceFile(name, source, language) : getSourceFile(name, language, ...rest);
   host.fileExists = (name) => name === virtualFile || fileExists(name);
   host.readFile = (name) => (name === virtualFile ? source : readFile(name));
   const program = ts.createProgram([virtualFile], options, host);

@@ -97,8 +97,14 @@ export class ServiceProcess {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${this.spec.name} not ready after ${timeoutMs} ms (see ${this.spec.logFile})`)), timeoutMs);
       this.readyWaiters.push({
-        resolve: () => (clearTimeout(timer), resolve()),
-        reject: (e) => (clearTimeout(timer), reject(e)),
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
       });
     });
   }

@@ -7,7 +7,10 @@ import pg from "pg";
  * create objects elsewhere. (In compose, deploy/compose/postgres-init.sh
  * does the same with passwords.) Idempotent: safe at every start.
  */
-export async function ensureServiceRoles(superuserUrl: string, databases: readonly (string | { role: string; schema: string })[]): Promise<Record<string, string>> {
+export async function ensureServiceRoles(
+  superuserUrl: string,
+  databases: readonly (string | { role: string; schema: string })[],
+): Promise<Record<string, string>> {
   // A plain name: a role owning the schema of the same name.
   const wanted = databases.map((d) => (typeof d === "string" ? { role: d, schema: d } : d));
   const client = new pg.Client({ connectionString: superuserUrl });

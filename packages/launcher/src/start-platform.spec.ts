@@ -21,8 +21,15 @@ test("without an edge there is nothing to publish: refused before anything start
 
 test("a manifest whose service has no entry file is refused before the database starts, naming the file", async (t) => {
   const dataDir = scratch(t);
-  const ghost: LoadedManifest = { ...readServiceManifests().find((m) => !m.edge && !m.database)!, name: "ghost-service", file: "services/ghost-service/service.json" };
-  await assert.rejects(startPlatform({ dataDir, manifests: [...readServiceManifests(), ghost], from: "source" }), /services\/ghost-service\/src\/main\.ts does not exist/);
+  const ghost: LoadedManifest = {
+    ...readServiceManifests().find((m) => !m.edge && !m.database)!,
+    name: "ghost-service",
+    file: "services/ghost-service/service.json",
+  };
+  await assert.rejects(
+    startPlatform({ dataDir, manifests: [...readServiceManifests(), ghost], from: "source" }),
+    /services\/ghost-service\/src\/main\.ts does not exist/,
+  );
   assert.equal(existsSync(join(dataDir, "postgres")), false, "no database was started");
 });
 

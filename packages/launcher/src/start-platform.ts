@@ -99,7 +99,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
 
   const manifests = opts.manifests ?? readServiceManifests(repoRoot);
   const edge = manifests.find((m) => m.edge);
-  if (edge === undefined) throw new Error("no service has \"edge\": true: nothing to publish (services/*/service.json)");
+  if (edge === undefined) throw new Error('no service has "edge": true: nothing to publish (services/*/service.json)');
   // Before anything starts: a missing build fails here, not with a database left running.
   const entries = new Map(manifests.map((m) => [m.name, serviceEntry(m.name, from)]));
 
@@ -113,7 +113,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       host,
     });
     databaseUrl = postgres.url;
-    progress(`postgres   ready on ${host}:${postgres.port} (embedded, ${Math.round(performance.now() - started)} ms, data in ${join(opts.dataDir, "postgres")})`);
+    progress(
+      `postgres   ready on ${host}:${postgres.port} (embedded, ${Math.round(performance.now() - started)} ms, data in ${join(opts.dataDir, "postgres")})`,
+    );
   }
 
   // With the embedded database we own the server: one role per service. An
@@ -124,7 +126,10 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const ports = new Map<string, { port: number; adminPort: number }>();
   for (const m of manifests) {
     const given = opts.ports?.[m.name];
-    ports.set(m.name, given ?? (opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : { port: m.ports.rpc, adminPort: m.ports.admin }));
+    ports.set(
+      m.name,
+      given ?? (opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : { port: m.ports.rpc, adminPort: m.ports.admin }),
+    );
   }
   const url = (name: string) => `http://${host}:${ports.get(name)!.port}`;
 

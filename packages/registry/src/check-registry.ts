@@ -13,11 +13,14 @@ export function registryProblems(manifests: readonly LoadedManifest[], protoApis
   for (const m of manifests) {
     m.dependencies.forEach((d, i) => {
       if (d.service === m.name) problems.push(`${m.file}: dependencies[${i}].service: a service cannot call itself`);
-      else if (!byName.has(d.service)) problems.push(`${m.file}: dependencies[${i}].service: no service "${d.service}" (known: ${[...byName.keys()].sort().join(", ")})`);
-      if (m.dependencies.findIndex((e) => e.service === d.service) !== i) problems.push(`${m.file}: dependencies[${i}].service: "${d.service}" is listed twice`);
+      else if (!byName.has(d.service))
+        problems.push(`${m.file}: dependencies[${i}].service: no service "${d.service}" (known: ${[...byName.keys()].sort().join(", ")})`);
+      if (m.dependencies.findIndex((e) => e.service === d.service) !== i)
+        problems.push(`${m.file}: dependencies[${i}].service: "${d.service}" is listed twice`);
     });
     m.apis.forEach((api, i) => {
-      if (!protoApis.has(api)) problems.push(`${m.file}: apis[${i}]: "${api}" is not a service declared in proto/ (declared: ${[...protoApis].sort().join(", ")})`);
+      if (!protoApis.has(api))
+        problems.push(`${m.file}: apis[${i}]: "${api}" is not a service declared in proto/ (declared: ${[...protoApis].sort().join(", ")})`);
     });
   }
 
@@ -46,13 +49,17 @@ export function registryProblems(manifests: readonly LoadedManifest[], protoApis
     if (m.deploy) continue;
     if (m.edge || m.public) problems.push(`${m.file}: deploy: ${m.edge ? "the edge" : "a public service"} must be deployed; remove "deploy": false`);
     for (const caller of manifests) {
-      if (caller.deploy && caller.dependencies.some((d) => d.service === m.name)) problems.push(`${caller.file}: dependencies: calls ${m.name}, which is not deployed ("deploy": false)`);
+      if (caller.deploy && caller.dependencies.some((d) => d.service === m.name))
+        problems.push(`${caller.file}: dependencies: calls ${m.name}, which is not deployed ("deploy": false)`);
     }
   }
-  if (manifests.length > 0 && edges.length !== 1) problems.push(`exactly one service must have "edge": true (the gateway), found ${edges.length}: ${edges.map((e) => e.file).join(", ") || "none"}`);
+  if (manifests.length > 0 && edges.length !== 1)
+    problems.push(`exactly one service must have "edge": true (the gateway), found ${edges.length}: ${edges.map((e) => e.file).join(", ") || "none"}`);
   for (const e of edges) {
     if (e.public) problems.push(`${e.file}: public: the edge is not itself published by the gateway; set "public": false`);
-    for (const api of e.apis) if (!manifests.some((m) => !m.edge && m.public && m.apis.includes(api))) problems.push(`${e.file}: apis: the edge serves "${api}", which no public service serves`);
+    for (const api of e.apis)
+      if (!manifests.some((m) => !m.edge && m.public && m.apis.includes(api)))
+        problems.push(`${e.file}: apis: the edge serves "${api}", which no public service serves`);
   }
   for (const m of manifests) {
     if (m.public && m.apis.length === 0) problems.push(`${m.file}: public: a public service must serve at least one api`);

@@ -7,13 +7,18 @@ import type { DependencyManifest, LoadedManifest } from "./manifest.js";
  */
 export function effectiveDependencies(m: LoadedManifest, all: readonly LoadedManifest[]): DependencyManifest[] {
   if (!m.edge) return m.dependencies;
-  const implied = all.filter((x) => x.public && !m.dependencies.some((d) => d.service === x.name)).map((x) => ({ service: x.name, maxConcurrent: 32, minConcurrent: 4, maxQueue: 16 }));
+  const implied = all
+    .filter((x) => x.public && !m.dependencies.some((d) => d.service === x.name))
+    .map((x) => ({ service: x.name, maxConcurrent: 32, minConcurrent: 4, maxQueue: 16 }));
   return [...m.dependencies, ...implied];
 }
 
 /** Who calls `name`, by name, from the edge inwards. */
 export function callersOf(name: string, all: readonly LoadedManifest[]): string[] {
-  return all.toReversed().filter((m) => effectiveDependencies(m, all).some((d) => d.service === name)).map((m) => m.name);
+  return all
+    .toReversed()
+    .filter((m) => effectiveDependencies(m, all).some((d) => d.service === name))
+    .map((m) => m.name);
 }
 
 /** The secret holding a database role's password (compose). */

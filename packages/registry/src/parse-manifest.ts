@@ -22,7 +22,8 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   if (typeof name !== "string" || !namePattern.test(name)) problems.push(`name must match ${namePattern.source}, got ${show(name)}`);
   else if (name !== folder) problems.push(`name must be the folder's name "${folder}", got "${name}"`);
   const description = raw["description"];
-  if (typeof description !== "string" || description.trim() === "" || description.includes("\n")) problems.push(`description must be one non-empty line, got ${show(description)}`);
+  if (typeof description !== "string" || description.trim() === "" || description.includes("\n"))
+    problems.push(`description must be one non-empty line, got ${show(description)}`);
 
   const ports = raw["ports"];
   const port = (key: string): number => {
@@ -40,7 +41,8 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   if (!Array.isArray(apis)) problems.push(`apis must be a list of fully-qualified protobuf services, got ${show(apis)}`);
   else {
     apis.forEach((a, i) => {
-      if (typeof a !== "string" || !apiPattern.test(a)) problems.push(`apis[${i}] must be a fully-qualified protobuf service like "shop.v1.StockService", got ${show(a)}`);
+      if (typeof a !== "string" || !apiPattern.test(a))
+        problems.push(`apis[${i}] must be a fully-qualified protobuf service like "shop.v1.StockService", got ${show(a)}`);
     });
     if (new Set(apis).size !== apis.length) problems.push(`apis lists a service twice`);
   }
@@ -61,7 +63,9 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
         problems.push(`${at} must be { "service": ..., "maxConcurrent": ..., "maxQueue": ... }, got ${show(d)}`);
         return;
       }
-      for (const key of Object.keys(d)) if (!["service", "maxConcurrent", "minConcurrent", "maxQueue"].includes(key)) problems.push(`${at}.${key} is unknown (known: service, maxConcurrent, minConcurrent, maxQueue)`);
+      for (const key of Object.keys(d))
+        if (!["service", "maxConcurrent", "minConcurrent", "maxQueue"].includes(key))
+          problems.push(`${at}.${key} is unknown (known: service, maxConcurrent, minConcurrent, maxQueue)`);
       if (typeof d["service"] !== "string" || !namePattern.test(d["service"])) problems.push(`${at}.service must be a service name, got ${show(d["service"])}`);
       const int = (key: string, min: number, optional = false) => {
         const v = d[key];
@@ -71,7 +75,8 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
       int("maxConcurrent", 1);
       int("minConcurrent", 1, true);
       int("maxQueue", 0);
-      if (isInt(d["minConcurrent"]) && isInt(d["maxConcurrent"]) && d["minConcurrent"] > d["maxConcurrent"]) problems.push(`${at}.minConcurrent (${d["minConcurrent"]}) must not exceed maxConcurrent (${d["maxConcurrent"]})`);
+      if (isInt(d["minConcurrent"]) && isInt(d["maxConcurrent"]) && d["minConcurrent"] > d["maxConcurrent"])
+        problems.push(`${at}.minConcurrent (${d["minConcurrent"]}) must not exceed maxConcurrent (${d["maxConcurrent"]})`);
       dependencies.push(d as unknown as DependencyManifest);
     });
 
@@ -81,7 +86,8 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
     else {
       for (const key of Object.keys(database)) if (key !== "schema" && key !== "role") problems.push(`database.${key} is unknown (known: schema, role)`);
       for (const key of ["schema", "role"]) {
-        if (typeof database[key] !== "string" || !sqlNamePattern.test(database[key])) problems.push(`database.${key} must match ${sqlNamePattern.source}, got ${show(database[key])}`);
+        if (typeof database[key] !== "string" || !sqlNamePattern.test(database[key]))
+          problems.push(`database.${key} must match ${sqlNamePattern.source}, got ${show(database[key])}`);
       }
     }
   }
@@ -90,7 +96,9 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   const kubernetes = { maxReplicas: 4, productionMaxReplicas: 0, env: {} as Record<string, string> };
   if (!isObject(k8s)) problems.push(`kubernetes must be an object, got ${show(k8s)}`);
   else {
-    for (const key of Object.keys(k8s)) if (!["maxReplicas", "productionMaxReplicas", "env"].includes(key)) problems.push(`kubernetes.${key} is unknown (known: maxReplicas, productionMaxReplicas, env)`);
+    for (const key of Object.keys(k8s))
+      if (!["maxReplicas", "productionMaxReplicas", "env"].includes(key))
+        problems.push(`kubernetes.${key} is unknown (known: maxReplicas, productionMaxReplicas, env)`);
     for (const key of ["maxReplicas", "productionMaxReplicas"] as const) {
       const v = k8s[key];
       if (v === undefined) continue;
@@ -119,7 +127,12 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
       public: isPublic as boolean,
       edge: edge as boolean,
       deploy: deploy as boolean,
-      dependencies: dependencies.map((d) => ({ service: d.service, maxConcurrent: d.maxConcurrent, ...(d.minConcurrent !== undefined ? { minConcurrent: d.minConcurrent } : {}), maxQueue: d.maxQueue })),
+      dependencies: dependencies.map((d) => ({
+        service: d.service,
+        maxConcurrent: d.maxConcurrent,
+        ...(d.minConcurrent !== undefined ? { minConcurrent: d.minConcurrent } : {}),
+        maxQueue: d.maxQueue,
+      })),
       ...(isObject(database) ? { database: { schema: database["schema"] as string, role: database["role"] as string } } : {}),
       kubernetes,
       launcher,

@@ -11,7 +11,9 @@ export function protoApis(protoDir: string): Set<string> {
   const out = new Set<string>();
   for (const file of readdirSync(protoDir, { recursive: true, encoding: "utf8" })) {
     if (!file.endsWith(".proto")) continue;
-    const text = readFileSync(join(protoDir, file), "utf8").replace(/\/\/.*$/gm, "").replace(/\/\*[\s\S]*?\*\//g, "");
+    const text = readFileSync(join(protoDir, file), "utf8")
+      .replace(/\/\/.*$/gm, "")
+      .replace(/\/\*[\s\S]*?\*\//g, "");
     const pkg = /^\s*package\s+([\w.]+)\s*;/m.exec(text)?.[1];
     for (const m of text.matchAll(/^\s*service\s+(\w+)\s*\{/gm)) out.add(pkg ? `${pkg}.${m[1]}` : m[1]!);
   }

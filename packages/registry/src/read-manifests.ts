@@ -27,7 +27,12 @@ export function readServiceManifests(root: string = repositoryRoot): LoadedManif
   const servicesDir = join(root, "services");
   const problems: string[] = [];
   const manifests: LoadedManifest[] = [];
-  const folders = existsSync(servicesDir) ? readdirSync(servicesDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort() : [];
+  const folders = existsSync(servicesDir)
+    ? readdirSync(servicesDir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name)
+        .sort()
+    : [];
   for (const folder of folders) {
     const path = join(servicesDir, folder, "service.json");
     if (!existsSync(path)) continue;

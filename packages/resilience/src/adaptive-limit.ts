@@ -142,7 +142,10 @@ export class AdaptiveLimit {
     int("minWindowSamples", this.minWindowSamples, 1);
     int("baselineWindows", this.baselineWindows, 1);
     if (!(this.tolerance >= 1)) throw new RangeError(`tolerance must be >= 1, got ${this.tolerance}`);
-    for (const [k, v] of [["smoothing", this.smoothing], ["decreaseSmoothing", this.decreaseSmoothing]] as const) {
+    for (const [k, v] of [
+      ["smoothing", this.smoothing],
+      ["decreaseSmoothing", this.decreaseSmoothing],
+    ] as const) {
       if (!(v > 0 && v <= 1)) throw new RangeError(`${k} must be in (0, 1], got ${v}`);
     }
     this.estimate = initial;

@@ -81,7 +81,9 @@ export class AdmissionController {
     if (!this.hasRoomFor(criticality)) {
       const displaced =
         criticality === "critical" &&
-        this.queues.sheddable.evictNewest(() => ({ value: this.refuse("evicted", Code.ResourceExhausted, "overloaded: sheddable request displaced by critical work") }));
+        this.queues.sheddable.evictNewest(() => ({
+          value: this.refuse("evicted", Code.ResourceExhausted, "overloaded: sheddable request displaced by critical work"),
+        }));
       if (!displaced) {
         return settled(this.refuse("queue_full", Code.ResourceExhausted, `overloaded: ${this.inFlight} in flight and ${this.queued()} queued`));
       }

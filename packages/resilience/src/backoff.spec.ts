@@ -32,9 +32,18 @@ describe("backoffCapMs", () => {
 
 describe("backoffDelayMs", () => {
   it("is random() times the cap (full jitter)", () => {
-    assert.equal(backoffDelayMs(3, policy, () => 0), 0);
-    assert.equal(backoffDelayMs(3, policy, () => 0.5), 100);
-    assert.equal(backoffDelayMs(3, policy, () => 0.25), 50);
+    assert.equal(
+      backoffDelayMs(3, policy, () => 0),
+      0,
+    );
+    assert.equal(
+      backoffDelayMs(3, policy, () => 0.5),
+      100,
+    );
+    assert.equal(
+      backoffDelayMs(3, policy, () => 0.25),
+      50,
+    );
   });
 
   it("stays within [0, cap) for many seeds", () => {

@@ -223,7 +223,10 @@ describe("Bulkhead", () => {
     const { bulkhead } = setup({ maxConcurrent: 1, maxQueue: 0 });
     await bulkhead.acquire();
     let called = 0;
-    await assert.rejects(bulkhead.run(async () => called++), (e: unknown) => e instanceof ConnectError && e.code === Code.Unavailable);
+    await assert.rejects(
+      bulkhead.run(async () => called++),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.Unavailable,
+    );
     assert.equal(called, 0);
   });
 
@@ -274,7 +277,11 @@ describe("Bulkhead", () => {
       const first = watch(bulkhead.acquire({ deadlineAt: clock.now() + 160 }));
       // Position 2: 100 ms to wait + 100 to run; does not fit in 160.
       const err = await bulkhead.acquire({ deadlineAt: clock.now() + 160 }).catch((e: unknown) => e);
-      assertConnectError(err, Code.Unavailable, /^pricing-db: expected wait for a slot 100 ms \+ 100 ms to run exceeds the 160 ms left \(2 in use, 1 queued\)$/);
+      assertConnectError(
+        err,
+        Code.Unavailable,
+        /^pricing-db: expected wait for a slot 100 ms \+ 100 ms to run exceeds the 160 ms left \(2 in use, 1 queued\)$/,
+      );
       // The hint: when a call arriving now could be done (wait + run).
       assert.deepEqual(localRejection(err), { kind: "bulkhead_expected_wait", dependency: "pricing-db", retryAfterMs: 200 });
       assert.equal((err as ConnectError).metadata.get("grpc-retry-pushback-ms"), "200");

@@ -88,8 +88,8 @@ export type ReleaseOutcome = "ok" | "dropped" | "ignored";
 export type BulkheadRejectReason = "full" | "expected_wait" | "deadline" | "canceled";
 
 export type BulkheadEvent =
-  | { type: "acquired"; bulkhead: string; /** 0 when a slot was free at once. */ waitedMs: number }
-  | { type: "queued"; bulkhead: string; /** Queue length including this entry. */ queued: number }
+  | { type: "acquired"; bulkhead: string /** 0 when a slot was free at once. */; waitedMs: number }
+  | { type: "queued"; bulkhead: string /** Queue length including this entry. */; queued: number }
   | { type: "rejected"; bulkhead: string; reason: BulkheadRejectReason; waitedMs: number }
   | { type: "released"; bulkhead: string; heldMs: number };
 

@@ -93,7 +93,10 @@ describe("call scope", () => {
     assert.equal(abortReason(early), "cancelled");
     const shut = new AbortController();
     shut.abort("shutdown");
-    assert.equal(abortReason(createScope({ timeoutMs: 1000, requestId: "b", procedure: "/p", clock, parentSignals: [new AbortController().signal, shut.signal] })), "shutdown");
+    assert.equal(
+      abortReason(createScope({ timeoutMs: 1000, requestId: "b", procedure: "/p", clock, parentSignals: [new AbortController().signal, shut.signal] })),
+      "shutdown",
+    );
     clock.advance(950);
     const nearDeadline = createScope({ timeoutMs: 1000, startedAt: 0, requestId: "c", procedure: "/p", clock, parentSignals: [gone.signal] });
     assert.equal(abortReason(nearDeadline), "deadline", "already within max(50 ms, 10 %) of the deadline");

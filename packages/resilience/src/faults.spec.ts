@@ -10,7 +10,9 @@ describe("fault injection", () => {
   });
 
   test("parses a full document and refuses bad ones naming the field", () => {
-    const f = parseFaults('{"db":{"latencyMs":500,"unreachable":true},"handler":{"errorRate":0.5},"dependencies":{"pricing":{"dropResponseRate":1,"times":2}}}');
+    const f = parseFaults(
+      '{"db":{"latencyMs":500,"unreachable":true},"handler":{"errorRate":0.5},"dependencies":{"pricing":{"dropResponseRate":1,"times":2}}}',
+    );
     assert.equal(f.db?.latencyMs, 500);
     assert.equal(f.dependencies?.["pricing"]?.times, 2);
     assert.throws(() => parseFaults('{"db":{"latencyMs":-1}}'), /db.latencyMs/);
@@ -31,29 +33,72 @@ describe("fault injection", () => {
   });
 
   test("rates are probabilities", () => {
-    assert.equal(shouldFail({ errorRate: 0.5 }, () => 0.4), true);
-    assert.equal(shouldFail({ errorRate: 0.5 }, () => 0.6), false);
-    assert.equal(shouldDropResponse({ dropResponseRate: 1 }, () => 0.99), true);
-    assert.equal(shouldFail({}, () => 0), false);
+    assert.equal(
+      shouldFail({ errorRate: 0.5 }, () => 0.4),
+      true,
+    );
+    assert.equal(
+      shouldFail({ errorRate: 0.5 }, () => 0.6),
+      false,
+    );
+    assert.equal(
+      shouldDropResponse({ dropResponseRate: 1 }, () => 0.99),
+      true,
+    );
+    assert.equal(
+      shouldFail({}, () => 0),
+      false,
+    );
   });
 
   test("a rate of 0 never fires, whatever random() says; a rate fires strictly below it", () => {
     for (const rate of [undefined, 0]) {
-      assert.equal(shouldFail({ errorRate: rate }, () => 0), false, `errorRate ${rate}`);
-      assert.equal(shouldDropResponse({ dropResponseRate: rate }, () => 0), false, `dropResponseRate ${rate}`);
+      assert.equal(
+        shouldFail({ errorRate: rate }, () => 0),
+        false,
+        `errorRate ${rate}`,
+      );
+      assert.equal(
+        shouldDropResponse({ dropResponseRate: rate }, () => 0),
+        false,
+        `dropResponseRate ${rate}`,
+      );
     }
-    assert.equal(shouldFail(undefined, () => 0), false);
-    assert.equal(shouldDropResponse(undefined, () => 0), false);
-    assert.equal(shouldFail({ errorRate: 0.5 }, () => 0.5), false, "at the rate: no");
-    assert.equal(shouldDropResponse({ dropResponseRate: 0.5 }, () => 0.5), false, "at the rate: no");
-    assert.equal(shouldDropResponse({ dropResponseRate: 0.5 }, () => 0.49), true);
-    assert.equal(shouldDropResponse({ dropResponseRate: 0.5 }, () => 0.51), false);
+    assert.equal(
+      shouldFail(undefined, () => 0),
+      false,
+    );
+    assert.equal(
+      shouldDropResponse(undefined, () => 0),
+      false,
+    );
+    assert.equal(
+      shouldFail({ errorRate: 0.5 }, () => 0.5),
+      false,
+      "at the rate: no",
+    );
+    assert.equal(
+      shouldDropResponse({ dropResponseRate: 0.5 }, () => 0.5),
+      false,
+      "at the rate: no",
+    );
+    assert.equal(
+      shouldDropResponse({ dropResponseRate: 0.5 }, () => 0.49),
+      true,
+    );
+    assert.equal(
+      shouldDropResponse({ dropResponseRate: 0.5 }, () => 0.51),
+      false,
+    );
   });
 
   test("a spec without `times` applies to every event; one with `times` to exactly that many", () => {
     setFaults({ handler: { latencyMs: 1 }, db: { errorRate: 1, times: 2 } });
     for (let i = 0; i < 5; i++) assert.equal(faultApplies(currentFaults().handler), true);
-    assert.deepEqual([1, 2, 3].map(() => faultApplies(currentFaults().db)), [true, true, false]);
+    assert.deepEqual(
+      [1, 2, 3].map(() => faultApplies(currentFaults().db)),
+      [true, true, false],
+    );
     // Setting faults again (even the same) starts the count afresh.
     setFaults({ db: { errorRate: 1, times: 2 } });
     assert.equal(faultApplies(currentFaults().db), true);
@@ -98,7 +143,10 @@ describe("fault injection", () => {
     assert.throws(() => parseFaults('{"handler":{"latencyMs":1.5}}'), /^Error: handler\.latencyMs must be an integer from 0 to 600000$/);
     assert.throws(() => parseFaults('{"handler":{"latencyMs":600001}}'), /handler\.latencyMs/);
     assert.throws(() => parseFaults('{"db":{"unreachable":"yes"}}'), /^Error: db\.unreachable must be true or false$/);
-    assert.throws(() => parseFaults('{"db":{"x":1}}'), /^Error: db: unknown field "x" \(expected latencyMs, errorRate, dropResponseRate, times, unreachable\)$/);
+    assert.throws(
+      () => parseFaults('{"db":{"x":1}}'),
+      /^Error: db: unknown field "x" \(expected latencyMs, errorRate, dropResponseRate, times, unreachable\)$/,
+    );
     assert.throws(() => parseFaults('{"handler":{"x":1}}'), /^Error: handler: unknown field "x" \(expected latencyMs, errorRate, dropResponseRate, times\)$/);
     assert.throws(() => parseFaults('{"x":1}'), /^Error: faults: unknown field "x" \(expected db, handler, dependencies\)$/);
     assert.deepEqual(parseFaults('{"db":{"unreachable":false}}'), { db: { unreachable: false } });

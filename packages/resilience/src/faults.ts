@@ -125,7 +125,8 @@ function spec(v: unknown, path: string, extra: string[] = []): FaultSpec {
   const out: FaultSpec = {};
   for (const [k, val] of Object.entries(o)) {
     if (k === "latencyMs") {
-      if (typeof val !== "number" || !Number.isInteger(val) || val < 0 || val > 600_000) throw new Error(`${path}.latencyMs must be an integer from 0 to 600000`);
+      if (typeof val !== "number" || !Number.isInteger(val) || val < 0 || val > 600_000)
+        throw new Error(`${path}.latencyMs must be an integer from 0 to 600000`);
       out.latencyMs = val;
     } else if (k === "errorRate" || k === "dropResponseRate") {
       if (typeof val !== "number" || !(val >= 0 && val <= 1)) throw new Error(`${path}.${k} must be a number from 0 to 1`);
@@ -134,7 +135,7 @@ function spec(v: unknown, path: string, extra: string[] = []): FaultSpec {
       if (typeof val !== "number" || !Number.isInteger(val) || val < 1) throw new Error(`${path}.times must be a positive integer`);
       out.times = val;
     } else if (!extra.includes(k)) {
-      throw new Error(`${path}: unknown field "${k}" (expected latencyMs, errorRate, dropResponseRate, times${extra.map((e) => ", " + e).join("")})`);
+      throw new Error(`${path}: unknown field "${k}" (expected latencyMs, errorRate, dropResponseRate, times${extra.map((e) => `, ${e}`).join("")})`);
     }
   }
   return out;

@@ -65,12 +65,7 @@ export interface IntakeControllerOptions {
 
 export type IntakeState = "normal" | "cut" | "recovering" | "manual";
 
-export type IntakeChangeReason =
-  | "success_rate"
-  | "latency"
-  | "step_up"
-  | "manual"
-  | "manual_released";
+export type IntakeChangeReason = "success_rate" | "latency" | "step_up" | "manual" | "manual_released";
 
 export interface IntakeTransition {
   from: IntakeState;

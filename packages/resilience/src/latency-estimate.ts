@@ -38,7 +38,10 @@ export class LatencyEstimate {
     this.beta = opts.beta ?? 1 / 4;
     this.deviations = opts.deviations ?? 2;
     this.initialMs = opts.initialMs ?? 0;
-    for (const [k, v] of [["alpha", this.alpha], ["beta", this.beta]] as const) {
+    for (const [k, v] of [
+      ["alpha", this.alpha],
+      ["beta", this.beta],
+    ] as const) {
       if (!(v > 0 && v <= 1)) throw new RangeError(`${k} must be in (0, 1], got ${v}`);
     }
     if (!(this.deviations >= 0)) throw new RangeError(`deviations must be >= 0, got ${this.deviations}`);

@@ -90,7 +90,7 @@ describe("decideRetry", () => {
     });
   });
 
-  it("honours pushback \"never\" for any retryable code, without touching the budget", () => {
+  it('honours pushback "never" for any retryable code, without touching the budget', () => {
     const budget = countingBudget();
     assert.deepEqual(decideRetry(input({ pushbackMs: "never", budget })), { retry: false, reason: "pushback_never" });
     assert.equal(budget.asked, 0);
@@ -129,9 +129,7 @@ describe("decideRetry", () => {
   it("never retries under noRetryPolicy, whatever the error", () => {
     for (let code = Code.Canceled; code <= Code.Unauthenticated; code++) {
       for (const neverProcessed of [false, true]) {
-        const d = decideRetry(
-          input({ error: new ConnectError("x", code), policy: noRetryPolicy, neverProcessed, pushbackMs: 10, remainingMs: 1e9 }),
-        );
+        const d = decideRetry(input({ error: new ConnectError("x", code), policy: noRetryPolicy, neverProcessed, pushbackMs: 10, remainingMs: 1e9 }));
         assert.equal(d.retry, false, `${Code[code]} neverProcessed=${neverProcessed}`);
       }
     }

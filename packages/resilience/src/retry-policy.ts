@@ -26,9 +26,7 @@ export interface RetryPolicy {
  * already spent (DEADLINE_EXCEEDED). Derived from the one taxonomy, kept as
  * a set for callers that list or iterate them.
  */
-export const neverRetryableCodes: ReadonlySet<Code> = new Set(
-  Object.values(Code).filter((v): v is Code => typeof v === "number" && neverRetryable(v)),
-);
+export const neverRetryableCodes: ReadonlySet<Code> = new Set(Object.values(Code).filter((v): v is Code => typeof v === "number" && neverRetryable(v)));
 
 export const defaultRetryPolicy: RetryPolicy = Object.freeze({
   maxAttempts: 3,

@@ -12,7 +12,11 @@ describe("FakeScheduler", () => {
     s.advance(15);
     assert.deepEqual(fired, [["a", 110]]);
     s.advance(100);
-    assert.deepEqual(fired, [["a", 110], ["b", 120], ["c", 120]]);
+    assert.deepEqual(fired, [
+      ["a", 110],
+      ["b", 120],
+      ["c", 120],
+    ]);
     assert.equal(s.now(), 215);
   });
 

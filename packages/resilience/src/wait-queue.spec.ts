@@ -123,17 +123,37 @@ describe("WaitQueue", () => {
     const b = wait({ deadlineAt: 5000 });
     const c = wait({ deadlineAt: 5000 });
     time.advance(3);
-    assert.equal(queue.evictNewest((w) => ({ value: `evicted:${w}` })), true);
+    assert.equal(
+      queue.evictNewest((w) => ({ value: `evicted:${w}` })),
+      true,
+    );
     assert.equal(await c.promise, "evicted:3");
-    assert.equal(a.ticket.withdraw((w) => ({ value: `withdrawn:${w}` })), true);
+    assert.equal(
+      a.ticket.withdraw((w) => ({ value: `withdrawn:${w}` })),
+      true,
+    );
     assert.equal(await a.promise, "withdrawn:3");
-    assert.equal(a.ticket.withdraw(() => ({ value: "again" })), false, "a settled entry cannot be withdrawn again");
-    assert.equal(c.ticket.withdraw(() => ({ value: "again" })), false);
+    assert.equal(
+      a.ticket.withdraw(() => ({ value: "again" })),
+      false,
+      "a settled entry cannot be withdrawn again",
+    );
+    assert.equal(
+      c.ticket.withdraw(() => ({ value: "again" })),
+      false,
+    );
     assert.equal(time.pendingTimers(), 1, "only b's timer is left");
     assert.equal(grant(), true);
     assert.equal(await b.promise, "granted:3");
-    assert.equal(b.ticket.withdraw(() => ({ value: "late" })), false, "a granted entry cannot be withdrawn");
-    assert.equal(queue.evictNewest(() => ({ value: "x" })), false);
+    assert.equal(
+      b.ticket.withdraw(() => ({ value: "late" })),
+      false,
+      "a granted entry cannot be withdrawn",
+    );
+    assert.equal(
+      queue.evictNewest(() => ({ value: "x" })),
+      false,
+    );
   });
 
   it("unlinks from the middle in O(1) and keeps the order of the rest", async () => {

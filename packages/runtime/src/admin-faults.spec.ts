@@ -30,7 +30,11 @@ function install(config: FaultInjectionConfig): void {
   endpoints = faultInjectionEndpoints(config, logger);
 }
 
-async function request(method: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; json: Record<string, unknown>; auth: string | null }> {
+async function request(
+  method: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; json: Record<string, unknown>; auth: string | null }> {
   const res = await fetch(`${base}/admin/faults`, { method, headers, ...(body === undefined ? {} : { body }) });
   return { status: res.status, json: (await res.json()) as Record<string, unknown>, auth: res.headers.get("www-authenticate") };
 }
@@ -91,7 +95,7 @@ describe("fault injection, enabled", () => {
       assert.equal(r.status, 401);
       assert.equal(r.auth, 'Bearer realm="admin/faults"');
     }
-    for (const wrong of ["0123456789abcdef-test-tokeN", token + "x", "x"]) {
+    for (const wrong of ["0123456789abcdef-test-tokeN", `${token}x`, "x"]) {
       const r = await request("PUT", { authorization: `Bearer ${wrong}` }, '{"db":{"errorRate":1}}');
       assert.equal(r.status, 403, wrong);
       assert.equal(r.json["error"], "wrong fault injection token");

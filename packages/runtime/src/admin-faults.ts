@@ -24,7 +24,9 @@ export function faultInjectionEndpoints(config: FaultInjectionConfig, logger: Lo
   if (!config.enabled) {
     setFaults({});
     const disabled: HttpEndpoint = (_req, res) =>
-      sendJson(res, 404, { error: "fault injection is disabled in this process; start it with FAULT_INJECTION=enabled and FAULT_INJECTION_TOKEN (docs/faults.md)" });
+      sendJson(res, 404, {
+        error: "fault injection is disabled in this process; start it with FAULT_INJECTION=enabled and FAULT_INJECTION_TOKEN (docs/faults.md)",
+      });
     return endpoints({ get: disabled, put: disabled, clear: disabled });
   }
   setFaults(config.faults);
@@ -50,7 +52,7 @@ export function faultInjectionEndpoints(config: FaultInjectionConfig, logger: Lo
   return endpoints({
     get: authenticated((_req, res) => sendJson(res, 200, currentFaults())),
     put: authenticated(async (_req, res, body) => {
-      let faults;
+      let faults: ReturnType<typeof parseFaults>;
       try {
         faults = parseFaults(await body());
       } catch (e) {

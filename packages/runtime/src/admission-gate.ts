@@ -13,8 +13,7 @@ export type CriticalityPolicy = (procedure: string, headers: Headers) => Critica
  * Inner services trust the criticality their caller propagated (critical
  * when absent). The edge must not: it assigns one per method instead.
  */
-export const propagatedCriticality: CriticalityPolicy = (_procedure, headers) =>
-  headers.get(criticalityHeader) === "sheddable" ? "sheddable" : "critical";
+export const propagatedCriticality: CriticalityPolicy = (_procedure, headers) => (headers.get(criticalityHeader) === "sheddable" ? "sheddable" : "critical");
 
 export interface AdmissionGate {
   /**

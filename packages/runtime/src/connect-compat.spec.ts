@@ -14,7 +14,8 @@ describe("connect-es, as patched (patches/README.md)", () => {
   test("the patch in patches/ is written for the installed release", () => {
     const require = createRequire(import.meta.url);
     let dir = path.dirname(require.resolve("@connectrpc/connect"));
-    while (!existsSync(path.join(dir, "package.json")) || !/"name": "@connectrpc\/connect"/.test(readFileSync(path.join(dir, "package.json"), "utf8"))) dir = path.dirname(dir);
+    while (!existsSync(path.join(dir, "package.json")) || !/"name": "@connectrpc\/connect"/.test(readFileSync(path.join(dir, "package.json"), "utf8")))
+      dir = path.dirname(dir);
     const { version } = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { version: string };
     const patches = readdirSync(new URL("../../../patches/", import.meta.url)).filter((f) => f.startsWith("@connectrpc+connect+"));
     assert.deepEqual(patches, [`@connectrpc+connect+${version}.patch`]);
@@ -28,7 +29,10 @@ describe("connect-es, as patched (patches/README.md)", () => {
     const lines: string[] = [];
     const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(l) });
     const problems = ["grpc-message is not encoded per the gRPC spec"];
-    assert.throws(() => checkConnectPatch(logger, { NODE_ENV: "production" }, problems), (e: unknown) => e instanceof ConfigError && /not patched.*grpc-message.*npx patch-package/s.test(e.message));
+    assert.throws(
+      () => checkConnectPatch(logger, { NODE_ENV: "production" }, problems),
+      (e: unknown) => e instanceof ConfigError && /not patched.*grpc-message.*npx patch-package/s.test(e.message),
+    );
     assert.doesNotThrow(() => checkConnectPatch(logger, {}, problems));
     assert.equal(lines.length, 1);
     const line = JSON.parse(lines[0]!) as { level: number; msg: string };

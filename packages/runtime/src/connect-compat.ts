@@ -113,11 +113,7 @@ export function connectPatchProblems(): string[] {
  * installed with another package manager can still try the platform, and the
  * tests that depend on the patch fail with the same message.
  */
-export function checkConnectPatch(
-  logger: Logger,
-  env: Record<string, string | undefined> = process.env,
-  problems: string[] = connectPatchProblems(),
-): void {
+export function checkConnectPatch(logger: Logger, env: Record<string, string | undefined> = process.env, problems: string[] = connectPatchProblems()): void {
   if (problems.length === 0) return;
   const message =
     "@connectrpc/connect is not patched (patches/README.md): " +

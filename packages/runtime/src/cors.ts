@@ -14,7 +14,13 @@ export interface CorsConfig {
 
 export function readCorsConfig(r: EnvReader): CorsConfig {
   const raw = r.optionalString("CORS_ALLOWED_ORIGINS");
-  const allowedOrigins = raw === undefined ? [] : raw.split(",").map((o) => o.trim()).filter(Boolean);
+  const allowedOrigins =
+    raw === undefined
+      ? []
+      : raw
+          .split(",")
+          .map((o) => o.trim())
+          .filter(Boolean);
   for (const o of allowedOrigins) {
     if (o !== "*" && !/^https?:\/\/[^/\s]+$/.test(o)) r.problems.push(`CORS_ALLOWED_ORIGINS: "${o}" is not an origin like https://app.example.com`);
   }

@@ -17,7 +17,11 @@ const procedure = "/test.v1.Counter/Get";
 
 function chain(opts: { edge?: boolean; shutdown?: AbortSignal } = {}) {
   const { logger, lines } = capturingLogger();
-  const interceptor = deadlineInterceptor({ deadline: { edge: opts.edge ?? false, defaultMs: 3000, maxMs: 30_000 }, logger, shutdownSignal: opts.shutdown ?? new AbortController().signal });
+  const interceptor = deadlineInterceptor({
+    deadline: { edge: opts.edge ?? false, defaultMs: 3000, maxMs: 30_000 },
+    logger,
+    shutdownSignal: opts.shutdown ?? new AbortController().signal,
+  });
   return { interceptor, lines };
 }
 

@@ -72,7 +72,8 @@ export function countInboundDeadline(context: RequestContext, opts: Pick<Deadlin
   const { procedure } = context;
   if (context.deadlineSource === "default") {
     dl.missing.inc({ procedure });
-    if (!opts.deadline.edge) opts.logger.warn({ procedure, requestId: context.requestId, fallbackMs: context.timeoutMs }, "request arrived without a deadline; applied the fallback");
+    if (!opts.deadline.edge)
+      opts.logger.warn({ procedure, requestId: context.requestId, fallbackMs: context.timeoutMs }, "request arrived without a deadline; applied the fallback");
   } else if (context.deadlineSource === "capped") {
     dl.capped.inc({ procedure });
   }

@@ -8,14 +8,26 @@ const read = (env: Record<string, string>, defaults = defaultIsolation) => readE
 test("defaults: an adaptive limit per method class within the service's declared bounds", () => {
   const d = read({}, { maxConcurrent: 12, minConcurrent: 3, maxQueue: 6 });
   assert.deepEqual(
-    { limit: d.isolation.limit, max: d.isolation.maxConcurrent, min: d.isolation.minConcurrent, queue: d.isolation.maxQueue, classes: d.isolation.methodClasses },
+    {
+      limit: d.isolation.limit,
+      max: d.isolation.maxConcurrent,
+      min: d.isolation.minConcurrent,
+      queue: d.isolation.maxQueue,
+      classes: d.isolation.methodClasses,
+    },
     { limit: "adaptive", max: 12, min: 3, queue: 6, classes: {} },
   );
   assert.equal(read({}).isolation.maxConcurrent, defaultIsolation.maxConcurrent);
 });
 
 test("fixed limits, bounds, queue and method classes from the dependency's own variables", () => {
-  const d = read({ PRICING_LIMIT: "fixed", PRICING_MAX_CONCURRENT: "7", PRICING_MIN_CONCURRENT: "2", PRICING_MAX_QUEUE: "0", PRICING_METHOD_CLASSES: "GetPrices=read, Export=bulk" });
+  const d = read({
+    PRICING_LIMIT: "fixed",
+    PRICING_MAX_CONCURRENT: "7",
+    PRICING_MIN_CONCURRENT: "2",
+    PRICING_MAX_QUEUE: "0",
+    PRICING_METHOD_CLASSES: "GetPrices=read, Export=bulk",
+  });
   assert.equal(d.isolation.limit, "fixed");
   assert.equal(d.isolation.maxConcurrent, 7);
   assert.equal(d.isolation.minConcurrent, 2);

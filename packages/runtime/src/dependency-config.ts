@@ -91,7 +91,10 @@ function readMethodClasses(r: EnvReader, variable: string): Record<string, strin
   const raw = r.optionalString(variable);
   const out: Record<string, string> = {};
   if (raw === undefined) return out;
-  for (const pair of raw.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+  for (const pair of raw
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
     const m = /^([A-Za-z_][A-Za-z0-9_]*)=([a-z][a-z0-9_-]{0,31})$/.exec(pair);
     if (!m) {
       r.problems.push(`${variable} must be Method=class pairs separated by commas (class: lowercase letters, digits, _ or -), got "${pair}"`);

@@ -67,7 +67,7 @@ async function silenceableProxy() {
       }
     },
     close() {
-      for (const [a, b] of pairs) (a.destroy(), b.destroy());
+      for (const [a, b] of pairs) a.destroy(), b.destroy();
       proxy.close();
     },
   };

@@ -23,7 +23,11 @@ describe("mapping a dependency's error at each hop", () => {
   });
 
   test("a fresh error: only the pushback hint crosses the hop, never other wire headers", () => {
-    const err = new ConnectError("overloaded", Code.ResourceExhausted, { "grpc-retry-pushback-ms": "120", "content-type": "application/grpc", "x-secret": "1" });
+    const err = new ConnectError("overloaded", Code.ResourceExhausted, {
+      "grpc-retry-pushback-ms": "120",
+      "content-type": "application/grpc",
+      "x-secret": "1",
+    });
     const out = mapDownstreamError(err, ctx);
     assert.notEqual(out, err);
     assert.equal(out.metadata.get("grpc-retry-pushback-ms"), "120");
@@ -32,7 +36,10 @@ describe("mapping a dependency's error at each hop", () => {
   });
 
   test("our own deadline wins over what the transport reported (an internal stream reset)", () => {
-    const out = mapDownstreamError(new ConnectError("stream closed with error code NGHTTP2_INTERNAL_ERROR", Code.Internal), { ...ctx, ownDeadlinePassed: true });
+    const out = mapDownstreamError(new ConnectError("stream closed with error code NGHTTP2_INTERNAL_ERROR", Code.Internal), {
+      ...ctx,
+      ownDeadlinePassed: true,
+    });
     assert.equal(out.code, Code.DeadlineExceeded);
   });
 
@@ -59,7 +66,11 @@ describe("mapping a dependency's error at each hop", () => {
 });
 
 test("a CANCELED from the dependency when our caller did not cancel is the dependency going away: UNAVAILABLE", () => {
-  const out = mapDownstreamError(new ConnectError("http/2 stream closed with error code CANCEL (0x8)", Code.Canceled), { dependency: "orders", ownDeadlinePassed: false, callerCancelled: false });
+  const out = mapDownstreamError(new ConnectError("http/2 stream closed with error code CANCEL (0x8)", Code.Canceled), {
+    dependency: "orders",
+    ownDeadlinePassed: false,
+    callerCancelled: false,
+  });
   assert.equal(out.code, Code.Unavailable);
   assert.match(out.rawMessage, /^orders: /);
 });

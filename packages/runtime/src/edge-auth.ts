@@ -39,7 +39,7 @@ export type AuthResult = { ok: true; caller: string } | { ok: false; message: st
 export function authenticate(config: AuthConfig, headers: Headers): AuthResult {
   if (config.mode === "none") return { ok: true, caller: "anonymous" };
   const bearer = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization") ?? "")?.[1];
-  const presented = bearer ?? (headers.get("x-api-key") ?? undefined);
+  const presented = bearer ?? headers.get("x-api-key") ?? undefined;
   if (presented === undefined) return { ok: false, message: "authentication required: send Authorization: Bearer <api key>" };
   const digest = hash(presented);
   for (const [id, key] of config.keys) if (timingSafeEqual(digest, hash(key))) return { ok: true, caller: id };

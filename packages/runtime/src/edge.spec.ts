@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { Code, type ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { Counter } from "@platform/test-support";
 import { createEdge } from "./edge.js";
 import { createRequestContext, type RequestContext } from "./request-context.js";
@@ -21,8 +21,21 @@ const edge = createEdge({
 
 function call(headers: Record<string, string>): { context: HandlerContext; request: RequestContext } {
   const method = Counter.methods[0]!;
-  const context = createHandlerContext({ service: Counter, method, protocolName: "connect", requestMethod: "POST", url: "http://edge/test.v1.Counter/Get", requestHeader: headers });
-  const request = createRequestContext({ header: (n) => headers[n], procedure: "/test.v1.Counter/Get", arrivedAt: 0, deadline: { defaultMs: 3000, maxMs: 30_000 }, trustCaller: false });
+  const context = createHandlerContext({
+    service: Counter,
+    method,
+    protocolName: "connect",
+    requestMethod: "POST",
+    url: "http://edge/test.v1.Counter/Get",
+    requestHeader: headers,
+  });
+  const request = createRequestContext({
+    header: (n) => headers[n],
+    procedure: "/test.v1.Counter/Get",
+    arrivedAt: 0,
+    deadline: { defaultMs: 3000, maxMs: 30_000 },
+    trustCaller: false,
+  });
   request.dispose();
   return { context, request };
 }
@@ -36,9 +49,17 @@ test("a valid key sets the caller from the key, whatever x-caller-id the client 
 test("no key or a wrong one is refused UNAUTHENTICATED; past the client's burst, RESOURCE_EXHAUSTED with a pushback hint", () => {
   for (const headers of [{}, { authorization: "Bearer wrong-key-wrong-key-wrong" }] as Record<string, string>[]) {
     const { context, request } = call(headers);
-    assert.throws(() => edge.check(context, request), (e: ConnectError) => e.code === Code.Unauthenticated);
+    assert.throws(
+      () => edge.check(context, request),
+      (e: ConnectError) => e.code === Code.Unauthenticated,
+    );
   }
-  const limited = createEdge({ auth: { mode: "api-key", keys: new Map([["bob", key]]) }, rateLimit: { perSecond: 0.001, burst: 1 }, cors: { allowedOrigins: [] }, criticality: () => "critical" });
+  const limited = createEdge({
+    auth: { mode: "api-key", keys: new Map([["bob", key]]) },
+    rateLimit: { perSecond: 0.001, burst: 1 },
+    cors: { allowedOrigins: [] },
+    criticality: () => "critical",
+  });
   const first = call({ authorization: `Bearer ${key}` });
   limited.check(first.context, first.request);
   const second = call({ authorization: `Bearer ${key}` });

@@ -67,7 +67,8 @@ export const redacted = "[redacted]";
  */
 export function redactConfig(value: unknown, seen = new WeakSet<object>()): unknown {
   if (typeof value === "string") return redactUrl(value);
-  if (typeof value !== "object" || value === null) return typeof value === "function" || typeof value === "symbol" ? undefined : typeof value === "bigint" ? String(value) : value;
+  if (typeof value !== "object" || value === null)
+    return typeof value === "function" || typeof value === "symbol" ? undefined : typeof value === "bigint" ? String(value) : value;
   if (seen.has(value)) return undefined;
   seen.add(value);
   // A protobuf descriptor (a forwarded API's service) is named, not walked.

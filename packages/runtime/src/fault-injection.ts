@@ -26,7 +26,8 @@ export function readFaultInjectionConfig(r: EnvReader): FaultInjectionConfig {
   const mode = r.oneOf("FAULT_INJECTION", ["disabled", "enabled"] as const, "disabled");
   const faultsText = r.optionalString("FAULTS");
   if (mode === "disabled") {
-    if (faultsText !== undefined) r.problems.push("FAULTS is set but fault injection is disabled; set FAULT_INJECTION=enabled (and FAULT_INJECTION_TOKEN) to inject faults");
+    if (faultsText !== undefined)
+      r.problems.push("FAULTS is set but fault injection is disabled; set FAULT_INJECTION=enabled (and FAULT_INJECTION_TOKEN) to inject faults");
     return { enabled: false };
   }
   const token = r.optionalString("FAULT_INJECTION_TOKEN");

@@ -35,8 +35,14 @@ test("every method reaches the inner service with the same request and answers w
   const inner = innerCheckout();
   const edge = edgeOf(forwardService(checkoutV1.CheckoutService, inner.client));
   const res = await edge.listProducts({});
-  assert.deepEqual(res.products.map((p) => p.sku), ["a"]);
-  assert.deepEqual(inner.seen.map((s) => s.method), ["ListProducts"]);
+  assert.deepEqual(
+    res.products.map((p) => p.sku),
+    ["a"],
+  );
+  assert.deepEqual(
+    inner.seen.map((s) => s.method),
+    ["ListProducts"],
+  );
 });
 
 test("the inner service's error reaches the caller with its code and message", async () => {
@@ -64,6 +70,9 @@ test("inbound headers stay at the edge unless callOptions forwards them", async 
 });
 
 test("a service with a streaming method is refused, naming the method", () => {
-  const client = createClient(healthV1.Health, createRouterTransport(() => {}));
+  const client = createClient(
+    healthV1.Health,
+    createRouterTransport(() => {}),
+  );
   assert.throws(() => forwardService(healthV1.Health, client), /only unary methods can be forwarded; write handlers for Watch/);
 });

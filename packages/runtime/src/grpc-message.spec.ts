@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { encodeGrpcMessage } from "./grpc-message.js";
 
 test("printable ASCII other than % is written as it is", () => {
-  const s = 'key already used for a different request; use a new key, or "resend" /the same/ one? a=b&c #1 +2 @x :y [z] {w} `v` \'u\' \\t ~';
+  const s = "key already used for a different request; use a new key, or \"resend\" /the same/ one? a=b&c #1 +2 @x :y [z] {w} `v` 'u' \\t ~";
   assert.equal(encodeGrpcMessage(s), s);
 });
 

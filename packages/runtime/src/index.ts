@@ -13,7 +13,18 @@ export { createLogger, type Logger } from "./logger.js";
 export { register, rpcServerMetrics, rpcClientMetrics, deadlineMetrics, serviceCounter } from "./metrics.js";
 export { HealthState } from "./health.js";
 export { serve, type ServeOptions, type RunningServer } from "./serve.js";
-export { usePlugin, loadPlugins, importPlugin, installedPluginEffects, pluginSpecifiers, pluginsVariable, type PlatformPlugin, type PluginEffects, type ServerComposition, type ClientComposition } from "./plugin.js";
+export {
+  usePlugin,
+  loadPlugins,
+  importPlugin,
+  installedPluginEffects,
+  pluginSpecifiers,
+  pluginsVariable,
+  type PlatformPlugin,
+  type PluginEffects,
+  type ServerComposition,
+  type ClientComposition,
+} from "./plugin.js";
 export { serverInterceptors, serverInterceptorOrder, inOrder, type ServerInterceptors, type ServerInterceptorOptions } from "./server-interceptors.js";
 export { scopeFor, countInboundDeadline, scopeEndedError } from "./deadline-interceptor.js";
 export { runMain, exitConfigError, type ReadyMessage } from "./run-main.js";

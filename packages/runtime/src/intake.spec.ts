@@ -20,12 +20,26 @@ function setup() {
     for (let i = 0; i < n; i++) ctl.record(success, latencyMs);
   };
   const state = () => [ctl.snapshot().state, Number(ctl.snapshot().admitFraction.toFixed(6))] as const;
-  return { clock, ctl, ok: (n: number, latencyMs?: number) => record(true, n, latencyMs), fail: (n: number, latencyMs?: number) => record(false, n, latencyMs), state };
+  return {
+    clock,
+    ctl,
+    ok: (n: number, latencyMs?: number) => record(true, n, latencyMs),
+    fail: (n: number, latencyMs?: number) => record(false, n, latencyMs),
+    state,
+  };
 }
 
 describe("the edge's intake controller, as shipped", () => {
   it("is on, and its settings are the ones documented (README 'Overload')", () => {
-    assert.deepEqual(shipped, { enabled: true, windowMs: 5_000, minVolume: 50, minSuccessRate: 0.5, cutFraction: 0.2, stepIntervalMs: 2_000, stepFraction: 0.1 });
+    assert.deepEqual(shipped, {
+      enabled: true,
+      windowMs: 5_000,
+      minVolume: 50,
+      minSuccessRate: 0.5,
+      cutFraction: 0.2,
+      stepIntervalMs: 2_000,
+      stepFraction: 0.1,
+    });
   });
 
   it("does not judge health below the minimum volume, and cuts to the cut fraction once it has it", () => {

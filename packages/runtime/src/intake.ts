@@ -1,4 +1,4 @@
-import { Code } from "@connectrpc/connect";
+import type { Code } from "@connectrpc/connect";
 import { IntakeController, signalsOverload, systemClock, type IntakeControllerOptions } from "@platform/resilience";
 import { intakeMetrics } from "./metrics.js";
 import type { EnvReader } from "./config.js";

@@ -6,13 +6,18 @@ import { FakeScheduler, runInScope, type CallScope } from "@platform/resilience"
 import { classOf, isolationInterceptor, type IsolationConfig } from "./isolation-interceptor.js";
 import { register } from "./metrics.js";
 
-const config: IsolationConfig = { maxConcurrent: 4, maxQueue: 4, breaker: { volumeThreshold: 5, errorThresholdPercentage: 50, windowMs: 10_000, resetTimeoutMs: 60_000 } };
+const config: IsolationConfig = {
+  maxConcurrent: 4,
+  maxQueue: 4,
+  breaker: { volumeThreshold: 5, errorThresholdPercentage: 50, windowMs: 10_000, resetTimeoutMs: 60_000 },
+};
 
 function call(method: string, idempotency?: IdempotencyLevel) {
   return { method: { name: method, ...(idempotency !== undefined ? { idempotency } : {}) } } as unknown as UnaryRequest;
 }
 
-const read = (method: string, fast = false) => ({ ...call(method, IdempotencyLevel.NO_SIDE_EFFECTS), header: new Headers(fast ? { "x-fast": "1" } : {}) }) as UnaryRequest;
+const read = (method: string, fast = false) =>
+  ({ ...call(method, IdempotencyLevel.NO_SIDE_EFFECTS), header: new Headers(fast ? { "x-fast": "1" } : {}) }) as UnaryRequest;
 
 function scopeUntil(clock: FakeScheduler, deadlineAt: number): CallScope {
   return { deadlineAt, clock, signal: new AbortController().signal, requestId: "r", procedure: "/x.v1.X/Y" };
@@ -53,7 +58,8 @@ test("a full bulkhead refuses at once, naming the dependency and class, with a p
   for (let i = 0; i < 10; i++) {
     await assert.rejects(
       intercepted(read("GetPrices")),
-      (e: ConnectError) => e.code === Code.Unavailable && /^pricing-test \(GetPrices calls\): bulkhead full/.test(e.rawMessage) && e.metadata.has("grpc-retry-pushback-ms"),
+      (e: ConnectError) =>
+        e.code === Code.Unavailable && /^pricing-test \(GetPrices calls\): bulkhead full/.test(e.rawMessage) && e.metadata.has("grpc-retry-pushback-ms"),
     );
   }
   release();
@@ -89,7 +95,11 @@ test("methods share a class only when the map says so", async () => {
     await hold;
     return {} as UnaryResponse;
   };
-  const intercepted = isolationInterceptor("shared-class", { ...config, maxConcurrent: 1, maxQueue: 0, methodClasses: { Export: "bulk", Import: "bulk" } }, 0)(next as never);
+  const intercepted = isolationInterceptor(
+    "shared-class",
+    { ...config, maxConcurrent: 1, maxQueue: 0, methodClasses: { Export: "bulk", Import: "bulk" } },
+    0,
+  )(next as never);
   const first = intercepted(call("Export"));
   await assert.rejects(intercepted(call("Import")), /shared-class \(bulk calls\): bulkhead full/);
   release();
@@ -103,7 +113,9 @@ test("a call that cannot get a slot before its deadline is refused before queuei
     await new Promise<void>((r) => held.push(r));
     return {} as UnaryResponse;
   };
-  const intercepted = isolationInterceptor("pricing-wait", { ...config, limit: "fixed", maxConcurrent: 2, maxQueue: 10 }, 0, { clock, scheduler: clock })(next as never);
+  const intercepted = isolationInterceptor("pricing-wait", { ...config, limit: "fixed", maxConcurrent: 2, maxQueue: 10 }, 0, { clock, scheduler: clock })(
+    next as never,
+  );
   const running = [intercepted(read("GetPrices")), intercepted(read("GetPrices"))];
   clock.advance(400); // both have been running 400 ms: service time >= 400 ms
   // Position 1 of 2 slots: 200 ms to wait + 400 to run; 700 ms left fits, 500 ms does not.
@@ -138,7 +150,10 @@ test("adaptive (the default): calls that run out of time shrink their class's li
     await intercepted(read("GetPrices")).catch(() => {});
     trace.push((await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "GetPrices" }))!);
   }
-  assert.ok(trace.every((x, i) => i === 0 || x <= trace[i - 1]!), `only shrinks: ${trace.join(",")}`);
+  assert.ok(
+    trace.every((x, i) => i === 0 || x <= trace[i - 1]!),
+    `only shrinks: ${trace.join(",")}`,
+  );
   assert.equal(trace.at(-1), 2, `down to the floor: ${trace.join(",")}`);
   assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "GetPrices", window: "recent" }), 3);
   assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "GetPrices", window: "baseline" }), 0.005);

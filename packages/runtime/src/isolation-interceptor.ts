@@ -70,7 +70,12 @@ export interface IsolationClock {
  * failure rate until the breaker could never open. Every refusal of ours
  * carries a pushback hint (grpc-retry-pushback-ms, retry-after).
  */
-export function isolationInterceptor(dependency: string, config: IsolationConfig, reserveMs: number, time: IsolationClock = { clock: systemClock }): Interceptor {
+export function isolationInterceptor(
+  dependency: string,
+  config: IsolationConfig,
+  reserveMs: number,
+  time: IsolationClock = { clock: systemClock },
+): Interceptor {
   const metrics = isolationMetrics();
   const adaptive = (config.limit ?? "adaptive") === "adaptive";
   const minConcurrent = Math.min(config.maxConcurrent, config.minConcurrent ?? Math.max(1, Math.floor(config.maxConcurrent / 8)));
@@ -81,7 +86,9 @@ export function isolationInterceptor(dependency: string, config: IsolationConfig
     if (b) return b;
     // Starts at the ceiling: a healthy dependency keeps the slots it is
     // given, and the limit leaves them only when latency says so.
-    const limiter = adaptive ? new AdaptiveLimit({ minLimit: minConcurrent, maxLimit: config.maxConcurrent, initialLimit: config.maxConcurrent, clock: time.clock }) : undefined;
+    const limiter = adaptive
+      ? new AdaptiveLimit({ minLimit: minConcurrent, maxLimit: config.maxConcurrent, initialLimit: config.maxConcurrent, clock: time.clock })
+      : undefined;
     const labels = { dependency, class: methodClass };
     b = new Bulkhead({
       name: `${dependency} (${methodClass} calls)`,

@@ -99,7 +99,10 @@ test("a response written in pieces is as fast as one written at once, over h2c a
   };
   try {
     const medians: Record<string, number> = {};
-    for (const [protocol, via] of [["h2c", viaH2], ["HTTP/1.1", viaH1]] as const) {
+    for (const [protocol, via] of [
+      ["h2c", viaH2],
+      ["HTTP/1.1", viaH1],
+    ] as const) {
       await via("/")();
       medians[`${protocol} in pieces`] = await medianMs(via("/pieces"));
       medians[`${protocol} at once`] = await medianMs(via("/"));
@@ -108,7 +111,9 @@ test("a response written in pieces is as fast as one written at once, over h2c a
     // the machine does; on 2 loaded cores a healthy answer still takes a few
     // ms. The floor keeps the bound well above that noise and below the stall.
     const fastest = Math.max(2, Math.min(...Object.values(medians)));
-    const shown = Object.entries(medians).map(([k, v]) => `${k} ${v.toFixed(2)} ms`).join(", ");
+    const shown = Object.entries(medians)
+      .map(([k, v]) => `${k} ${v.toFixed(2)} ms`)
+      .join(", ");
     for (const [kind, ms] of Object.entries(medians)) assert.ok(ms < fastest * 10, `${kind} is slow: ${shown}`);
   } finally {
     session.close();

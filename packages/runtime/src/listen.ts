@@ -2,10 +2,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 
-export type RequestHandler = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
+export type RequestHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
 
 export interface Listener {
   readonly port: number;
@@ -161,4 +158,3 @@ function closeGracefully(session: http2.ServerHttp2Session): void {
   }
   setTimeout(close, shutdownNoticeMs).unref();
 }
-

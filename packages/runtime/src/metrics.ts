@@ -22,12 +22,15 @@ export function rpcServerMetrics() {
     ),
     duration: once(
       "rpc_server_duration_seconds",
-      () => new Histogram({ name: "rpc_server_duration_seconds", help: "Time to serve an RPC, by procedure and status code.", labelNames: ["procedure", "code"], buckets: latencyBuckets }),
+      () =>
+        new Histogram({
+          name: "rpc_server_duration_seconds",
+          help: "Time to serve an RPC, by procedure and status code.",
+          labelNames: ["procedure", "code"],
+          buckets: latencyBuckets,
+        }),
     ),
-    inFlight: once(
-      "rpc_server_in_flight",
-      () => new Gauge({ name: "rpc_server_in_flight", help: "RPCs being served now.", labelNames: ["procedure"] }),
-    ),
+    inFlight: once("rpc_server_in_flight", () => new Gauge({ name: "rpc_server_in_flight", help: "RPCs being served now.", labelNames: ["procedure"] })),
   };
 }
 
@@ -35,11 +38,22 @@ export function rpcClientMetrics() {
   return {
     calls: once(
       "rpc_client_calls_total",
-      () => new Counter({ name: "rpc_client_calls_total", help: "Calls to a dependency (one per attempt), by dependency, procedure and status code.", labelNames: ["dependency", "procedure", "code"] }),
+      () =>
+        new Counter({
+          name: "rpc_client_calls_total",
+          help: "Calls to a dependency (one per attempt), by dependency, procedure and status code.",
+          labelNames: ["dependency", "procedure", "code"],
+        }),
     ),
     duration: once(
       "rpc_client_duration_seconds",
-      () => new Histogram({ name: "rpc_client_duration_seconds", help: "Duration of one call attempt to a dependency.", labelNames: ["dependency", "procedure"], buckets: latencyBuckets }),
+      () =>
+        new Histogram({
+          name: "rpc_client_duration_seconds",
+          help: "Duration of one call attempt to a dependency.",
+          labelNames: ["dependency", "procedure"],
+          buckets: latencyBuckets,
+        }),
     ),
   };
 }
@@ -48,7 +62,12 @@ export function deadlineMetrics() {
   return {
     missing: once(
       "deadline_missing_total",
-      () => new Counter({ name: "deadline_missing_total", help: "Inbound requests that arrived without a deadline and got the configured default/fallback.", labelNames: ["procedure"] }),
+      () =>
+        new Counter({
+          name: "deadline_missing_total",
+          help: "Inbound requests that arrived without a deadline and got the configured default/fallback.",
+          labelNames: ["procedure"],
+        }),
     ),
     capped: once(
       "deadline_capped_total",
@@ -56,15 +75,31 @@ export function deadlineMetrics() {
     ),
     remainingAtArrival: once(
       "deadline_remaining_at_arrival_seconds",
-      () => new Histogram({ name: "deadline_remaining_at_arrival_seconds", help: "Deadline left when a request arrives at this hop.", labelNames: ["procedure"], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30] }),
+      () =>
+        new Histogram({
+          name: "deadline_remaining_at_arrival_seconds",
+          help: "Deadline left when a request arrives at this hop.",
+          labelNames: ["procedure"],
+          buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30],
+        }),
     ),
     finishedAfterDeadline: once(
       "deadline_work_after_deadline_total",
-      () => new Counter({ name: "deadline_work_after_deadline_total", help: "Handlers that finished after their deadline: work nobody waited for.", labelNames: ["procedure"] }),
+      () =>
+        new Counter({
+          name: "deadline_work_after_deadline_total",
+          help: "Handlers that finished after their deadline: work nobody waited for.",
+          labelNames: ["procedure"],
+        }),
     ),
     rejectedBeforeStart: once(
       "deadline_rejected_before_start_total",
-      () => new Counter({ name: "deadline_rejected_before_start_total", help: "Downstream calls not started because the remaining budget was below the minimum.", labelNames: ["dependency"] }),
+      () =>
+        new Counter({
+          name: "deadline_rejected_before_start_total",
+          help: "Downstream calls not started because the remaining budget was below the minimum.",
+          labelNames: ["dependency"],
+        }),
     ),
   };
 }
@@ -81,15 +116,31 @@ export function retryMetrics() {
   return {
     attempts: once(
       "retry_attempts_per_request",
-      () => new Histogram({ name: "retry_attempts_per_request", help: "Attempts made for one user request to a dependency (1 = no retry).", labelNames: ["dependency"], buckets: [1, 2, 3, 4, 5] }),
+      () =>
+        new Histogram({
+          name: "retry_attempts_per_request",
+          help: "Attempts made for one user request to a dependency (1 = no retry).",
+          labelNames: ["dependency"],
+          buckets: [1, 2, 3, 4, 5],
+        }),
     ),
     retries: once(
       "retry_retries_total",
-      () => new Counter({ name: "retry_retries_total", help: "Retries made, by reason and the failed attempt's code.", labelNames: ["dependency", "reason", "code"] }),
+      () =>
+        new Counter({
+          name: "retry_retries_total",
+          help: "Retries made, by reason and the failed attempt's code.",
+          labelNames: ["dependency", "reason", "code"],
+        }),
     ),
     refused: once(
       "retry_refused_total",
-      () => new Counter({ name: "retry_refused_total", help: "Retries wanted but not made, by reason (budget_exhausted is the early warning).", labelNames: ["dependency", "reason"] }),
+      () =>
+        new Counter({
+          name: "retry_refused_total",
+          help: "Retries wanted but not made, by reason (budget_exhausted is the early warning).",
+          labelNames: ["dependency", "reason"],
+        }),
     ),
     budgetBalance: once(
       "retry_budget_balance",
@@ -110,33 +161,47 @@ export function admissionMetrics(controller: { stats(): { inFlight: number; queu
     ),
     shed: once(
       "admission_shed_total",
-      () => new Counter({ name: "admission_shed_total", help: "Requests refused before any work, by reason (queue_full, queue_timeout, expired, evicted, cancelled, intake) and criticality.", labelNames: ["reason", "criticality"] }),
+      () =>
+        new Counter({
+          name: "admission_shed_total",
+          help: "Requests refused before any work, by reason (queue_full, queue_timeout, expired, evicted, cancelled, intake) and criticality.",
+          labelNames: ["reason", "criticality"],
+        }),
     ),
     queueWait: once(
       "admission_queue_wait_seconds",
-      () => new Histogram({ name: "admission_queue_wait_seconds", help: "Time admitted requests waited in the admission queue.", buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5] }),
+      () =>
+        new Histogram({
+          name: "admission_queue_wait_seconds",
+          help: "Time admitted requests waited in the admission queue.",
+          buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+        }),
     ),
   };
-  once("admission_in_flight", () =>
-    new Gauge({
-      name: "admission_in_flight",
-      help: "Requests being served (admitted and not finished).",
-      collect() {
-        this.set(controller.stats().inFlight);
-      },
-    }),
+  once(
+    "admission_in_flight",
+    () =>
+      new Gauge({
+        name: "admission_in_flight",
+        help: "Requests being served (admitted and not finished).",
+        collect() {
+          this.set(controller.stats().inFlight);
+        },
+      }),
   );
-  once("admission_queued", () =>
-    new Gauge({
-      name: "admission_queued",
-      help: "Requests waiting for admission, by criticality.",
-      labelNames: ["criticality"],
-      collect() {
-        const s = controller.stats();
-        this.set({ criticality: "critical" }, s.queuedCritical);
-        this.set({ criticality: "sheddable" }, s.queuedSheddable);
-      },
-    }),
+  once(
+    "admission_queued",
+    () =>
+      new Gauge({
+        name: "admission_queued",
+        help: "Requests waiting for admission, by criticality.",
+        labelNames: ["criticality"],
+        collect() {
+          const s = controller.stats();
+          this.set({ criticality: "critical" }, s.queuedCritical);
+          this.set({ criticality: "sheddable" }, s.queuedSheddable);
+        },
+      }),
   );
   return m;
 }
@@ -164,33 +229,51 @@ function isolationGauge(read: (s: IsolationSnapshot) => number) {
 
 export function isolationMetrics() {
   const labelNames = ["dependency", "class"] as const;
-  once("bulkhead_in_use", () =>
-    new Gauge({ name: "bulkhead_in_use", help: "Calls to a dependency holding a bulkhead slot, per method class.", labelNames, collect: isolationGauge((s) => s.inUse) }),
+  once(
+    "bulkhead_in_use",
+    () =>
+      new Gauge({
+        name: "bulkhead_in_use",
+        help: "Calls to a dependency holding a bulkhead slot, per method class.",
+        labelNames,
+        collect: isolationGauge((s) => s.inUse),
+      }),
   );
-  once("bulkhead_queued", () =>
-    new Gauge({ name: "bulkhead_queued", help: "Calls to a dependency waiting for a bulkhead slot, per method class.", labelNames, collect: isolationGauge((s) => s.queued) }),
+  once(
+    "bulkhead_queued",
+    () =>
+      new Gauge({
+        name: "bulkhead_queued",
+        help: "Calls to a dependency waiting for a bulkhead slot, per method class.",
+        labelNames,
+        collect: isolationGauge((s) => s.queued),
+      }),
   );
-  once("bulkhead_limit", () =>
-    new Gauge({
-      name: "bulkhead_limit",
-      help: "Current concurrency limit of a dependency's method class: adaptive (moves within [min, max] with the latency it observes) or fixed.",
-      labelNames,
-      collect: isolationGauge((s) => s.limit),
-    }),
+  once(
+    "bulkhead_limit",
+    () =>
+      new Gauge({
+        name: "bulkhead_limit",
+        help: "Current concurrency limit of a dependency's method class: adaptive (moves within [min, max] with the latency it observes) or fixed.",
+        labelNames,
+        collect: isolationGauge((s) => s.limit),
+      }),
   );
-  once("bulkhead_latency_seconds", () =>
-    new Gauge({
-      name: "bulkhead_latency_seconds",
-      help: "Latency the adaptive limit measures per dependency and method class: window=recent (short window) and window=baseline (long-window, no-load).",
-      labelNames: ["dependency", "class", "window"],
-      collect() {
-        for (const s of isolationSources) {
-          const { latencyMs } = s.snapshot();
-          this.set({ dependency: s.dependency, class: s.methodClass, window: "recent" }, latencyMs.recent / 1000);
-          this.set({ dependency: s.dependency, class: s.methodClass, window: "baseline" }, latencyMs.baseline / 1000);
-        }
-      },
-    }),
+  once(
+    "bulkhead_latency_seconds",
+    () =>
+      new Gauge({
+        name: "bulkhead_latency_seconds",
+        help: "Latency the adaptive limit measures per dependency and method class: window=recent (short window) and window=baseline (long-window, no-load).",
+        labelNames: ["dependency", "class", "window"],
+        collect() {
+          for (const s of isolationSources) {
+            const { latencyMs } = s.snapshot();
+            this.set({ dependency: s.dependency, class: s.methodClass, window: "recent" }, latencyMs.recent / 1000);
+            this.set({ dependency: s.dependency, class: s.methodClass, window: "baseline" }, latencyMs.baseline / 1000);
+          }
+        },
+      }),
   );
   return {
     watchIsolation(source: IsolationGaugeSource) {
@@ -207,11 +290,22 @@ export function isolationMetrics() {
     ),
     bulkheadWait: once(
       "bulkhead_queue_wait_seconds",
-      () => new Histogram({ name: "bulkhead_queue_wait_seconds", help: "Time a call waited for a bulkhead slot.", labelNames: ["dependency", "class"], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1] }),
+      () =>
+        new Histogram({
+          name: "bulkhead_queue_wait_seconds",
+          help: "Time a call waited for a bulkhead slot.",
+          labelNames: ["dependency", "class"],
+          buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+        }),
     ),
     breakerState: once(
       "circuit_breaker_state",
-      () => new Gauge({ name: "circuit_breaker_state", help: "Breaker state per dependency method: 0 closed, 1 half-open, 2 open.", labelNames: ["dependency", "method"] }),
+      () =>
+        new Gauge({
+          name: "circuit_breaker_state",
+          help: "Breaker state per dependency method: 0 closed, 1 half-open, 2 open.",
+          labelNames: ["dependency", "method"],
+        }),
     ),
     breakerTransitions: once(
       "circuit_breaker_transitions_total",
@@ -219,7 +313,12 @@ export function isolationMetrics() {
     ),
     breakerRejected: once(
       "circuit_breaker_rejected_total",
-      () => new Counter({ name: "circuit_breaker_rejected_total", help: "Calls refused at once because the breaker of the dependency's method is open.", labelNames: ["dependency", "method"] }),
+      () =>
+        new Counter({
+          name: "circuit_breaker_rejected_total",
+          help: "Calls refused at once because the breaker of the dependency's method is open.",
+          labelNames: ["dependency", "method"],
+        }),
     ),
   };
 }

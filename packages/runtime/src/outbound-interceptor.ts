@@ -1,5 +1,18 @@
 import { Code, ConnectError, createContextKey, type Interceptor, type UnaryRequest, type StreamRequest } from "@connectrpc/connect";
-import { abortReason, markLocalRejection, currentFaults, currentScope, type CallScope, faultApplies, injectedDelay, shouldDropResponse, shouldFail, formatConnectTimeout, formatGrpcTimeout, remainingMs } from "@platform/resilience";
+import {
+  abortReason,
+  markLocalRejection,
+  currentFaults,
+  currentScope,
+  type CallScope,
+  faultApplies,
+  injectedDelay,
+  shouldDropResponse,
+  shouldFail,
+  formatConnectTimeout,
+  formatGrpcTimeout,
+  remainingMs,
+} from "@platform/resilience";
 import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader } from "./headers.js";
@@ -53,7 +66,10 @@ export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
         client.calls.inc({ dependency: opts.dependency, procedure: `/${req.service.typeName}/${req.method.name}`, code: "not_started" });
         return Promise.reject(
           markLocalRejection(
-            new ConnectError(`${opts.dependency}: not called, only ${Math.max(0, budget)}ms left of the deadline (minimum ${opts.minBudgetMs}ms)`, Code.DeadlineExceeded),
+            new ConnectError(
+              `${opts.dependency}: not called, only ${Math.max(0, budget)}ms left of the deadline (minimum ${opts.minBudgetMs}ms)`,
+              Code.DeadlineExceeded,
+            ),
             { kind: "budget_too_small", dependency: opts.dependency },
           ),
         );

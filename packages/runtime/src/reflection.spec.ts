@@ -6,22 +6,41 @@ import { checkoutV1, pricingV1 } from "@platform/proto";
 import { isReflectionService, ReflectionIndex } from "./reflection.js";
 
 type Answer = ReturnType<ReflectionIndex["answer"]>;
-const fileNames = (a: Answer) => (a.case === "fileDescriptorResponse" ? a.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name) : a);
+const fileNames = (a: Answer) =>
+  a.case === "fileDescriptorResponse" ? a.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name) : a;
 
 test("a file comes with what it imports, and what a stream was already sent is not sent again unless asked for", () => {
   const index = new ReflectionIndex([pricingV1.PricingService]);
   const sent = new Set<string>();
-  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, sent)), ["pricing/v1/pricing.proto", "platform/common/v1/common.proto"]);
+  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, sent)), [
+    "pricing/v1/pricing.proto",
+    "platform/common/v1/common.proto",
+  ]);
   assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, sent)), ["pricing/v1/pricing.proto"]);
   assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "platform/common/v1/common.proto" }, sent)), ["platform/common/v1/common.proto"]);
   // A new stream starts from nothing.
-  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "pricing/v1/pricing.proto" }, new Set())), ["pricing/v1/pricing.proto", "platform/common/v1/common.proto"]);
+  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "pricing/v1/pricing.proto" }, new Set())), [
+    "pricing/v1/pricing.proto",
+    "platform/common/v1/common.proto",
+  ]);
 });
 
 test("symbols: services, methods, messages, fields, enums and their values, with or without a leading dot", () => {
   const index = new ReflectionIndex([checkoutV1.CheckoutService]);
-  assert.equal(index.answer({ case: "fileContainingSymbol", value: "checkout.v1.OrderStatus.ORDER_STATUS_PLACED" }, new Set()).case, "errorResponse", "enum values are siblings of their enum");
-  for (const symbol of ["checkout.v1.CheckoutService", "checkout.v1.CheckoutService.GetOrder", "checkout.v1.Money", "checkout.v1.Money.amount_minor", "checkout.v1.OrderStatus", "checkout.v1.ORDER_STATUS_PLACED", ".checkout.v1.Order"]) {
+  assert.equal(
+    index.answer({ case: "fileContainingSymbol", value: "checkout.v1.OrderStatus.ORDER_STATUS_PLACED" }, new Set()).case,
+    "errorResponse",
+    "enum values are siblings of their enum",
+  );
+  for (const symbol of [
+    "checkout.v1.CheckoutService",
+    "checkout.v1.CheckoutService.GetOrder",
+    "checkout.v1.Money",
+    "checkout.v1.Money.amount_minor",
+    "checkout.v1.OrderStatus",
+    "checkout.v1.ORDER_STATUS_PLACED",
+    ".checkout.v1.Order",
+  ]) {
     assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: symbol }, new Set())), ["checkout/v1/checkout.proto"], symbol);
   }
 });
@@ -30,10 +49,23 @@ test("only what the server was given is described", () => {
   const index = new ReflectionIndex([checkoutV1.CheckoutService]);
   assert.deepEqual(index.answer({ case: "listServices", value: "*" }, new Set()), {
     case: "listServicesResponse",
-    value: { service: [{ name: "checkout.v1.CheckoutService" }, { name: "grpc.health.v1.Health" }, { name: "grpc.reflection.v1.ServerReflection" }, { name: "grpc.reflection.v1alpha.ServerReflection" }] },
+    value: {
+      service: [
+        { name: "checkout.v1.CheckoutService" },
+        { name: "grpc.health.v1.Health" },
+        { name: "grpc.reflection.v1.ServerReflection" },
+        { name: "grpc.reflection.v1alpha.ServerReflection" },
+      ],
+    },
   });
-  assert.deepEqual(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, new Set()), { case: "errorResponse", value: { errorCode: 5, errorMessage: 'symbol "pricing.v1.PricingService" not found' } });
-  assert.deepEqual(index.answer({ case: "fileByFilename", value: "pricing/v1/pricing.proto" }, new Set()), { case: "errorResponse", value: { errorCode: 5, errorMessage: 'file "pricing/v1/pricing.proto" not found' } });
+  assert.deepEqual(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, new Set()), {
+    case: "errorResponse",
+    value: { errorCode: 5, errorMessage: 'symbol "pricing.v1.PricingService" not found' },
+  });
+  assert.deepEqual(index.answer({ case: "fileByFilename", value: "pricing/v1/pricing.proto" }, new Set()), {
+    case: "errorResponse",
+    value: { errorCode: 5, errorMessage: 'file "pricing/v1/pricing.proto" not found' },
+  });
   assert.deepEqual(index.answer({ case: "fileContainingExtension", value: { containingType: "checkout.v1.Order", extensionNumber: 100 } }, new Set()), {
     case: "errorResponse",
     value: { errorCode: 5, errorMessage: 'extension 100 of "checkout.v1.Order" not found' },
@@ -42,7 +74,10 @@ test("only what the server was given is described", () => {
     case: "errorResponse",
     value: { errorCode: 5, errorMessage: 'message type "pricing.v1.GetPricesRequest" not found' },
   });
-  assert.deepEqual(index.answer({ case: undefined }, new Set()), { case: "errorResponse", value: { errorCode: 3, errorMessage: "empty reflection request: set one of its message_request fields" } });
+  assert.deepEqual(index.answer({ case: undefined }, new Set()), {
+    case: "errorResponse",
+    value: { errorCode: 3, errorMessage: "empty reflection request: set one of its message_request fields" },
+  });
 });
 
 test("the reflection services, both versions, and nothing that merely starts like them", () => {

@@ -72,7 +72,8 @@ export class ReflectionIndex {
         for (const f of type.fields) this.fileOfSymbol.set(`${type.typeName}.${f.name}`, file);
       }
       // Enum values are scoped like C++ enumerators: siblings of their enum (checkout.v1.ORDER_STATUS_PLACED).
-      if (type.kind === "enum") for (const v of type.values) this.fileOfSymbol.set(`${type.typeName.slice(0, type.typeName.lastIndexOf(".") + 1)}${v.name}`, file);
+      if (type.kind === "enum")
+        for (const v of type.values) this.fileOfSymbol.set(`${type.typeName.slice(0, type.typeName.lastIndexOf(".") + 1)}${v.name}`, file);
       if (type.kind === "extension") {
         const byNumber = this.extensions.get(type.extendee.typeName) ?? new Map<number, DescFile>();
         byNumber.set(type.number, file);
@@ -110,7 +111,10 @@ export class ReflectionIndex {
         return { case: "allExtensionNumbersResponse", value: { baseTypeName: question.value, extensionNumber: numbers } };
       }
       default:
-        return { case: "errorResponse", value: { errorCode: Code.InvalidArgument, errorMessage: "empty reflection request: set one of its message_request fields" } };
+        return {
+          case: "errorResponse",
+          value: { errorCode: Code.InvalidArgument, errorMessage: "empty reflection request: set one of its message_request fields" },
+        };
     }
   }
 

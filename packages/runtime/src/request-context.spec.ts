@@ -45,7 +45,15 @@ describe("createRequestContext", () => {
 
   test("parses the deadline header once and counts the deadline from arrival", () => {
     const p = countingParser();
-    const c = createRequestContext({ header: headers({ "grpc-timeout": "250m" }), procedure: "/x.v1.X/Y", arrivedAt: 1000, deadline, trustCaller: true, parse: p.parse, now: () => 1040 });
+    const c = createRequestContext({
+      header: headers({ "grpc-timeout": "250m" }),
+      procedure: "/x.v1.X/Y",
+      arrivedAt: 1000,
+      deadline,
+      trustCaller: true,
+      parse: p.parse,
+      now: () => 1040,
+    });
     assert.equal(p.calls(), 1);
     assert.equal(c.timeoutMs, 250);
     assert.equal(c.deadlineSource, "client");
@@ -70,14 +78,28 @@ describe("createRequestContext", () => {
     advance(1);
     assert.equal(c.deadline.aborted, true);
     assert.equal(c.deadline.reason, "deadline");
-    const disposed = createRequestContext({ header: headers({ "connect-timeout-ms": "100" }), procedure: "/x", arrivedAt: clock, deadline, trustCaller: true, now });
+    const disposed = createRequestContext({
+      header: headers({ "connect-timeout-ms": "100" }),
+      procedure: "/x",
+      arrivedAt: clock,
+      deadline,
+      trustCaller: true,
+      now,
+    });
     disposed.dispose();
     advance(200);
     assert.equal(disposed.deadline.aborted, false);
   });
 
   test("the same timer first ends the request's calls, a hop reserve before the deadline, then the deadline", () => {
-    const c = createRequestContext({ header: headers({ "connect-timeout-ms": "100" }), procedure: "/x", arrivedAt: 0, deadline: { ...deadline, hopReserveMs: 5 }, trustCaller: true, now });
+    const c = createRequestContext({
+      header: headers({ "connect-timeout-ms": "100" }),
+      procedure: "/x",
+      arrivedAt: 0,
+      deadline: { ...deadline, hopReserveMs: 5 },
+      trustCaller: true,
+      now,
+    });
     advance(94);
     assert.deepEqual([c.callsEnd.aborted, c.deadline.aborted], [false, false]);
     advance(1);
@@ -119,7 +141,13 @@ describe("the server interceptors work from the request context", () => {
         router: {
           interceptors: [
             handOver,
-            ...inOrder(serverInterceptors({ deadline: { ...deadline, edge: false }, logger: createLogger("spec", "silent"), shutdownSignal: new AbortController().signal })),
+            ...inOrder(
+              serverInterceptors({
+                deadline: { ...deadline, edge: false },
+                logger: createLogger("spec", "silent"),
+                shutdownSignal: new AbortController().signal,
+              }),
+            ),
           ],
         },
       },
@@ -133,7 +161,14 @@ describe("the server interceptors work from the request context", () => {
   test("the handler's scope takes the context's deadline and ids, and nothing parses the header again", async () => {
     const p = countingParser();
     const arrivedAt = performance.now();
-    const context = createRequestContext({ header: headers({ "grpc-timeout": "500m", "x-request-id": "from-context" }), procedure: "/test.v1.Counter/Get", arrivedAt, deadline, trustCaller: true, parse: p.parse });
+    const context = createRequestContext({
+      header: headers({ "grpc-timeout": "500m", "x-request-id": "from-context" }),
+      procedure: "/test.v1.Counter/Get",
+      arrivedAt,
+      deadline,
+      trustCaller: true,
+      parse: p.parse,
+    });
     try {
       const seen = await serveWith(context);
       assert.equal(p.calls(), 1, "parsed once, when the context was built");

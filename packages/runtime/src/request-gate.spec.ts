@@ -108,7 +108,11 @@ describe("request gate refusals, in each protocol's form", () => {
         name,
       );
     }
-    assert.equal(logLines.filter((l) => l["msg"] === "rpc refused before the handler" && l["requestId"] === undefined).length, 0, "no second line from serve()'s fallback");
+    assert.equal(
+      logLines.filter((l) => l["msg"] === "rpc refused before the handler" && l["requestId"] === undefined).length,
+      0,
+      "no second line from serve()'s fallback",
+    );
     const health = createClient(healthV1.Health, createGrpcTransport({ baseUrl }));
     assert.equal((await health.check({ service: "" })).status, healthV1.HealthCheckResponse_ServingStatus.NOT_SERVING);
   });
@@ -158,7 +162,10 @@ describe("request gate refusals, in each protocol's form", () => {
       for (const [kind, e] of Object.entries(got)) {
         assert.ok(e instanceof ConnectError && e.code === Code.ResourceExhausted, `${name} ${kind}: ${String(e)}`);
         assert.equal(e.rawMessage, "rate limit exceeded for this client; slow down");
-        assert.ok(Number(e.metadata.get("grpc-retry-pushback-ms")) > 1000, `${name} ${kind}: grpc-retry-pushback-ms ${e.metadata.get("grpc-retry-pushback-ms")}`);
+        assert.ok(
+          Number(e.metadata.get("grpc-retry-pushback-ms")) > 1000,
+          `${name} ${kind}: grpc-retry-pushback-ms ${e.metadata.get("grpc-retry-pushback-ms")}`,
+        );
         assert.ok(Number(e.metadata.get("retry-after")) > 1, `${name} ${kind}: retry-after ${e.metadata.get("retry-after")}`);
       }
     }

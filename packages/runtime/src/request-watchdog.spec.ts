@@ -134,7 +134,14 @@ describe("request watchdog", () => {
     const session = http2.connect(`http://127.0.0.1:${server.port}`);
     try {
       const result = await new Promise<{ status: unknown; rst: number | undefined }>((resolve) => {
-        const st = session.request({ ":method": "POST", ":path": "/x.v1.X/Y", "content-type": "application/grpc", "x-mode": "early", "x-timeout": "60000", "x-id": "early" });
+        const st = session.request({
+          ":method": "POST",
+          ":path": "/x.v1.X/Y",
+          "content-type": "application/grpc",
+          "x-mode": "early",
+          "x-timeout": "60000",
+          "x-id": "early",
+        });
         let status: unknown;
         st.on("trailers", (h) => (status = h["grpc-status"]));
         st.on("error", () => {});

@@ -2,7 +2,7 @@ import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/pr
 import { ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import {
   LatencyEstimate,
-  RetryBudget,
+  type RetryBudget,
   currentScope,
   decideRetry,
   readPushback,

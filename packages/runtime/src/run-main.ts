@@ -49,35 +49,37 @@ export function runMain(service: string, start: () => Promise<RunningServer>): v
   });
 
   // Plug-ins named in PLATFORM_PLUGINS (plugin.ts) are in place before the service composes itself.
-  loadPlugins().then(start).then(
-    (s) => {
-      server = s;
-      if (stopping) {
-        stop("signal during start-up");
-        return;
-      }
-      // Listening now (health answers NOT_SERVING); "ready" keeps meaning
-      // "serves", so it waits for the service's start-up work (serve()'s
-      // `startup`, e.g. migrations waiting for the database).
-      s.ready.then(
-        () => {
-          if (!stopping) process.send?.({ type: "ready", service, port: s.port, adminPort: s.adminPort } satisfies ReadyMessage);
-        },
-        (e: unknown) => {
-          if (stopping) return;
-          stopping = true;
-          process.stderr.write(`[${service}] failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-          s.shutdown("start-up failed").finally(() => process.exit(1));
-        },
-      );
-    },
-    (e: unknown) => {
-      if (e instanceof ConfigError) {
-        process.stderr.write(`[${service}] ${e.message}\n`);
-        process.exit(exitConfigError);
-      }
-      process.stderr.write(`[${service}] failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-      process.exit(1);
-    },
-  );
+  loadPlugins()
+    .then(start)
+    .then(
+      (s) => {
+        server = s;
+        if (stopping) {
+          stop("signal during start-up");
+          return;
+        }
+        // Listening now (health answers NOT_SERVING); "ready" keeps meaning
+        // "serves", so it waits for the service's start-up work (serve()'s
+        // `startup`, e.g. migrations waiting for the database).
+        s.ready.then(
+          () => {
+            if (!stopping) process.send?.({ type: "ready", service, port: s.port, adminPort: s.adminPort } satisfies ReadyMessage);
+          },
+          (e: unknown) => {
+            if (stopping) return;
+            stopping = true;
+            process.stderr.write(`[${service}] failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+            s.shutdown("start-up failed").finally(() => process.exit(1));
+          },
+        );
+      },
+      (e: unknown) => {
+        if (e instanceof ConfigError) {
+          process.stderr.write(`[${service}] ${e.message}\n`);
+          process.exit(exitConfigError);
+        }
+        process.stderr.write(`[${service}] failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+        process.exit(1);
+      },
+    );
 }

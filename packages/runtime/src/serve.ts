@@ -155,7 +155,14 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       // here, and handed to the gate, the interceptors and the handler.
       const arrivedAt = performance.now();
       const procedure = (req.url ?? "/").split("?")[0]!;
-      const context = createRequestContext({ header: nodeHeader(req), procedure, arrivedAt, deadline: config.deadline, trustCaller: !config.deadline.edge, exchange: { req, res } });
+      const context = createRequestContext({
+        header: nodeHeader(req),
+        procedure,
+        arrivedAt,
+        deadline: config.deadline,
+        trustCaller: !config.deadline.edge,
+        exchange: { req, res },
+      });
       res.once("close", () => {
         context.dispose();
         // Refused before any handler ran and not by the request gate (which
@@ -163,7 +170,12 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         if (!context.logged) {
           const grpcStatus = res.getHeader("grpc-status");
           logger.info(
-            { procedure, status: res.statusCode, ...(grpcStatus !== undefined ? { grpcStatus } : {}), durationMs: Math.round((performance.now() - arrivedAt) * 10) / 10 },
+            {
+              procedure,
+              status: res.statusCode,
+              ...(grpcStatus !== undefined ? { grpcStatus } : {}),
+              durationMs: Math.round((performance.now() - arrivedAt) * 10) / 10,
+            },
             "rpc refused before the handler",
           );
         }

@@ -89,7 +89,6 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
   };
 }
 
-
 /**
  * The database's deadline settings from the service's own: a transaction
  * does not start with less than DEADLINE_MIN_BUDGET_MS left (as a

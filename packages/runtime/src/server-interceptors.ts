@@ -29,7 +29,14 @@ export interface ServerInterceptors {
 }
 
 /** Outermost first: the log line sees what the caller gets; everything below the deadline runs in the call scope. */
-export const serverInterceptorOrder = ["requestLog", "requestId", "deadline", "tracing", "errors", "faults"] as const satisfies readonly (keyof ServerInterceptors)[];
+export const serverInterceptorOrder = [
+  "requestLog",
+  "requestId",
+  "deadline",
+  "tracing",
+  "errors",
+  "faults",
+] as const satisfies readonly (keyof ServerInterceptors)[];
 
 export interface ServerInterceptorOptions {
   deadline: Pick<DeadlineConfig, "edge" | "defaultMs" | "maxMs">;

@@ -34,7 +34,10 @@ test("one server span per request, with the deadline it was given and the outcom
   assert.ok(Number(spans[0]!.attributes["deadline.timeout_ms"]) <= 2000);
   assert.equal(spans[1]!.attributes["deadline.source"], "default");
   assert.equal(spans[0]!.status.code, SpanStatusCode.UNSET);
-  assert.deepEqual([spans[1]!.status.code, spans[1]!.status.message, spans[1]!.attributes["rpc.response.status_code"]], [SpanStatusCode.ERROR, "no such order", "not_found"]);
+  assert.deepEqual(
+    [spans[1]!.status.code, spans[1]!.status.message, spans[1]!.attributes["rpc.response.status_code"]],
+    [SpanStatusCode.ERROR, "no such order", "not_found"],
+  );
 });
 
 test("no call scope, no span: the interceptor runs only inside the deadline interceptor", async () => {

@@ -15,7 +15,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { Code } from "@connectrpc/connect";
+import type { Code } from "@connectrpc/connect";
 import { codeLabel } from "./code-label.js";
 import { scopeTelemetry, setScopeTelemetry, type CallScope } from "@platform/resilience";
 

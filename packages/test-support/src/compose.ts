@@ -15,7 +15,10 @@ export interface ComposeService {
 }
 
 export function readCompose(root: string): { services: Record<string, ComposeService>; secrets?: Record<string, { file?: string }> } {
-  return parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, ComposeService>; secrets?: Record<string, { file?: string }> };
+  return parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as {
+    services: Record<string, ComposeService>;
+    secrets?: Record<string, { file?: string }>;
+  };
 }
 
 /** A service's environment with every variable resolved; a required one `values` does not give is an error, as in compose. */

@@ -77,7 +77,10 @@ export function connectTestClients<P extends { gatewayUrl: string; databaseUrl: 
     ...platform,
     client(protocol) {
       let c = clients.get(protocol);
-      if (!c) clients.set(protocol, (c = createClient(checkoutV1.CheckoutService, transportFor(platform.gatewayUrl, protocol))));
+      if (!c) {
+        c = createClient(checkoutV1.CheckoutService, transportFor(platform.gatewayUrl, protocol));
+        clients.set(protocol, c);
+      }
       return c;
     },
     async sql(text, values) {

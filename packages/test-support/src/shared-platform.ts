@@ -36,7 +36,10 @@ export interface SharedPlatform extends PlatformAddresses, TestClients {}
 
 export function addressesOf(p: PlatformAddresses): PlatformAddresses {
   const services = Object.fromEntries(
-    Object.entries(p.services).map(([name, s]) => [name, { name: s.name, port: s.port, adminPort: s.adminPort, url: s.url, adminUrl: s.adminUrl, logFile: s.logFile }]),
+    Object.entries(p.services).map(([name, s]) => [
+      name,
+      { name: s.name, port: s.port, adminPort: s.adminPort, url: s.url, adminUrl: s.adminUrl, logFile: s.logFile },
+    ]),
   ) as PlatformAddresses["services"];
   return { gatewayUrl: p.gatewayUrl, databaseUrl: p.databaseUrl, services };
 }

@@ -19,7 +19,9 @@ const orderId = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
 const storedOrder = {
   id: orderId,
   customerId: "c-9",
-  items: [{ sku: "MUG", name: "Mug", quantity: 3, unitPrice: { currencyCode: "EUR", amountMinor: 1250n }, lineTotal: { currencyCode: "EUR", amountMinor: 3750n } }],
+  items: [
+    { sku: "MUG", name: "Mug", quantity: 3, unitPrice: { currencyCode: "EUR", amountMinor: 1250n }, lineTotal: { currencyCode: "EUR", amountMinor: 3750n } },
+  ],
   total: { currencyCode: "EUR", amountMinor: 3750n },
 };
 
@@ -76,7 +78,13 @@ describe("CheckoutService, served in memory", () => {
 
   test("PlaceOrder becomes one CreateOrder carrying the Idempotency-Key header as its field, the customer and the items", async () => {
     const res = await checkout.placeOrder(
-      { customerId: "c-9", items: [{ sku: "MUG", quantity: 3 }, { sku: "TEE", quantity: 1 }] },
+      {
+        customerId: "c-9",
+        items: [
+          { sku: "MUG", quantity: 3 },
+          { sku: "TEE", quantity: 1 },
+        ],
+      },
       { headers: { "Idempotency-Key": "key-77" } },
     );
     assert.equal(res.order?.id, orderId);
@@ -87,7 +95,10 @@ describe("CheckoutService, served in memory", () => {
     assert.equal(request.customerId, "c-9");
     assert.deepEqual(
       request.items.map((i) => [i.sku, i.quantity]),
-      [["MUG", 3], ["TEE", 1]],
+      [
+        ["MUG", 3],
+        ["TEE", 1],
+      ],
     );
     assert.equal(fakes.pricingCalls.calls.length, 0, "orders prices the order, not checkout");
   });
@@ -113,7 +124,10 @@ describe("CheckoutService, served in memory", () => {
     assert.equal(res.order?.customerId, "c-9");
     const missing = "7c9e6679-7425-40de-944b-e07fc1f90000";
     await expectCode(checkout.getOrder({ orderId: missing }), Code.NotFound, new RegExp(`^order ${missing} not found$`));
-    assert.deepEqual(fakes.getOrder.calls.map((c) => c.request.orderId), [orderId, missing]);
+    assert.deepEqual(
+      fakes.getOrder.calls.map((c) => c.request.orderId),
+      [orderId, missing],
+    );
   });
 
   const ordersErrors: [Code, string][] = [
@@ -161,7 +175,8 @@ describe("CheckoutService wired as main.ts wires it", () => {
     fakes.behave = async () => {};
   });
 
-  const place = (timeoutMs: number) => checkout.placeOrder({ customerId: "c-9", items: [{ sku: "MUG", quantity: 1 }] }, { timeoutMs, headers: { "Idempotency-Key": "k-1" } });
+  const place = (timeoutMs: number) =>
+    checkout.placeOrder({ customerId: "c-9", items: [{ sku: "MUG", quantity: 1 }] }, { timeoutMs, headers: { "Idempotency-Key": "k-1" } });
 
   test("orders receives the caller's deadline, less than what the caller gave", async () => {
     await place(2000);

@@ -26,7 +26,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), "example-notes-spec-"));
   chmodSync(dir, 0o755); // the database runs as an unprivileged user when we are root
   server = await startEmbeddedPostgres({ dataDir: join(dir, "data") });
-  db = createDatabase({ name: "example-notes-db", connectionString: server.url, maxConnections: 2 , minBudgetMs: 10});
+  db = createDatabase({ name: "example-notes-db", connectionString: server.url, maxConnections: 2, minBudgetMs: 10 });
   await migrate(db, { schema: manifest.database.schema, directory: fileURLToPath(new URL("../migrations", import.meta.url)) });
 });
 after(async () => {
@@ -61,11 +61,17 @@ test("putNote twice with the same id leaves one row, with the last text", async 
   await client().putNote({ note: { id: "n-2", text: "draft" } });
   await client().putNote({ note: { id: "n-2", text: "final" } });
   await client().putNote({ note: { id: "n-2", text: "final" } });
-  assert.deepEqual((await rows()).filter((r) => r.id === "n-2"), [{ id: "n-2", text: "final" }]);
+  assert.deepEqual(
+    (await rows()).filter((r) => r.id === "n-2"),
+    [{ id: "n-2", text: "final" }],
+  );
 });
 
 test("getNote is NOT_FOUND for an unknown id, naming it", async () => {
-  await assert.rejects(client().getNote({ id: "no-such-note" }), (e) => ConnectError.from(e).code === Code.NotFound && /no-such-note/.test(ConnectError.from(e).rawMessage));
+  await assert.rejects(
+    client().getNote({ id: "no-such-note" }),
+    (e) => ConnectError.from(e).code === Code.NotFound && /no-such-note/.test(ConnectError.from(e).rawMessage),
+  );
 });
 
 test("an empty or overlong id or text is INVALID_ARGUMENT and writes nothing", async () => {
@@ -81,5 +87,9 @@ test("an empty or overlong id or text is INVALID_ARGUMENT and writes nothing", a
   assert.equal(await codeOf(client().putNote({})), "InvalidArgument", "a request without a note");
   assert.equal(await codeOf(client().getNote({ id: "" })), "InvalidArgument");
   assert.deepEqual(await rows(), before);
-  assert.equal(await codeOf(client().putNote({ note: { id: "x".repeat(limits.id), text: "x".repeat(limits.text) } })), "ok", "the limits themselves are accepted");
+  assert.equal(
+    await codeOf(client().putNote({ note: { id: "x".repeat(limits.id), text: "x".repeat(limits.text) } })),
+    "ok",
+    "the limits themselves are accepted",
+  );
 });

@@ -31,7 +31,10 @@ export class ExampleNotesService implements ServiceImpl<typeof exampleNotesV1.Ex
     const text = checkLength("text", req.note?.text ?? "");
     // One statement, idempotent: the same request again leaves the same row.
     const result = await this.db.transaction((tx) =>
-      tx.query<NoteRow>("INSERT INTO example_notes.notes (id, text) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET text = EXCLUDED.text RETURNING id, text", [id, text]),
+      tx.query<NoteRow>("INSERT INTO example_notes.notes (id, text) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET text = EXCLUDED.text RETURNING id, text", [
+        id,
+        text,
+      ]),
     );
     return create(exampleNotesV1.PutNoteResponseSchema, { note: result.rows[0] });
   }

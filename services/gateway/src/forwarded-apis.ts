@@ -28,11 +28,17 @@ export function protoService(typeName: string): DescService {
       if (d?.kind === "service" && d.typeName === typeName) return d as DescService;
     }
   }
-  throw new Error(`${typeName}: no generated service of that name in @platform/proto (add its package to packages/proto/src/index.ts and run npm run generate)`);
+  throw new Error(
+    `${typeName}: no generated service of that name in @platform/proto (add its package to packages/proto/src/index.ts and run npm run generate)`,
+  );
 }
 
 /**
  * Every public service's apis ("public": true in its service.json), from
  * forwarded-apis.generated.ts (npm run generate:services).
  */
-export const forwardedApis: readonly ForwardedApi[] = forwardedApiNames.map((f) => ({ service: protoService(f.api), dependency: f.dependency, defaultUrl: f.defaultUrl }));
+export const forwardedApis: readonly ForwardedApi[] = forwardedApiNames.map((f) => ({
+  service: protoService(f.api),
+  dependency: f.dependency,
+  defaultUrl: f.defaultUrl,
+}));

@@ -57,8 +57,7 @@ describe("GatewayService, served in memory", () => {
     gateway = inMemoryClient(checkoutV1.CheckoutService, routes(new GatewayService(inMemoryClient(checkoutV1.CheckoutService, checkout.routes))));
   });
 
-  const place = (headers: Record<string, string> = {}) =>
-    gateway.placeOrder({ customerId: "c-1", items: [{ sku: "MUG", quantity: 2 }] }, { headers });
+  const place = (headers: Record<string, string> = {}) => gateway.placeOrder({ customerId: "c-1", items: [{ sku: "MUG", quantity: 2 }] }, { headers });
 
   test("PlaceOrder forwards the request and the client's Idempotency-Key unchanged, and answers checkout's order", async () => {
     const res = await place({ "Idempotency-Key": "client-key-1" });
@@ -83,7 +82,7 @@ describe("GatewayService, served in memory", () => {
   });
 
   test("a key of exactly 255 printable ASCII characters is accepted", async () => {
-    const key = "k".repeat(254) + "~";
+    const key = `${"k".repeat(254)}~`;
     await place({ "Idempotency-Key": key });
     assert.equal(checkout.placeOrder.calls[0]?.headers.get("idempotency-key"), key);
   });
@@ -111,7 +110,10 @@ describe("GatewayService, served in memory", () => {
     );
     const res = await gateway.getOrder({ orderId: order.id });
     assert.equal(res.order?.id, order.id);
-    assert.deepEqual(checkout.getOrder.calls.map((c) => c.request.orderId), [order.id]);
+    assert.deepEqual(
+      checkout.getOrder.calls.map((c) => c.request.orderId),
+      [order.id],
+    );
     assert.equal(checkout.listProducts.calls.length, 1);
   });
 
@@ -169,7 +171,10 @@ describe("a forwarded API, served in memory", () => {
       impl: forwardService(api, internal, (method, ctx) => ({ headers: forwardedIdempotencyHeaders(method, ctx.requestHeader) })),
     },
   ];
-  const edge = inMemoryClient(ordersV1.OrdersService, routes(new GatewayService(inMemoryClient(checkoutV1.CheckoutService, new FakeCheckout().routes)), forwarded));
+  const edge = inMemoryClient(
+    ordersV1.OrdersService,
+    routes(new GatewayService(inMemoryClient(checkoutV1.CheckoutService, new FakeCheckout().routes)), forwarded),
+  );
   beforeEach(() => {
     createOrder.clear();
     getOrder.clear();
@@ -200,7 +205,11 @@ describe("a forwarded API, served in memory", () => {
   });
 
   test("a bad key is refused on a forwarded method too, before the call", async () => {
-    await expectCode(edge.getOrder({ orderId: order.id }, { headers: { "Idempotency-Key": "k".repeat(256) } }), Code.InvalidArgument, /^Idempotency-Key must be at most 255 characters, got 256$/);
+    await expectCode(
+      edge.getOrder({ orderId: order.id }, { headers: { "Idempotency-Key": "k".repeat(256) } }),
+      Code.InvalidArgument,
+      /^Idempotency-Key must be at most 255 characters, got 256$/,
+    );
     await expectCode(edge.createOrder({ customerId: "c-1" }, { headers: { "Idempotency-Key": "" } }), Code.InvalidArgument, /^Idempotency-Key is empty/);
     assert.equal(getOrder.calls.length + createOrder.calls.length, 0);
   });
@@ -277,7 +286,7 @@ describe("GatewayService wired as main.ts wires it", () => {
 
   test("a caller's error is never retried: one attempt, checkout's code and message", async () => {
     checkout.behave = async () => {
-      throw new ConnectError("idempotency key \"k\" was already used for a different request; use a new key for a new order", Code.AlreadyExists);
+      throw new ConnectError('idempotency key "k" was already used for a different request; use a new key for a new order', Code.AlreadyExists);
     };
     const err = await expectCode(place(3000, { "Idempotency-Key": "k" }), Code.AlreadyExists);
     assert.match(err.rawMessage, /already used for a different request/);

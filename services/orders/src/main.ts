@@ -26,9 +26,7 @@ runMain("orders", async () => {
   const startup = migrateWhenReachable(db, { schema: "orders", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
   // Every order queues its receipt in its own transaction: not ready before that is possible.
   const stopWaiting = new AbortController();
-  const ready = startup.ready.then(() =>
-    waitForReceiptsInterface(db, { budgetMs: config.dbStartupTimeoutMs, signal: stopWaiting.signal, logger }),
-  );
+  const ready = startup.ready.then(() => waitForReceiptsInterface(db, { budgetMs: config.dbStartupTimeoutMs, signal: stopWaiting.signal, logger }));
   const pricing = createDependencyClient(pricingV1.PricingService, {
     dependency: config.pricing,
     server: config.server,

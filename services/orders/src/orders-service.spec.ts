@@ -18,7 +18,17 @@ import { createDatabase, migrate, type Database } from "@platform/database";
 import { ordersV1, pricingV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, register, serve, type RunningServer } from "@platform/runtime";
 import { type TestServer, activeStatements, adminQuery, eventually, startTestServer } from "../../../packages/database/src/testing/test-server.js";
-import { expectCode, CallLog, grpcClient, inMemoryClient, lockTable, startDownstream, untilAborted, type Downstream, type Routes } from "@platform/test-support";
+import {
+  expectCode,
+  CallLog,
+  grpcClient,
+  inMemoryClient,
+  lockTable,
+  startDownstream,
+  untilAborted,
+  type Downstream,
+  type Routes,
+} from "@platform/test-support";
 import { loadConfig } from "./config.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
@@ -48,11 +58,13 @@ class FakePricing {
       getPrices: async (req, ctx) => {
         this.getPrices.record(req, ctx);
         await this.behave(ctx);
-        const products = [...new Set(req.skus)].filter((s) => !this.omit.has(s)).map((sku) => {
-          const p = catalogue.get(sku) ?? (/^S\d+$/.test(sku) ? { name: sku, currencyCode: "EUR", amountMinor: 100n } : undefined);
-          if (!p) throw new ConnectError(`unknown sku ${JSON.stringify(sku)}`, Code.InvalidArgument);
-          return { sku, name: p.name, unitPrice: { currencyCode: p.currencyCode, amountMinor: p.amountMinor } };
-        });
+        const products = [...new Set(req.skus)]
+          .filter((s) => !this.omit.has(s))
+          .map((sku) => {
+            const p = catalogue.get(sku) ?? (/^S\d+$/.test(sku) ? { name: sku, currencyCode: "EUR", amountMinor: 100n } : undefined);
+            if (!p) throw new ConnectError(`unknown sku ${JSON.stringify(sku)}`, Code.InvalidArgument);
+            return { sku, name: p.name, unitPrice: { currencyCode: p.currencyCode, amountMinor: p.amountMinor } };
+          });
         return { products };
       },
       listProducts: async () => ({ products: [] }),
@@ -132,7 +144,11 @@ describe("OrdersService, served in memory on a real database", () => {
   let orders: Client<typeof ordersV1.OrdersService>;
   const retentionHours = 6;
   before(() => {
-    const impl = new OrdersService({ store: new OrderStore(db), pricing: inMemoryClient(pricingV1.PricingService, pricing.routes), idempotencyRetentionHours: retentionHours });
+    const impl = new OrdersService({
+      store: new OrderStore(db),
+      pricing: inMemoryClient(pricingV1.PricingService, pricing.routes),
+      idempotencyRetentionHours: retentionHours,
+    });
     orders = inMemoryClient(ordersV1.OrdersService, routes(impl));
   });
   beforeEach(() => pricing.reset());
@@ -161,7 +177,11 @@ describe("OrdersService, served in memory on a real database", () => {
     for (const [what, fields, message] of cases) {
       test(what, async () => {
         const customerId = fields.customerId ?? newCustomer();
-        await expectCode(orders.createOrder({ customerId, items: [item("MUG")], idempotencyKey: "", ...fields }), Code.InvalidArgument, new RegExp(`^${escape(message)}$`));
+        await expectCode(
+          orders.createOrder({ customerId, items: [item("MUG")], idempotencyKey: "", ...fields }),
+          Code.InvalidArgument,
+          new RegExp(`^${escape(message)}$`),
+        );
         assert.equal(pricing.getPrices.calls.length, 0, "pricing was not asked");
         assert.deepEqual(await orderRows(customerId), [], "nothing was written");
       });
@@ -200,7 +220,15 @@ describe("OrdersService, served in memory on a real database", () => {
     mock.timers.enable({ apis: ["Date"], now: placedAt });
     let res;
     try {
-      res = await orders.createOrder({ customerId, idempotencyKey: "", items: [{ sku: "TEE", quantity: 2 }, { sku: "MUG", quantity: 3 }, { sku: "GOLD", quantity: 1000 }] });
+      res = await orders.createOrder({
+        customerId,
+        idempotencyKey: "",
+        items: [
+          { sku: "TEE", quantity: 2 },
+          { sku: "MUG", quantity: 3 },
+          { sku: "GOLD", quantity: 1000 },
+        ],
+      });
     } finally {
       mock.timers.reset();
     }
@@ -250,7 +278,14 @@ describe("OrdersService, served in memory on a real database", () => {
   test("items priced in two currencies: FAILED_PRECONDITION, nothing written", async () => {
     const customerId = newCustomer();
     await expectCode(
-      orders.createOrder({ customerId, idempotencyKey: "", items: [{ sku: "MUG", quantity: 1 }, { sku: "CABLE", quantity: 1 }] }),
+      orders.createOrder({
+        customerId,
+        idempotencyKey: "",
+        items: [
+          { sku: "MUG", quantity: 1 },
+          { sku: "CABLE", quantity: 1 },
+        ],
+      }),
       Code.FailedPrecondition,
       /^items are priced in different currencies; place one order per currency$/,
     );
@@ -261,7 +296,14 @@ describe("OrdersService, served in memory on a real database", () => {
     const customerId = newCustomer();
     pricing.omit.add("TEE");
     await expectCode(
-      orders.createOrder({ customerId, idempotencyKey: "", items: [{ sku: "MUG", quantity: 1 }, { sku: "TEE", quantity: 1 }] }),
+      orders.createOrder({
+        customerId,
+        idempotencyKey: "",
+        items: [
+          { sku: "MUG", quantity: 1 },
+          { sku: "TEE", quantity: 1 },
+        ],
+      }),
       Code.Internal,
       /^pricing returned no price for sku TEE$/,
     );
@@ -297,7 +339,10 @@ describe("OrdersService, served in memory on a real database", () => {
       assert.equal(first.replayed, false);
       assert.equal(second.replayed, true);
       assert.deepEqual(second.order, first.order, "the stored answer, created_at included");
-      assert.deepEqual((await orderRows(customerId)).map((r) => r.id), [first.order!.id]);
+      assert.deepEqual(
+        (await orderRows(customerId)).map((r) => r.id),
+        [first.order!.id],
+      );
       assert.deepEqual(await keyRows(key), [{ order_id: first.order!.id, retention_hours: retentionHours }]);
       assert.equal((await idempotencyCount("replayed")) - replayedBefore, 1);
     });
@@ -310,10 +355,20 @@ describe("OrdersService, served in memory on a real database", () => {
       const message = new RegExp(`^idempotency key "${key}" was already used for a different request; use a new key for a new order$`);
       await expectCode(orders.createOrder({ customerId, idempotencyKey: key, items: [{ sku: "MUG", quantity: 3 }] }), Code.AlreadyExists, message);
       await expectCode(orders.createOrder({ customerId, idempotencyKey: key, items: [{ sku: "TEE", quantity: 2 }] }), Code.AlreadyExists, message);
-      await expectCode(orders.createOrder({ customerId: newCustomer(), idempotencyKey: key, items: [{ sku: "MUG", quantity: 2 }] }), Code.AlreadyExists, message);
+      await expectCode(
+        orders.createOrder({ customerId: newCustomer(), idempotencyKey: key, items: [{ sku: "MUG", quantity: 2 }] }),
+        Code.AlreadyExists,
+        message,
+      );
       assert.equal((await idempotencyCount("rejected")) - rejectedBefore, 3);
-      assert.deepEqual((await orderRows(customerId)).map((r) => r.id), [first.order!.id]);
-      assert.deepEqual((await keyRows(key)).map((r) => r.order_id), [first.order!.id]);
+      assert.deepEqual(
+        (await orderRows(customerId)).map((r) => r.id),
+        [first.order!.id],
+      );
+      assert.deepEqual(
+        (await keyRows(key)).map((r) => r.order_id),
+        [first.order!.id],
+      );
     });
 
     test("without a key, two identical requests are two orders", async () => {
@@ -333,7 +388,10 @@ describe("OrdersService, served in memory on a real database", () => {
       const ids = new Set(answers.map((a) => a.order!.id));
       assert.equal(ids.size, 1, "one order id for all");
       assert.equal(answers.filter((a) => !a.replayed).length, 1, "exactly one created it");
-      assert.deepEqual((await orderRows(customerId)).map((r) => r.id), [...ids]);
+      assert.deepEqual(
+        (await orderRows(customerId)).map((r) => r.id),
+        [...ids],
+      );
     });
 
     test("a retry of a stored order is answered from the store while pricing is down; a new order then gets pricing's error", async () => {
@@ -361,7 +419,10 @@ describe("OrdersService, served in memory on a real database", () => {
       const second = await orders.createOrder({ customerId, idempotencyKey: key, items: [{ sku: "TEE", quantity: 1 }] });
       assert.equal(second.replayed, false);
       assert.notEqual(second.order!.id, first.order!.id);
-      assert.deepEqual((await keyRows(key)).map((r) => r.order_id), [second.order!.id]);
+      assert.deepEqual(
+        (await keyRows(key)).map((r) => r.order_id),
+        [second.order!.id],
+      );
     });
   });
 });
@@ -380,7 +441,13 @@ describe("OrdersService wired as main.ts wires it", () => {
   before(async () => {
     downstream = await startDownstream(pricing.routes);
     const config = loadConfig({ PORT: "0", ADMIN_PORT: "0", DATABASE_URL: server.url, PRICING_URL: downstream.baseUrl });
-    wiredDb = createDatabase({ name: "orders-db", connectionString: config.databaseUrl, maxConnections: config.dbPoolMax, minBudgetMs: 10, applicationName: "orders-wired" });
+    wiredDb = createDatabase({
+      name: "orders-db",
+      connectionString: config.databaseUrl,
+      maxConnections: config.dbPoolMax,
+      minBudgetMs: 10,
+      applicationName: "orders-wired",
+    });
     const client = createDependencyClient(pricingV1.PricingService, { dependency: config.pricing, server: config.server, retry: "none" });
     const impl = new OrdersService({ store: new OrderStore(wiredDb), pricing: client, idempotencyRetentionHours: config.idempotencyRetentionHours });
     running = await serve({ config: config.server, logger: createLogger("orders", "silent"), services, routes: routes(impl) });
@@ -428,7 +495,10 @@ describe("OrdersService wired as main.ts wires it", () => {
     try {
       await expectCode(create(customerId, 500), Code.DeadlineExceeded);
       // Gone on the server, not only abandoned by the client: bounded polling, not a timer claim.
-      assert.ok(await eventually(async () => (await activeStatements(server.url, "orders-wired")).length === 0), "the blocked statement was cancelled on the server");
+      assert.ok(
+        await eventually(async () => (await activeStatements(server.url, "orders-wired")).length === 0),
+        "the blocked statement was cancelled on the server",
+      );
     } finally {
       await release();
     }

@@ -40,7 +40,7 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
     validateOrderInput(req.customerId, req.items);
     const hash = requestHash(req);
     const key = req.idempotencyKey;
-    let order;
+    let order: ReturnType<typeof priceOrder>;
     try {
       const prices = await this.deps.pricing.getPrices({ skus: req.items.map((i) => i.sku) });
       order = priceOrder(req.customerId, req.items, prices.products);

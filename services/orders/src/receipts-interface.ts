@@ -29,10 +29,12 @@ export async function waitForReceiptsInterface(
   let warned = false;
   for (;;) {
     opts.signal.throwIfAborted();
-    const ok = await db.transaction((tx) => tx.query<{ ok: boolean }>(interfaceReady), { readOnly: true }).then(
-      (r) => r.rows[0]?.ok === true,
-      () => false,
-    );
+    const ok = await db
+      .transaction((tx) => tx.query<{ ok: boolean }>(interfaceReady), { readOnly: true })
+      .then(
+        (r) => r.rows[0]?.ok === true,
+        () => false,
+      );
     if (ok) return;
     if (performance.now() >= until) {
       throw new Error(`receipts.enqueue_receipt is not callable after ${opts.budgetMs} ms: is the receipts service deployed (docs/outbox.md)?`);

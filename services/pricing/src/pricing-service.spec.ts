@@ -38,7 +38,12 @@ before(async () => {
   server = await startTestServer();
   await migrate(server.url, { schema: "pricing", directory: migrations });
   for (const [sku, name, currency, price] of rows) {
-    await adminQuery(server.url, "INSERT INTO pricing.products (sku, name, currency_code, unit_price_minor) VALUES ($1, $2, $3, $4)", [sku, name, currency, price.toString()]);
+    await adminQuery(server.url, "INSERT INTO pricing.products (sku, name, currency_code, unit_price_minor) VALUES ($1, $2, $3, $4)", [
+      sku,
+      name,
+      currency,
+      price.toString(),
+    ]);
   }
   db = createDatabase({ name: "pricing-db", connectionString: server.url, maxConnections: 2, minBudgetMs: 10, applicationName: "pricing-spec" });
 });
@@ -84,7 +89,10 @@ describe("PricingService, served in memory on a real database", () => {
   });
 
   test(`GetPrices: exactly ${maxSkusPerCall} skus are answered`, async () => {
-    const skus = rows.filter((r) => r[0].startsWith("S")).slice(0, maxSkusPerCall).map((r) => r[0]);
+    const skus = rows
+      .filter((r) => r[0].startsWith("S"))
+      .slice(0, maxSkusPerCall)
+      .map((r) => r[0]);
     const { products } = await pricing.getPrices({ skus });
     assert.equal(products.length, maxSkusPerCall);
     assert.deepEqual(
@@ -109,7 +117,12 @@ describe("PricingService, served in memory on a real database", () => {
 
   test("a database that cannot be reached: UNAVAILABLE naming pricing's database", async () => {
     const closedPort = await freePort();
-    const unreachable = createDatabase({ name: "pricing-db", connectionString: `postgres://postgres@127.0.0.1:${closedPort}/postgres`, maxConnections: 1, minBudgetMs: 10 });
+    const unreachable = createDatabase({
+      name: "pricing-db",
+      connectionString: `postgres://postgres@127.0.0.1:${closedPort}/postgres`,
+      maxConnections: 1,
+      minBudgetMs: 10,
+    });
     try {
       const client = inMemoryClient(pricingV1.PricingService, routes(new PricingService(unreachable)));
       await expectCode(client.getPrices({ skus: ["MUG"] }), Code.Unavailable, /^pricing-db: database unavailable/);
@@ -126,7 +139,13 @@ describe("PricingService wired as main.ts wires it", () => {
   let pricing: Client<typeof pricingV1.PricingService>;
   before(async () => {
     const config = loadConfig({ PORT: "0", ADMIN_PORT: "0", DATABASE_URL: server.url });
-    wiredDb = createDatabase({ name: "pricing-db", connectionString: config.databaseUrl, maxConnections: config.dbPoolMax, minBudgetMs: 10, applicationName: "pricing-wired" });
+    wiredDb = createDatabase({
+      name: "pricing-db",
+      connectionString: config.databaseUrl,
+      maxConnections: config.dbPoolMax,
+      minBudgetMs: 10,
+      applicationName: "pricing-wired",
+    });
     running = await serve({ config: config.server, logger: createLogger("pricing", "silent"), services, routes: routes(new PricingService(wiredDb)) });
     await running.ready;
     pricing = grpcClient(pricingV1.PricingService, running.port);
@@ -146,7 +165,10 @@ describe("PricingService wired as main.ts wires it", () => {
     try {
       await expectCode(pricing.getPrices({ skus: ["MUG"] }, { timeoutMs: 400 }), Code.DeadlineExceeded);
       // Gone on the server, not only abandoned by the client: bounded polling, not a timer claim.
-      assert.ok(await eventually(async () => (await activeStatements(server.url, "pricing-wired")).length === 0), "the blocked statement was cancelled on the server");
+      assert.ok(
+        await eventually(async () => (await activeStatements(server.url, "pricing-wired")).length === 0),
+        "the blocked statement was cancelled on the server",
+      );
     } finally {
       await release();
     }

@@ -40,11 +40,7 @@ export class PricingService implements ServiceImpl<typeof pricingV1.PricingServi
     }
     const unique = [...new Set(req.skus)];
     const rows = await this.db.transaction(
-      (tx) =>
-        tx.query<ProductRow>(
-          "SELECT sku, name, currency_code, unit_price_minor FROM pricing.products WHERE sku = ANY($1::text[])",
-          [unique],
-        ),
+      (tx) => tx.query<ProductRow>("SELECT sku, name, currency_code, unit_price_minor FROM pricing.products WHERE sku = ANY($1::text[])", [unique]),
       { readOnly: true },
     );
     const bySku = new Map(rows.rows.map((r) => [r.sku, r]));

@@ -33,13 +33,19 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
   return readEnv(env, (r) => {
     const concurrency = r.int("RECEIPTS_CONCURRENCY", 8, { min: 1, max: 256 });
     const roles = r.string("RECEIPTS_ENQUEUER_ROLES", "orders");
-    const enqueuerRoles = roles.split(",").map((s) => s.trim()).filter((s) => s !== "");
+    const enqueuerRoles = roles
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
     for (const role of enqueuerRoles) {
       if (!/^[a-z_][a-z0-9_]*$/.test(role)) r.problems.push(`RECEIPTS_ENQUEUER_ROLES: ${JSON.stringify(role)} is not a plain role name`);
     }
     const dbPoolMax = r.int("DB_POOL_MAX", 12, { min: 2, max: 200 });
     const appPoolMax = dbPoolMax - (concurrency + 2);
-    if (appPoolMax < 1) r.problems.push(`DB_POOL_MAX (${dbPoolMax}) must be at least RECEIPTS_CONCURRENCY + 3 (${concurrency + 3}): the queue holds RECEIPTS_CONCURRENCY + 2 connections and the bookkeeping at least one`);
+    if (appPoolMax < 1)
+      r.problems.push(
+        `DB_POOL_MAX (${dbPoolMax}) must be at least RECEIPTS_CONCURRENCY + 3 (${concurrency + 3}): the queue holds RECEIPTS_CONCURRENCY + 2 connections and the bookkeeping at least one`,
+      );
     const baseMs = r.int("RECEIPTS_BACKOFF_BASE_MS", 1000, { min: 1, max: 3_600_000 });
     const capMs = r.int("RECEIPTS_BACKOFF_CAP_MS", 60_000, { min: 1, max: 86_400_000 });
     if (capMs < baseMs) r.problems.push(`RECEIPTS_BACKOFF_CAP_MS (${capMs}) must not be below RECEIPTS_BACKOFF_BASE_MS (${baseMs})`);

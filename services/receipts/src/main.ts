@@ -46,7 +46,13 @@ runMain("receipts", async () => {
   let stopping = false;
   const ready = startup.ready.then(async () => {
     if (stopping) return;
-    queue = await startQueue({ connectionString: config.databaseUrl, concurrency: config.concurrency, pollIntervalMs: config.pollIntervalMs, sendReceipt, logger });
+    queue = await startQueue({
+      connectionString: config.databaseUrl,
+      concurrency: config.concurrency,
+      pollIntervalMs: config.pollIntervalMs,
+      sendReceipt,
+      logger,
+    });
     await openInterface(db, config.enqueuerRoles, logger);
   });
   return serve({

@@ -9,7 +9,13 @@ const orderId = "6f1c2d3e-4a5b-4c6d-8e9f-0a1b2c3d4e5f";
 const quiet = { info() {}, warn() {} };
 
 /** The store as a map of receipts, recording each call; the mailer as a list of outcomes to give. */
-function harness(opts: { state?: "pending" | "sent" | "failed"; attempts?: number; mailer: ("ok" | "fail")[]; maxAttempts?: number; pauseAfterFailureMs?: number }) {
+function harness(opts: {
+  state?: "pending" | "sent" | "failed";
+  attempts?: number;
+  mailer: ("ok" | "fail")[];
+  maxAttempts?: number;
+  pauseAfterFailureMs?: number;
+}) {
   const clock = { now: 1000 };
   const waits: number[] = [];
   const receipt = { state: opts.state ?? "pending", attempts: opts.attempts ?? 0 };

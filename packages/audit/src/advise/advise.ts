@@ -76,7 +76,14 @@ export function advise(before: Scrape[], after: Scrape[], seconds: number, pools
   const target: Target = {
     name: "live",
     origin: "",
-    services: after.map((s) => ({ name: s.config.service, config: s.config.config, wired: s.config.dependencyClients, env: {}, defaultsFile: "", adminUrl: s.adminUrl })),
+    services: after.map((s) => ({
+      name: s.config.service,
+      config: s.config.config,
+      wired: s.config.dependencyClients,
+      env: {},
+      defaultsFile: "",
+      adminUrl: s.adminUrl,
+    })),
     refused: [],
   };
   const graph = buildCallGraph(target);
@@ -93,7 +100,14 @@ export function advise(before: Scrape[], after: Scrape[], seconds: number, pools
       if (hist.labels["dependency"] !== h.dependency.name) continue;
       const d = difference(hist, then.get(key));
       if (d.count <= 0) continue;
-      methods.push({ procedure: hist.labels["procedure"] ?? "?", calls: d.count, perSecond: d.count / seconds, meanMs: (d.sum / d.count) * 1000, p50Ms: ms(quantile(d, 0.5)), p999Ms: ms(quantile(d, 0.999)) });
+      methods.push({
+        procedure: hist.labels["procedure"] ?? "?",
+        calls: d.count,
+        perSecond: d.count / seconds,
+        meanMs: (d.sum / d.count) * 1000,
+        p50Ms: ms(quantile(d, 0.5)),
+        p999Ms: ms(quantile(d, 0.999)),
+      });
     }
     const advice: HopAdvice = { hop: `${h.caller.name} -> ${h.callee?.name ?? h.dependency.name}`, methods, settings: [], notes: [] };
     hops.push(advice);
@@ -107,11 +121,26 @@ export function advise(before: Scrape[], after: Scrape[], seconds: number, pools
     const concurrency = Math.max(1, ...methods.map((m) => Math.ceil(m.perSecond * (m.meanMs / 1000) * concurrencyHeadroom)));
     const queue = Math.max(1, ...methods.map((m) => Math.ceil(wait * m.perSecond)));
     if (bulkhead) {
-      advice.settings.push({ variable: `${prefix}_MAX_CONCURRENT`, proposed: concurrency, current: bulkhead.maxConcurrent, verdict: verdict(bulkhead.maxConcurrent, concurrency), where: locate(graph, h.caller.name, `${prefix}_MAX_CONCURRENT`) });
-      advice.settings.push({ variable: `${prefix}_MAX_QUEUE`, proposed: queue, current: bulkhead.maxQueue, verdict: verdict(bulkhead.maxQueue, queue), where: locate(graph, h.caller.name, `${prefix}_MAX_QUEUE`) });
+      advice.settings.push({
+        variable: `${prefix}_MAX_CONCURRENT`,
+        proposed: concurrency,
+        current: bulkhead.maxConcurrent,
+        verdict: verdict(bulkhead.maxConcurrent, concurrency),
+        where: locate(graph, h.caller.name, `${prefix}_MAX_CONCURRENT`),
+      });
+      advice.settings.push({
+        variable: `${prefix}_MAX_QUEUE`,
+        proposed: queue,
+        current: bulkhead.maxQueue,
+        verdict: verdict(bulkhead.maxQueue, queue),
+        where: locate(graph, h.caller.name, `${prefix}_MAX_QUEUE`),
+      });
     }
     const thin = methods.filter((m) => m.calls < callsForP999);
-    if (thin.length > 0) advice.notes.push(`p99.9 from fewer than ${callsForP999} calls (${thin.map((m) => `${shortName(m.procedure)} ${m.calls}`).join(", ")}): it is the slowest call seen, not a quantile; measure longer`);
+    if (thin.length > 0)
+      advice.notes.push(
+        `p99.9 from fewer than ${callsForP999} calls (${thin.map((m) => `${shortName(m.procedure)} ${m.calls}`).join(", ")}): it is the slowest call seen, not a quantile; measure longer`,
+      );
     if (h.caller.edge) edgeDeadline(graph, h, methods, edge);
     else {
       const budget = budgetAt(graph, h);
@@ -135,7 +164,9 @@ export function advise(before: Scrape[], after: Scrape[], seconds: number, pools
       hop: `${s.name} -> database`,
       methods: [],
       settings: [{ variable: "DB_POOL_MAX", proposed, current, verdict: verdict(current, proposed), where: locate(graph, s.name, "DB_POOL_MAX") }],
-      notes: [`connections in use, sampled each second: mean ${mean.toFixed(1)}, peak ${peak} of ${current}${full} (pool = mean in use x ${concurrencyHeadroom}, at least the peak; replicas x DB_POOL_MAX must stay below max_connections, docs/scaling.md)`],
+      notes: [
+        `connections in use, sampled each second: mean ${mean.toFixed(1)}, peak ${peak} of ${current}${full} (pool = mean in use x ${concurrencyHeadroom}, at least the peak; replicas x DB_POOL_MAX must stay below max_connections, docs/scaling.md)`,
+      ],
     });
   }
   for (const e of graph.edges) retryShare(before, after, e.name, edge, notes);
@@ -210,8 +241,16 @@ function retryShare(before: Scrape[], after: Scrape[], edgeName: string, out: Ad
   // A healthy system retries almost nothing: the budget is for bad moments,
   // and 10 % keeps a total failure at 1.1x the load (docs/audit.md).
   const proposed = Math.min(0.2, Math.max(0.1, Math.ceil(share * 20) / 20));
-  out.push({ service: edgeName, variable: "RETRY_BUDGET_PERCENT", proposed, current, verdict: `${verdict(current, proposed)}; measured: ${retries} retries for ${requests} requests (${(share * 100).toFixed(1)} %), ${refused} refused by the budget`, where: `RETRY_BUDGET_PERCENT of ${edgeName}` });
-  if (share > 0.1) notes.push(`${edgeName} retried ${(share * 100).toFixed(1)} % of its requests in the period: something below is failing, a budget raise would hide it`);
+  out.push({
+    service: edgeName,
+    variable: "RETRY_BUDGET_PERCENT",
+    proposed,
+    current,
+    verdict: `${verdict(current, proposed)}; measured: ${retries} retries for ${requests} requests (${(share * 100).toFixed(1)} %), ${refused} refused by the budget`,
+    where: `RETRY_BUDGET_PERCENT of ${edgeName}`,
+  });
+  if (share > 0.1)
+    notes.push(`${edgeName} retried ${(share * 100).toFixed(1)} % of its requests in the period: something below is failing, a budget raise would hide it`);
 }
 
 function shortName(procedure: string): string {
@@ -223,7 +262,9 @@ export function formatAdvice(a: Advice): string {
   for (const h of a.hops) {
     out.push(h.hop);
     for (const m of h.methods) {
-      out.push(`    ${shortName(m.procedure)}: ${m.calls} calls (${m.perSecond.toFixed(1)}/s), mean ${m.meanMs.toFixed(1)} ms, p50 ${m.p50Ms ?? "-"} ms, p99.9 ${m.p999Ms ?? "-"} ms`);
+      out.push(
+        `    ${shortName(m.procedure)}: ${m.calls} calls (${m.perSecond.toFixed(1)}/s), mean ${m.meanMs.toFixed(1)} ms, p50 ${m.p50Ms ?? "-"} ms, p99.9 ${m.p999Ms ?? "-"} ms`,
+      );
     }
     for (const s of h.settings) out.push(`    ${s.variable}=${s.proposed}: current ${s.current}, ${s.verdict}`);
     for (const n of h.notes) out.push(`    note: ${n}`);

@@ -21,7 +21,10 @@ export function readHistograms(text: string, name: string): Map<string, Histogra
   const get = (labels: Record<string, string>) => {
     const key = JSON.stringify(Object.entries(labels).sort());
     let h = out.get(key);
-    if (h === undefined) out.set(key, (h = { labels, buckets: [], sum: 0, count: 0 }));
+    if (h === undefined) {
+      h = { labels, buckets: [], sum: 0, count: 0 };
+      out.set(key, h);
+    }
     return h;
   };
   for (const line of text.split("\n")) {

@@ -24,7 +24,10 @@ export async function samplePools(services: { service: string; adminUrl: string 
   while (!done) {
     await Promise.all(
       services.map(async (s) => {
-        const text = await fetch(`${s.adminUrl}/metrics`, { signal: AbortSignal.timeout(2000) }).then((r) => r.text(), () => "");
+        const text = await fetch(`${s.adminUrl}/metrics`, { signal: AbortSignal.timeout(2000) }).then(
+          (r) => r.text(),
+          () => "",
+        );
         const n = inUse(text);
         if (n !== undefined) out.set(s.service, [...(out.get(s.service) ?? []), n]);
       }),

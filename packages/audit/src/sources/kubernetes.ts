@@ -33,7 +33,8 @@ export function kubernetesServices(overlayDir: string): DeployedService[] {
     for (const e of (container["env"] ?? []) as EnvEntry[]) {
       const where = `${shown}: Deployment/${d.metadata.name} env`;
       if (e.value !== undefined) env[e.name] = { value: e.value, source: where };
-      else if (e.valueFrom?.secretKeyRef) env[e.name] = { value: secretPlaceholder(e.name), source: `${where} (Secret ${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key})` };
+      else if (e.valueFrom?.secretKeyRef)
+        env[e.name] = { value: secretPlaceholder(e.name), source: `${where} (Secret ${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key})` };
     }
     secretFiles(d, container, env);
     const name = env["SERVICE"]?.value;
@@ -50,7 +51,10 @@ function secretFiles(d: K8sObject, container: Record<string, unknown>, env: Reco
   const spec = d["spec"];
   const template = isRecord(spec) ? spec["template"] : undefined;
   const pod = isRecord(template) ? template["spec"] : undefined;
-  const volumes = (isRecord(pod) && Array.isArray(pod["volumes"]) ? pod["volumes"] : []) as { name: string; secret?: { secretName?: string; items?: { key: string; path: string }[] } }[];
+  const volumes = (isRecord(pod) && Array.isArray(pod["volumes"]) ? pod["volumes"] : []) as {
+    name: string;
+    secret?: { secretName?: string; items?: { key: string; path: string }[] };
+  }[];
   const mounts = (Array.isArray(container["volumeMounts"]) ? container["volumeMounts"] : []) as { name: string; mountPath: string }[];
   for (const [key, set] of Object.entries(env)) {
     if (!key.endsWith("_FILE") || key === "_FILE") continue;

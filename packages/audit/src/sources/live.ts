@@ -21,7 +21,16 @@ export async function liveTarget(adminUrls: string[]): Promise<Target> {
     // Only an edge with the controller on answers; elsewhere 404.
     const intake = await fetch(`${base}/admin/intake`, { signal: AbortSignal.timeout(5000) });
     const intakeNow = intake.ok ? ((await intake.json()) as { state: string; admitFraction: number }) : undefined;
-    target.services.push({ name: body.service, config: body.config, wired: body.dependencyClients, plugins: body.plugins ?? [], env: {}, defaultsFile: configFile(body.service), adminUrl: base, ...(intakeNow ? { intakeNow } : {}) });
+    target.services.push({
+      name: body.service,
+      config: body.config,
+      wired: body.dependencyClients,
+      plugins: body.plugins ?? [],
+      env: {},
+      defaultsFile: configFile(body.service),
+      adminUrl: base,
+      ...(intakeNow ? { intakeNow } : {}),
+    });
   }
   return target;
 }

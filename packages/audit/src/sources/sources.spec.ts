@@ -43,7 +43,10 @@ test("a compose file's services: only those naming a SERVICE; ${VAR:-x} takes it
       ].join("\n"),
     );
     const services = composeServices(file);
-    assert.deepEqual(services.map((s) => s.name), ["orders", "pricing"]);
+    assert.deepEqual(
+      services.map((s) => s.name),
+      ["orders", "pricing"],
+    );
     const orders = services[0]!;
     assert.equal(orders.env["LOG_LEVEL"]!.value, "info", "YAML merge keys are applied");
     assert.equal(orders.env["DB_POOL_MAX"]!.value, "7");

@@ -19,7 +19,10 @@ export interface WatchedStatement {
  * Tests use it to claim "the statement was cancelled on the server within
  * N ms of its deadline" without trusting a loaded client's timers.
  */
-export function watchStatements(connectionString: string, where: { applicationName: string; queryContains?: string }): {
+export function watchStatements(
+  connectionString: string,
+  where: { applicationName: string; queryContains?: string },
+): {
   /** Everything seen so far. */
   seen(): WatchedStatement[];
   /** Stops polling (after one last poll) and returns everything seen. */

@@ -11,9 +11,13 @@ function setUrl(c: ReturnType<typeof container>, name: string, value: string): v
 
 describe("policy: call-graph", () => {
   passesValidPlatform(callGraph);
-  flags(callGraph, "wrong dependency URL (the admin port)", /Deployment\/checkout: ORDERS_URL=http:\/\/orders:9082 does not reach/, (o) => setUrl(container(o, "checkout"), "ORDERS_URL", "http://orders:9082"));
+  flags(callGraph, "wrong dependency URL (the admin port)", /Deployment\/checkout: ORDERS_URL=http:\/\/orders:9082 does not reach/, (o) =>
+    setUrl(container(o, "checkout"), "ORDERS_URL", "http://orders:9082"),
+  );
   flags(callGraph, "not a URL", /Deployment\/gateway: CHECKOUT_URL=checkout is not a URL/, (o) => setUrl(container(o, "gateway"), "CHECKOUT_URL", "checkout"));
-  flags(callGraph, "a call the graph does not have", /call graph: orders is called by \[checkout, gateway\], expected \[checkout\]/, (o) => setUrl(container(o, "gateway"), "ORDERS_URL", "http://orders:8082"));
+  flags(callGraph, "a call the graph does not have", /call graph: orders is called by \[checkout, gateway\], expected \[checkout\]/, (o) =>
+    setUrl(container(o, "gateway"), "ORDERS_URL", "http://orders:8082"),
+  );
   flags(callGraph, "a call that is missing", /call graph: orders is called by \[\], expected \[checkout\]/, (o) => {
     const c = container(o, "checkout");
     c.env = c.env?.filter((e) => e.name !== "ORDERS_URL");

@@ -44,7 +44,8 @@ export const callGraph: Policy = {
     const callers = callersFromUrls(m, out);
     for (const [callee, { callers: expected }] of Object.entries(m.facts.services)) {
       const actual = [...(callers.get(callee) ?? [])].sort();
-      if (actual.join() !== [...expected].sort().join()) out.push(`call graph: ${callee} is called by [${actual.join(", ")}], expected [${expected.join(", ")}]`);
+      if (actual.join() !== [...expected].sort().join())
+        out.push(`call graph: ${callee} is called by [${actual.join(", ")}], expected [${expected.join(", ")}]`);
     }
     return out;
   },

@@ -17,6 +17,8 @@ export const databaseConnections: Policy = {
       connections += ((hpasOf(m, w)[0]?.spec?.maxReplicas ?? 0) + (typeof surge === "number" ? surge : 1)) * pool;
     }
     if (connections <= m.facts.databaseConnectionBudget) return [];
-    return [`database: (maxReplicas + maxSurge) x DB_POOL_MAX adds up to ${connections} connections, over the budget of ${m.facts.databaseConnectionBudget} (docs/scaling.md)`];
+    return [
+      `database: (maxReplicas + maxSurge) x DB_POOL_MAX adds up to ${connections} connections, over the budget of ${m.facts.databaseConnectionBudget} (docs/scaling.md)`,
+    ];
   },
 };

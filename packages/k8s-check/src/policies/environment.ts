@@ -17,7 +17,8 @@ export const environment: Policy = {
       if (literal(env, "ADMIN_PORT") !== String(w.adminPort)) out.push(`${cw}: ADMIN_PORT must equal the admin container port (${w.adminPort})`);
       if (literal(env, "SERVICE") !== w.name) out.push(`${cw}: SERVICE must be ${w.name}`);
       const host = literal(env, "HOST");
-      if (host !== undefined && host !== "0.0.0.0" && host !== "::") out.push(`${cw}: HOST=${host} is not reachable from the kubelet's probes or other pods; use 0.0.0.0`);
+      if (host !== undefined && host !== "0.0.0.0" && host !== "::")
+        out.push(`${cw}: HOST=${host} is not reachable from the kubelet's probes or other pods; use 0.0.0.0`);
       if (facts !== undefined) {
         for (const v of env.keys()) if (!facts.env.has(v)) out.push(`${cw}: ${v} is read by no config of ${w.name} (a typo is silently ignored)`);
       }

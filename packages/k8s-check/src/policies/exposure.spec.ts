@@ -20,8 +20,11 @@ describe("policy: exposure", () => {
     const p = svc(o, "gateway-public").spec?.ports?.[0];
     if (p) p.targetPort = 9080;
   });
-  flags(exposure, "a ClusterIP Service publishing the admin port", /Service\/orders: port 9082 targets the admin port of orders; Services publish only the RPC port/, (o) =>
-    svc(o, "orders").spec?.ports?.push({ name: "admin", port: 9082, targetPort: "admin" }),
+  flags(
+    exposure,
+    "a ClusterIP Service publishing the admin port",
+    /Service\/orders: port 9082 targets the admin port of orders; Services publish only the RPC port/,
+    (o) => svc(o, "orders").spec?.ports?.push({ name: "admin", port: 9082, targetPort: "admin" }),
   );
   flags(exposure, "a Service that selects nothing", /Service\/checkout: selects no Deployment/, (o) => {
     const s = svc(o, "checkout");
@@ -40,6 +43,11 @@ describe("policy: exposure", () => {
     }),
   );
   flags(exposure, "Ingress to a Service that is not rendered", /Ingress\/leak: backend nowhere is not a rendered Service/, (o) =>
-    o.push({ apiVersion: "networking.k8s.io/v1", kind: "Ingress", metadata: { name: "leak" }, spec: { defaultBackend: { service: { name: "nowhere", port: { number: 80 } } } } }),
+    o.push({
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: { name: "leak" },
+      spec: { defaultBackend: { service: { name: "nowhere", port: { number: 80 } } } },
+    }),
   );
 });

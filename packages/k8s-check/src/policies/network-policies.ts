@@ -20,7 +20,8 @@ export const networkPolicies: Policy = {
     }
     for (const p of policies) {
       const selectors = [p.spec?.podSelector, ...(p.spec?.ingress ?? []).flatMap((r) => (r.from ?? []).flatMap((f) => [f.podSelector, f.namespaceSelector]))];
-      if (selectors.some((s) => (s?.matchExpressions ?? []).length > 0)) out.push(`${idOf(p)}: matchExpressions are not supported by the checker; use matchLabels`);
+      if (selectors.some((s) => (s?.matchExpressions ?? []).length > 0))
+        out.push(`${idOf(p)}: matchExpressions are not supported by the checker; use matchLabels`);
     }
     for (const w of m.workloads) {
       const own = ingressTyped.filter((p) => matches(p.spec?.podSelector?.matchLabels, w.labels));
@@ -41,7 +42,8 @@ export const networkPolicies: Policy = {
           const from = rule.from ?? [];
           if (from.length === 0) {
             // Any source, from anywhere.
-            if (!isPublic || roles.some((r) => r !== "rpc")) out.push(`${where}: opens ${roles.join(", ")} of ${w.name} to any source; only the ${publicService}'s RPC port is public`);
+            if (!isPublic || roles.some((r) => r !== "rpc"))
+              out.push(`${where}: opens ${roles.join(", ")} of ${w.name} to any source; only the ${publicService}'s RPC port is public`);
             else openToAll = true;
             continue;
           }

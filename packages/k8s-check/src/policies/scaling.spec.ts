@@ -10,7 +10,9 @@ const hpa = (o: Parameters<typeof find>[0], name: string) => find<IHorizontalPod
 
 describe("policy: scaling", () => {
   passesValidPlatform(scaling);
-  flags(scaling, "no PDB", /Deployment\/orders: needs exactly one PodDisruptionBudget \(has 0\)/, (o) => o.splice(o.indexOf(find(o, "PodDisruptionBudget", "orders")), 1));
+  flags(scaling, "no PDB", /Deployment\/orders: needs exactly one PodDisruptionBudget \(has 0\)/, (o) =>
+    o.splice(o.indexOf(find(o, "PodDisruptionBudget", "orders")), 1),
+  );
   flags(scaling, "two HPAs", /Deployment\/gateway: needs exactly one HorizontalPodAutoscaler \(has 2\)/, (o) => {
     const copy = structuredClone(hpa(o, "gateway"));
     copy.metadata.name = "gateway-2";

@@ -6,7 +6,9 @@ import type { Policy } from "./policy.js";
 
 /** The HorizontalPodAutoscalers that scale a Deployment. */
 export function hpasOf(m: Manifests, w: Workload): (IHorizontalPodAutoscaler & K8sObject)[] {
-  return ofKind<IHorizontalPodAutoscaler>(m.objects, "HorizontalPodAutoscaler").filter((h) => h.spec?.scaleTargetRef.kind === "Deployment" && h.spec.scaleTargetRef.name === w.name);
+  return ofKind<IHorizontalPodAutoscaler>(m.objects, "HorizontalPodAutoscaler").filter(
+    (h) => h.spec?.scaleTargetRef.kind === "Deployment" && h.spec.scaleTargetRef.name === w.name,
+  );
 }
 
 export const scaling: Policy = {
@@ -24,7 +26,8 @@ export const scaling: Policy = {
         continue;
       }
       const min = hpa.spec.minReplicas ?? 1;
-      if (!hpa.spec.metrics?.some((x) => x.type === "Resource" && x.resource?.name === "cpu")) out.push(`HorizontalPodAutoscaler/${hpa.metadata.name}: needs a CPU metric`);
+      if (!hpa.spec.metrics?.some((x) => x.type === "Resource" && x.resource?.name === "cpu"))
+        out.push(`HorizontalPodAutoscaler/${hpa.metadata.name}: needs a CPU metric`);
       if (min > hpa.spec.maxReplicas) out.push(`HorizontalPodAutoscaler/${hpa.metadata.name}: minReplicas > maxReplicas`);
       // kubectl apply resets replicas to this count; the HPA scales up again from there (docs/scaling.md).
       if (w.deployment.spec?.replicas !== min) out.push(`${where}: replicas (${w.deployment.spec?.replicas}) must equal its HPA's minReplicas (${min})`);
@@ -36,7 +39,10 @@ export const scaling: Policy = {
       }
       const { minAvailable, maxUnavailable } = pdb.spec;
       const blocks = typeof minAvailable === "number" ? minAvailable >= min : typeof maxUnavailable === "number" ? maxUnavailable < 1 : true;
-      if (blocks) out.push(`PodDisruptionBudget/${pdb.metadata.name}: must allow one eviction at ${min} replicas (use integer minAvailable < ${min} or maxUnavailable >= 1)`);
+      if (blocks)
+        out.push(
+          `PodDisruptionBudget/${pdb.metadata.name}: must allow one eviction at ${min} replicas (use integer minAvailable < ${min} or maxUnavailable >= 1)`,
+        );
     }
     return out;
   },

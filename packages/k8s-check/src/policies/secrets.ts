@@ -14,7 +14,8 @@ export const secrets: Policy = {
     for (const s of ofKind<K8sObject>(m.objects, "Secret")) out.push(`${idOf(s)}: Secrets must not be part of the manifests; create them out of band`);
     for (const cm of m.configMaps.values()) {
       for (const [key, value] of Object.entries(cm.data ?? {})) {
-        if (key === "DATABASE_URL" || credentialInUrl.test(value)) out.push(`ConfigMap/${cm.metadata.name}: ${key} looks like a credential; use the ${m.facts.databaseSecret} Secret`);
+        if (key === "DATABASE_URL" || credentialInUrl.test(value))
+          out.push(`ConfigMap/${cm.metadata.name}: ${key} looks like a credential; use the ${m.facts.databaseSecret} Secret`);
       }
     }
     return out;

@@ -18,7 +18,12 @@ describe("policy: security-context", () => {
   flags(securityContext, "privilege escalation", /checkout.*allowPrivilegeEscalation must be false/, (o) => delete sc(o, "checkout").allowPrivilegeEscalation);
   flags(securityContext, "privileged", /orders.*must not be privileged/, (o) => (sc(o, "orders").privileged = true));
   flags(securityContext, "no capability drop", /checkout.*capabilities must drop ALL/, (o) => (sc(o, "checkout").capabilities = {}));
-  flags(securityContext, "a capability added", /checkout.*capabilities must drop ALL and add none/, (o) => (sc(o, "checkout").capabilities = { drop: ["ALL"], add: ["NET_ADMIN"] }));
+  flags(
+    securityContext,
+    "a capability added",
+    /checkout.*capabilities must drop ALL and add none/,
+    (o) => (sc(o, "checkout").capabilities = { drop: ["ALL"], add: ["NET_ADMIN"] }),
+  );
   flags(securityContext, "no seccomp profile", /gateway.*seccompProfile must be RuntimeDefault/, (o) => {
     const pod = find<IDeployment>(o, "Deployment", "gateway").spec?.template.spec;
     if (pod?.securityContext) delete pod.securityContext.seccompProfile;

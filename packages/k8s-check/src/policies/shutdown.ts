@@ -28,7 +28,9 @@ export const shutdown: Policy = {
       const grace = w.pod.terminationGracePeriodSeconds ?? 30;
       const slack = m.facts.shutdownSlackSeconds;
       if (grace <= (sleep ?? 0) + drainMs / 1000 + slack) {
-        out.push(`Deployment/${w.name}: terminationGracePeriodSeconds (${grace}) must exceed preStop sleep (${sleep ?? 0} s) + DRAIN_TIMEOUT_MS (${drainMs / 1000} s) + ${slack} s`);
+        out.push(
+          `Deployment/${w.name}: terminationGracePeriodSeconds (${grace}) must exceed preStop sleep (${sleep ?? 0} s) + DRAIN_TIMEOUT_MS (${drainMs / 1000} s) + ${slack} s`,
+        );
       }
     }
     return out;

@@ -104,7 +104,12 @@ function policy(name: Name): K8sObject {
 function service(name: Name): K8sObject[] {
   const [rpc] = ports[name];
   return [
-    { apiVersion: "v1", kind: "Service", metadata: meta(name, name), spec: { selector: { "app.kubernetes.io/name": name }, ports: [{ name: "rpc", port: rpc, targetPort: "rpc" }] } },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: meta(name, name),
+      spec: { selector: { "app.kubernetes.io/name": name }, ports: [{ name: "rpc", port: rpc, targetPort: "rpc" }] },
+    },
     {
       apiVersion: "autoscaling/v2",
       kind: "HorizontalPodAutoscaler",
@@ -116,7 +121,12 @@ function service(name: Name): K8sObject[] {
         metrics: [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 70 } } }],
       },
     },
-    { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: meta(name, name), spec: { maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": name } } } },
+    {
+      apiVersion: "policy/v1",
+      kind: "PodDisruptionBudget",
+      metadata: meta(name, name),
+      spec: { maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": name } } },
+    },
   ];
 }
 
@@ -147,7 +157,12 @@ export function fixtureFacts(): PlatformFacts {
     services: {
       gateway: { callers: [], env: new Set([...common, "CHECKOUT_URL", "CHECKOUT_MAX_CONCURRENT"]), needsDatabase: false },
       checkout: { callers: ["gateway"], env: new Set([...common, "ORDERS_URL", "ORDERS_MAX_CONCURRENT"]), needsDatabase: false },
-      orders: { callers: ["checkout"], env: new Set([...common, "DATABASE_URL", "DATABASE_URL_FILE", "DB_POOL_MAX"]), needsDatabase: true, dbPoolMaxDefault: 10 },
+      orders: {
+        callers: ["checkout"],
+        env: new Set([...common, "DATABASE_URL", "DATABASE_URL_FILE", "DB_POOL_MAX"]),
+        needsDatabase: true,
+        dbPoolMaxDefault: 10,
+      },
     },
     defaultDrainMs: 10_000,
     shutdownSlackSeconds: 2,

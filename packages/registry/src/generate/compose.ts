@@ -55,21 +55,26 @@ function composeService(m: LoadedManifest, all: readonly LoadedManifest[]): stri
     lines.push(`    depends_on:`);
     for (const a of after) lines.push(`      ${a}:`, `        condition: service_healthy`);
   }
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 /** The postgres container's environment for the init script: one password file per role. */
 export function composePostgresSecrets(manifests: readonly LoadedManifest[]): string {
   const roles = manifests.flatMap((m) => (m.database ? [m.database.role] : []));
-  const lines = [`    environment:`, `      POSTGRES_USER: platform`, `      POSTGRES_DB: platform`, `      POSTGRES_PASSWORD_FILE: /run/secrets/postgres_password`];
+  const lines = [
+    `    environment:`,
+    `      POSTGRES_USER: platform`,
+    `      POSTGRES_DB: platform`,
+    `      POSTGRES_PASSWORD_FILE: /run/secrets/postgres_password`,
+  ];
   for (const r of roles) lines.push(`      ${envPrefix(r)}_DB_PASSWORD_FILE: /run/secrets/${passwordSecret(r)}`);
   lines.push(`    secrets:`, `      - postgres_password`);
   for (const r of roles) lines.push(`      - ${passwordSecret(r)}`);
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 /** The top-level `secrets:`: files in SECRETS_DIR (default ./secrets, git-ignored). */
 export function composeSecrets(manifests: readonly LoadedManifest[]): string {
   const names = ["postgres_password", ...manifests.flatMap((m) => (m.database ? [passwordSecret(m.database.role)] : []))];
-  return ["secrets:", ...names.flatMap((n) => [`  ${n}:`, `    file: \${SECRETS_DIR:-./secrets}/${n}`])].join("\n") + "\n";
+  return `${["secrets:", ...names.flatMap((n) => [`  ${n}:`, `    file: \${SECRETS_DIR:-./secrets}/${n}`])].join("\n")}\n`;
 }

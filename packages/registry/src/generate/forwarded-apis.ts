@@ -7,11 +7,14 @@ import { generatedNotice } from "./header.js";
  * URLs); forwarded-apis.ts resolves each api to its generated descriptor.
  */
 export function forwardedApisModule(manifests: readonly LoadedManifest[]): string {
-  const rows = forwardedApis(manifests).map(({ api, service }) => `  { api: ${JSON.stringify(api)}, dependency: ${JSON.stringify(service.name)}, defaultUrl: "http://127.0.0.1:${service.ports.rpc}" },`);
+  const rows = forwardedApis(manifests).map(
+    ({ api, service }) =>
+      `  { api: ${JSON.stringify(api)}, dependency: ${JSON.stringify(service.name)}, defaultUrl: "http://127.0.0.1:${service.ports.rpc}" },`,
+  );
   return [
     `// ${generatedNotice}.`,
     "// The apis of every public service that the gateway does not serve itself",
-    "// (\"public\": true in its service.json), forwarded unchanged.",
+    '// ("public": true in its service.json), forwarded unchanged.',
     "export const forwardedApiNames: readonly { api: string; dependency: string; defaultUrl: string }[] = [",
     ...rows,
     "];",

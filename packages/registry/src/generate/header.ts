@@ -3,7 +3,7 @@ export const generatedNotice = "generated from services/*/service.json by npm ru
 
 /** A `#` comment header for a wholly generated file. */
 export function hashHeader(...why: string[]): string {
-  return [`# ${generatedNotice}.`, ...why.map((l) => (l === "" ? "#" : `# ${l}`))].join("\n") + "\n";
+  return `${[`# ${generatedNotice}.`, ...why.map((l) => (l === "" ? "#" : `# ${l}`))].join("\n")}\n`;
 }
 
 /** One file's generated content, by path relative to the repository root. */
@@ -23,7 +23,10 @@ export function replaceRegion(text: string, file: string, region: string, body: 
   const b = begin.exec(text);
   const endLine = new RegExp(`^[ \\t]*# END generated: ${region}\\b.*$`, "m");
   const e = b ? endLine.exec(text.slice(b.index + b[0].length)) : null;
-  if (!b || !e) throw new Error(`${file}: the markers "# BEGIN generated: ${region}" and "# END generated: ${region}" are missing; restore them (see git history) so npm run generate:services can fill the region`);
+  if (!b || !e)
+    throw new Error(
+      `${file}: the markers "# BEGIN generated: ${region}" and "# END generated: ${region}" are missing; restore them (see git history) so npm run generate:services can fill the region`,
+    );
   const start = b.index + b[0].length;
   const end = start + e.index;
   const content = body === "" || body.endsWith("\n") ? body : `${body}\n`;

@@ -22,7 +22,10 @@ export { generatedNotice, type Artifact } from "./header.js";
  */
 export function renderServiceArtifacts(root: string, manifests: readonly LoadedManifest[] = readServiceManifests(root)): Artifact[] {
   const read = (path: string) => readFileSync(join(root, path), "utf8");
-  const regions = (path: string, fills: [string, string][]) => ({ path, content: fills.reduce((text, [region, body]) => replaceRegion(text, path, region, body), read(path)) });
+  const regions = (path: string, fills: [string, string][]) => ({
+    path,
+    content: fills.reduce((text, [region, body]) => replaceRegion(text, path, region, body), read(path)),
+  });
   // Deployments list the deployed services; npm start runs every one (the examples too).
   const all = manifests;
   manifests = manifests.filter((m) => m.deploy);
@@ -41,7 +44,9 @@ export function renderServiceArtifacts(root: string, manifests: readonly LoadedM
     { path: "deploy/k8s/base/network-policies.yaml", content: networkPolicies(manifests) },
     ...manifests.map((m) => ({ path: `deploy/k8s/base/${m.name}.yaml`, content: kubernetesService(m, manifests, m.edge ? edgeTemplate : backendTemplate) })),
     regions("deploy/k8s/overlays/production/kustomization.yaml", [["replicas", productionReplicaPatches(manifests)]]),
-    ...manifests.filter((m) => m.edge).map((edge) => ({ path: `services/${edge.name}/src/forwarded-apis.generated.ts`, content: forwardedApisModule(manifests) })),
+    ...manifests
+      .filter((m) => m.edge)
+      .map((edge) => ({ path: `services/${edge.name}/src/forwarded-apis.generated.ts`, content: forwardedApisModule(manifests) })),
     { path: "packages/launcher/src/service-names.generated.ts", content: launcherServiceNames(all) },
     // Not from the manifests but from proto/: the api names they list resolve through it.
     { path: "packages/proto/src/index.ts", content: protoIndex(root) },

@@ -71,7 +71,15 @@ export function baseKustomization(manifests: readonly LoadedManifest[]): string 
       "outside the cluster: the overlays (overlays/dev, overlays/production) add",
       "both. See docs/kubernetes.md.",
     ) +
-    ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization", "resources:", "  - platform-config.yaml", ...manifests.toReversed().map((m) => `  - ${m.name}.yaml`), "  - network-policies.yaml", ""].join("\n")
+    [
+      "apiVersion: kustomize.config.k8s.io/v1beta1",
+      "kind: Kustomization",
+      "resources:",
+      "  - platform-config.yaml",
+      ...manifests.toReversed().map((m) => `  - ${m.name}.yaml`),
+      "  - network-policies.yaml",
+      "",
+    ].join("\n")
   );
 }
 
@@ -96,17 +104,45 @@ export function networkPolicies(manifests: readonly LoadedManifest[]): string {
     "not restricted here (docs/kubernetes.md).",
   );
   const doc = (name: string, spec: string[]) =>
-    ["apiVersion: networking.k8s.io/v1", "kind: NetworkPolicy", "metadata:", `  name: ${name}`, "  labels:", `    app.kubernetes.io/name: ${name}`, `    ${partOf}`, "spec:", ...spec].join("\n");
+    [
+      "apiVersion: networking.k8s.io/v1",
+      "kind: NetworkPolicy",
+      "metadata:",
+      `  name: ${name}`,
+      "  labels:",
+      `    app.kubernetes.io/name: ${name}`,
+      `    ${partOf}`,
+      "spec:",
+      ...spec,
+    ].join("\n");
   const selectorOf = (name: string, indent: string) => [`${indent}matchLabels:`, `${indent}  app.kubernetes.io/name: ${name}`, `${indent}  ${partOf}`];
   const docs = [
-    doc("default-deny-ingress", ["  # Every pod in the namespace; nothing is allowed unless a policy below says so.", "  podSelector: {}", '  policyTypes: ["Ingress"]']),
+    doc("default-deny-ingress", [
+      "  # Every pod in the namespace; nothing is allowed unless a policy below says so.",
+      "  podSelector: {}",
+      '  policyTypes: ["Ingress"]',
+    ]),
     ...ordered.map((m) => {
       const callers = callersOf(m.name, manifests);
       const ingress = m.edge
-        ? ["  ingress:", "    # The public entry: any source (load balancer, ingress controller,", "    # port-forward), RPC port only.", "    - ports:", "        - port: rpc", "          protocol: TCP"]
+        ? [
+            "  ingress:",
+            "    # The public entry: any source (load balancer, ingress controller,",
+            "    # port-forward), RPC port only.",
+            "    - ports:",
+            "        - port: rpc",
+            "          protocol: TCP",
+          ]
         : callers.length === 0
           ? ["  # No service calls it: nothing may connect to its RPC port.", "  ingress: []"]
-          : ["  ingress:", "    - from:", ...callers.flatMap((c) => ["        - podSelector:", ...selectorOf(c, "            ")]), "      ports:", "        - port: rpc", "          protocol: TCP"];
+          : [
+              "  ingress:",
+              "    - from:",
+              ...callers.flatMap((c) => ["        - podSelector:", ...selectorOf(c, "            ")]),
+              "      ports:",
+              "        - port: rpc",
+              "          protocol: TCP",
+            ];
       return doc(`${m.name}-ingress`, ["  podSelector:", ...selectorOf(m.name, "    "), '  policyTypes: ["Ingress"]', ...ingress]);
     }),
     doc("metrics-scrape", [
@@ -127,7 +163,7 @@ export function networkPolicies(manifests: readonly LoadedManifest[]): string {
       "          protocol: TCP",
     ]),
   ];
-  return header + docs.join("\n---\n") + "\n";
+  return `${header + docs.join("\n---\n")}\n`;
 }
 
 /** DB_POOL_MAX per pod in Kubernetes unless a manifest's kubernetes.env sets it (docs/scaling.md). */
@@ -148,7 +184,15 @@ export function productionReplicaPatches(manifests: readonly LoadedManifest[]): 
         `  # ${total} = ${sum} (docs/scaling.md; the manifest test checks it).`,
       );
     }
-    lines.push("  - target:", "      kind: HorizontalPodAutoscaler", `      name: ${m.name}`, "    patch: |-", "      - op: replace", "        path: /spec/maxReplicas", `        value: ${m.kubernetes.productionMaxReplicas}`);
+    lines.push(
+      "  - target:",
+      "      kind: HorizontalPodAutoscaler",
+      `      name: ${m.name}`,
+      "    patch: |-",
+      "      - op: replace",
+      "        path: /spec/maxReplicas",
+      `        value: ${m.kubernetes.productionMaxReplicas}`,
+    );
   }
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }

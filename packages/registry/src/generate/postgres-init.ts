@@ -22,7 +22,7 @@ export function postgresInit(manifests: readonly LoadedManifest[]): string {
       "Runs once, when the postgres container initialises an empty volume.",
       "Least privilege: each service gets its own login role that owns its own",
       "schema and nothing else. Passwords come from secret files (compose",
-      "`secrets:`, see README \"Deploy with docker compose\"); none is stored in",
+      '`secrets:`, see README "Deploy with docker compose"); none is stored in',
       "the repository or in an environment variable.",
     ).trimEnd(),
     "set -eu",

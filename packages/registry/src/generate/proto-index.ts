@@ -9,7 +9,9 @@ import { join } from "node:path";
  */
 export function protoIndex(root: string): string {
   const protoDir = join(root, "proto");
-  const files = readdirSync(protoDir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".proto")).sort();
+  const files = readdirSync(protoDir, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".proto"))
+    .sort();
   const byNamespace = new Map<string, string>();
   const lines: string[] = [];
   for (const file of files) {
@@ -25,5 +27,11 @@ export function protoIndex(root: string): string {
     byNamespace.set(namespace, file);
     lines.push(`export * as ${namespace} from "./gen/${file.replace(/\.proto$/, "_pb.js")}";`);
   }
-  return ["// generated from proto/ by npm run generate:services; do not edit.", "// One namespace per API package (proto/), so that `checkout.v1` and", "// `orders.v1` message names never collide.", ...lines, ""].join("\n");
+  return [
+    "// generated from proto/ by npm run generate:services; do not edit.",
+    "// One namespace per API package (proto/), so that `checkout.v1` and",
+    "// `orders.v1` message names never collide.",
+    ...lines,
+    "",
+  ].join("\n");
 }
