@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { serviceNames } from "@platform/launcher";
+import { chainServices as serviceNames } from "./chain.js";
 import { DatabaseObserver, type LateStatements, type OrderCounts } from "./db/database-observer.js";
 import { defaultMix, runLoad } from "./load/run-load.js";
 import type { LoadResult } from "./load/protocol.js";

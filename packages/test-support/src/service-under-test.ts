@@ -19,7 +19,7 @@ export interface ServiceManifest {
 }
 
 export function readServiceManifest(name: string): ServiceManifest {
-  return JSON.parse(readFileSync(new URL(`../../services/${name}/service.json`, import.meta.url), "utf8")) as ServiceManifest;
+  return JSON.parse(readFileSync(new URL(`../../../services/${name}/service.json`, import.meta.url), "utf8")) as ServiceManifest;
 }
 
 export interface ServiceUnderTest {
