@@ -82,6 +82,8 @@ export async function startQueue(opts: {
       try {
         runner = await start();
         restarts = 0;
+        // stop() came while this runner was starting: it stopped the old one, so stop this one here.
+        if (stopped) await runner.stop();
       } catch (e) {
         restarts++;
         opts.logger.warn({ err: e }, "could not start the queue's runner yet");
