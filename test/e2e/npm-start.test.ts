@@ -128,6 +128,6 @@ test("npm start: ready line, working API, clean SIGTERM, data kept for the next 
     second.kill("SIGINT");
     assert.equal(await second.exit, 0, second.output());
   } finally {
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!process.env["KEEP_TEST_DATA"]) rmSync(dataDir, { recursive: true, force: true });
   }
 });
