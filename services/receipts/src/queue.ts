@@ -49,6 +49,12 @@ export async function startQueue(opts: {
       // runMain handles SIGTERM and drains; the runner is stopped in onShutdown.
       noHandleSignals: true,
       logger,
+      // Completions and failures go through graphile-worker's batcher (delay 0:
+      // no waiting), whose errors it handles by shutting the runner down, which
+      // the loop below restarts. Unbatched, 0.18.0 does not wait on the promise
+      // of completeJob/failJob, so a connection lost at that moment became an
+      // unhandled rejection that ended the process (the failover test, -m immediate).
+      preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
       taskList: {
         [sendReceiptTask]: async (payload) => {
           await opts.sendReceipt(payload);
