@@ -18,6 +18,7 @@
  * entries, except @platform/*, which point (relatively, as npm links them)
  * at the copy's own workspaces, so the copy runs its own code.
  */
+// npm test: alone (the copy's own end-to-end tests start two whole platforms of every manifest's service at once; beside other files on 2 cores they missed the launcher's 60 s readiness bound)
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
