@@ -1,4 +1,6 @@
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer } from "node:net";
 
 /** The lowest port the platform's free-port picker uses: clear of the well-known and registered ports most tools default to. */
@@ -20,10 +22,39 @@ export async function findFreePort(host: string): Promise<number> {
   const below = ephemeralRangeStart();
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = lowestPort + Math.floor(Math.random() * (below - lowestPort));
-    if (await canListen(host, port)) return port;
+    if ((await canListen(host, port)) && reserve(port)) return port;
   }
   // Everything we tried is busy: fall back to the kernel's choice.
   return listenAndRelease(host, 0);
+}
+
+/** How long a port handed out stays reserved for the process that asked: time enough to bind it. */
+const reservationMs = 10 * 60_000;
+const reservations = join(tmpdir(), "platform-free-ports");
+
+/**
+ * Reserves a port for this caller across processes: a port free now is free
+ * for everyone, and two test files starting platforms at once once handed the
+ * same port to two services (EADDRINUSE, restarted forever on that port). A
+ * file per port, created exclusively, marks it taken; a reservation older than
+ * `reservationMs` has long been bound or abandoned and is taken over.
+ */
+function reserve(port: number): boolean {
+  const file = join(reservations, String(port));
+  try {
+    mkdirSync(reservations, { recursive: true });
+    writeFileSync(file, String(process.pid), { flag: "wx" });
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return true; // no shared directory: as before
+    try {
+      if (Date.now() - statSync(file).mtimeMs < reservationMs) return false;
+      writeFileSync(file, String(process.pid));
+      return true;
+    } catch {
+      return false;
+    }
+  }
 }
 
 /** The first port of the kernel's ephemeral range (Linux reads it; others use the IANA range). */
