@@ -13,6 +13,12 @@ export const grpcTimeoutHeader = "grpc-timeout";
 export const connectTimeoutHeader = "connect-timeout-ms";
 /** The two deadline headers, in the order they are looked for. */
 export const timeoutHeaders = [grpcTimeoutHeader, connectTimeoutHeader] as const;
+export type TimeoutHeader = (typeof timeoutHeaders)[number];
+
+/** The timeout header of a Connect protocol name ("grpc", "grpc-web", "connect"): the one connect-node would read for it. */
+export function timeoutHeaderOf(protocolName: string): TimeoutHeader {
+  return protocolName === "connect" ? connectTimeoutHeader : grpcTimeoutHeader;
+}
 
 /** Correlates log lines across hops; accepted from the caller when well-formed, else minted. */
 export const requestIdHeader = "x-request-id";

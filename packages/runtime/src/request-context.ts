@@ -1,9 +1,9 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { randomUUID } from "node:crypto";
-import { createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 import { parseTimeoutHeader, resolveInboundDeadline, type CallScope, type Criticality, type InboundDeadline } from "@platform/resilience";
-import { callerHeader, requestIdHeader, timeoutHeaders } from "./headers.js";
+import { callerHeader, requestIdHeader, timeoutHeaderOf, timeoutHeaders, type TimeoutHeader } from "./headers.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -33,6 +33,15 @@ export interface RequestContext {
   readonly deadlineSource: InboundDeadline["source"];
   /** arrivedAt + timeoutMs, on performance.now()'s scale. */
   readonly deadlineAt: number;
+  /** Milliseconds left before deadlineAt (negative once past): what Connect's `ctx.timeoutMs()` used to say (see `timeoutRefusal`). */
+  remainingMs(): number;
+  /**
+   * Why a timeout header this request sent cannot be served, by header: not
+   * in its wire format, or past what a timer can hold. The request gate
+   * refuses the request when it is the header of the request's own
+   * protocol (`timeoutRefusal`).
+   */
+  readonly invalidTimeouts: Readonly<Partial<Record<TimeoutHeader, string>>>;
   /**
    * Aborts with reason "deadline" at deadlineAt: this hop's one deadline
    * timer. The call scope, the admission queue entry and the request
@@ -76,12 +85,14 @@ export interface RequestContextInput {
 
 /**
  * Builds a request's context: parses its deadline header (the only parse of
- * it on this hop besides connect-node's own), resolves the deadline from
- * arrival and arms the one timer that fires at it.
+ * it on this hop: serve() hands connect-node the request without it,
+ * connect-adapter.ts), resolves the deadline from arrival and arms the one
+ * timer that fires at it.
  */
 export function createRequestContext(input: RequestContextInput): RequestContext {
   const now = input.now ?? performance.now.bind(performance);
-  const resolved = resolveInboundDeadline({ headerMs: timeoutFromHeaders(input.header, input.parse ?? parseTimeoutHeader), ...input.deadline });
+  const sent = timeoutFromHeaders(input.header, input.parse ?? parseTimeoutHeader);
+  const resolved = resolveInboundDeadline({ headerMs: sent.ms, ...input.deadline });
   const deadlineAt = input.arrivedAt + resolved.timeoutMs;
   const callsEndAt = deadlineAt - (input.deadline.hopReserveMs ?? 0);
   const controller = new AbortController();
@@ -108,6 +119,8 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     timeoutMs: resolved.timeoutMs,
     deadlineSource: resolved.source,
     deadlineAt,
+    remainingMs: () => deadlineAt - now(),
+    invalidTimeouts: sent.invalid,
     deadline: controller.signal,
     callsEnd: calls.signal,
     criticality: "critical",
@@ -120,18 +133,47 @@ export function createRequestContext(input: RequestContextInput): RequestContext
 }
 
 /**
- * The caller's deadline in ms, or undefined when it sent none. A malformed
- * value counts as none here: connect-node refuses it with INVALID_ARGUMENT
- * before any handler runs.
+ * The largest deadline a Node timer can hold (2^31 - 1 ms; above it, timers
+ * fire at once). A longer one is refused, as connect-node's `maxTimeoutMs`
+ * refused it when it parsed the header itself; shorter ones are capped at
+ * DEADLINE_MAX_MS.
  */
-function timeoutFromHeaders(header: RequestContextInput["header"], parse: typeof parseTimeoutHeader): number | undefined {
+export const maxTimeoutMs = 2_147_483_647;
+
+/**
+ * The caller's deadline in ms (the first well-formed one of grpc-timeout and
+ * connect-timeout-ms), or undefined when it sent none; and why any header it
+ * sent cannot be served, in connect-node's own words (its parseTimeout of
+ * protocol-grpc and protocol-connect), which callers and tests already know.
+ * A malformed value counts as none for the deadline: the request gate
+ * refuses the request when it is its own protocol's header.
+ */
+function timeoutFromHeaders(
+  header: RequestContextInput["header"],
+  parse: typeof parseTimeoutHeader,
+): { ms: number | undefined; invalid: Partial<Record<TimeoutHeader, string>> } {
+  let ms: number | undefined;
+  const invalid: Partial<Record<TimeoutHeader, string>> = {};
   for (const name of timeoutHeaders) {
     const v = header(name);
     if (v === undefined) continue;
     const parsed = parse(name, v);
-    if (parsed.ok) return parsed.ms;
+    if (!parsed.ok) invalid[name] = `protocol error: invalid ${name === "grpc-timeout" ? "grpc" : "connect"} timeout value: ${v}`;
+    else if (parsed.ms > maxTimeoutMs) invalid[name] = `timeout ${parsed.ms}ms must be <= ${maxTimeoutMs}`;
+    if (parsed.ok) ms ??= parsed.ms;
   }
-  return undefined;
+  return { ms, invalid };
+}
+
+/**
+ * The INVALID_ARGUMENT a request is refused with when the timeout header of
+ * its own protocol (`protocolName`, Connect's: "grpc", "grpc-web",
+ * "connect") cannot be served; the other protocol's header is ignored, as
+ * connect-node ignores it.
+ */
+export function timeoutRefusal(context: RequestContext, protocolName: string): ConnectError | undefined {
+  const message = context.invalidTimeouts[timeoutHeaderOf(protocolName)];
+  return message === undefined ? undefined : new ConnectError(message, Code.InvalidArgument);
 }
 
 /**
@@ -201,20 +243,4 @@ export function requestContextOf(
 /** Context values carrying `context`, for a router transport in tests or any other adapter. */
 export function requestContextValues(context: RequestContext | undefined, values: ContextValues = createContextValues()): ContextValues {
   return values.set(requestContextKey, context);
-}
-
-/**
- * connect-node's `contextValues` option receives only the Node request, so
- * serve() registers each request's context here just before it hands the
- * request to the adapter (which calls `contextValues` synchronously).
- */
-export class RequestContexts {
-  private readonly byRequest = new WeakMap<Req, RequestContext>();
-
-  register(req: Req, context: RequestContext): void {
-    this.byRequest.set(req, context);
-  }
-
-  /** For connectNodeAdapter's `contextValues` option. */
-  readonly contextValues = (req: Req): ContextValues => requestContextValues(this.byRequest.get(req));
 }

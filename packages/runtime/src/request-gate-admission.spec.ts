@@ -11,6 +11,7 @@ import { createLogger } from "./logger.js";
 import { register } from "./metrics.js";
 import { serve, type RunningServer } from "./serve.js";
 import { readServerConfig } from "./server-config.js";
+import { requestContext } from "./request-context.js";
 
 let server: RunningServer;
 let baseUrl: string;
@@ -27,8 +28,9 @@ before(async () => {
     services: [Counter],
     routes(router) {
       const impl = {
-        async get(_req: unknown, ctx: { timeoutMs(): number | undefined; requestHeader: Headers }) {
-          remainingAtStart.push(ctx.timeoutMs() ?? Number.NaN);
+        async get(_req: unknown, ctx: Parameters<typeof requestContext>[0] & { requestHeader: Headers }) {
+          // The deadline is the request context's (serve() hands Connect none: ctx.timeoutMs() is undefined).
+          remainingAtStart.push(requestContext(ctx)?.remainingMs() ?? Number.NaN);
           if (ctx.requestHeader.get("x-hold") === "1") await new Promise<void>((resolve) => (releaseHolder = resolve));
           return {};
         },

@@ -4,7 +4,7 @@ import { isReflectionService } from "./reflection.js";
 import type { Logger } from "./logger.js";
 import { endUnreadBody } from "./request-watchdog.js";
 import { requestIdHeader } from "./headers.js";
-import { requestContext, type RequestContext } from "./request-context.js";
+import { requestContext, timeoutRefusal, type RequestContext } from "./request-context.js";
 import { codeLabel } from "./code-label.js";
 
 export interface RequestGateOptions {
@@ -28,9 +28,14 @@ const healthService = "grpc.health.v1.Health";
  * and gRPC-Web status, Connect unary JSON with the HTTP status, Connect
  * streaming end-of-stream), with the error's metadata as response headers or
  * trailers (the pushback hint) and the x-request-id set here. In order:
- * health checks pass untouched (probes carry no credentials, and a probe shed
- * under load would get a busy instance restarted), then authentication, the
- * client's rate limit, "still starting", and admission control.
+ * a timeout header of the request's protocol that cannot be served is
+ * refused, for every RPC, as connect-node did when it parsed the header
+ * itself (since serve() parses it once and hides it from Connect,
+ * connect-adapter.ts; it is a protocol error, checked before who is
+ * asking, and never queued); health checks pass untouched (probes carry no
+ * credentials, and a probe shed under load would get a busy instance
+ * restarted), then authentication, the client's rate limit, "still
+ * starting", and admission control.
  */
 export function createRequestGate(opts: RequestGateOptions): (context: HandlerContext) => Promise<void> {
   return async (context) => {
@@ -38,22 +43,9 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
     const request = requestContext(context);
     if (!request) throw new ConnectError("request gate: no request context; the gate runs only inside serve()", Code.Internal);
     const { exchange, requestId } = request;
-    if (context.service.typeName === healthService) {
-      if (exchange) endUnreadBody(exchange.req, exchange.res);
-      return;
-    }
     const procedure = `/${context.service.typeName}/${context.method.name}`;
-    request.criticality = opts.criticality(procedure, context.requestHeader);
-    try {
-      opts.edgeCheck?.(context, request);
-      // Server reflection is answered while starting and never queued or
-      // shed, like health: a tool asking for the schema costs a table lookup.
-      // It still needs the edge's credentials and counts against its rate limit.
-      if (isReflectionService(context.service.typeName)) return;
-      const waitingFor = opts.waitingFor();
-      if (waitingFor !== undefined) throw new ConnectError(`starting: waiting for ${waitingFor}`, Code.Unavailable);
-      await opts.admission?.admit(context, request);
-    } catch (e) {
+    /** The error to answer with (Connect writes it in the caller's protocol), logged as a refusal. */
+    const refused = (e: unknown): ConnectError => {
       const error = ConnectError.from(e);
       context.responseHeader.set(requestIdHeader, requestId);
       request.logged = true;
@@ -67,7 +59,26 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
         },
         "rpc refused before the handler",
       );
-      throw error;
+      return error;
+    };
+    const badTimeout = timeoutRefusal(request, context.protocolName);
+    if (badTimeout) throw refused(badTimeout);
+    if (context.service.typeName === healthService) {
+      if (exchange) endUnreadBody(exchange.req, exchange.res);
+      return;
+    }
+    request.criticality = opts.criticality(procedure, context.requestHeader);
+    try {
+      opts.edgeCheck?.(context, request);
+      // Server reflection is answered while starting and never queued or
+      // shed, like health: a tool asking for the schema costs a table lookup.
+      // It still needs the edge's credentials and counts against its rate limit.
+      if (isReflectionService(context.service.typeName)) return;
+      const waitingFor = opts.waitingFor();
+      if (waitingFor !== undefined) throw new ConnectError(`starting: waiting for ${waitingFor}`, Code.Unavailable);
+      await opts.admission?.admit(context, request);
+    } catch (e) {
+      throw refused(e);
     }
   };
 }

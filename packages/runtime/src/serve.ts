@@ -1,4 +1,3 @@
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Code, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { createLogger, type Logger } from "./logger.js";
@@ -16,7 +15,8 @@ import { createAdmissionGate, propagatedCriticality } from "./admission-gate.js"
 import type { ServerEdge } from "./edge.js";
 import type { Intake } from "./intake.js";
 import { createRequestGate } from "./request-gate.js";
-import { RequestContexts, createRequestContext, nodeHeader } from "./request-context.js";
+import { createRequestContext, nodeHeader, type RequestContextInput } from "./request-context.js";
+import { createRpcAdapter } from "./connect-adapter.js";
 import { checkConnectPatch } from "./connect-compat.js";
 import { requestCompressions } from "./request-compression.js";
 import { initTracing } from "./tracing.js";
@@ -55,6 +55,8 @@ export interface ServeOptions {
    * "starting: waiting for <waitingFor>"; `RunningServer.ready` settles with it.
    */
   startup?: { ready: Promise<void>; waitingFor: string };
+  /** The timeout-header parser of every request's context (request-context.ts); a spec replaces it to count that each request's header is parsed once. */
+  parseTimeout?: RequestContextInput["parse"];
 }
 
 export interface RunningServer {
@@ -111,8 +113,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         config: config.admission,
       })
     : undefined;
-  const contexts = new RequestContexts();
-  const adapter = connectNodeAdapter({
+  const adapter = createRpcAdapter({
     routes(router) {
       opts.routes(router);
       registerHealthService(router, health);
@@ -122,10 +123,6 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
     readMaxBytes: config.readMaxBytes,
     // gzip and br, with a truncated body answered INVALID_ARGUMENT (not INTERNAL).
     acceptCompression: requestCompressions,
-    // Above this, node's timers overflow and fire at once. Longer deadlines
-    // are refused with INVALID_ARGUMENT; shorter ones are capped at
-    // DEADLINE_MAX_MS by the request context (request-context.ts).
-    maxTimeoutMs: 2_147_483_647,
     shutdownSignal: shutdownController.signal,
     // Auth, rate limit, "starting", admission: from the headers, before the
     // body is read; Connect answers a refusal in the caller's protocol.
@@ -136,7 +133,6 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       criticality: opts.edge?.criticality ?? propagatedCriticality,
       ...(admission ? { admission } : {}),
     }),
-    contextValues: contexts.contextValues,
     fallback(_req, res) {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
       res.end("not found\n");
@@ -162,6 +158,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         deadline: config.deadline,
         trustCaller: !config.deadline.edge,
         exchange: { req, res },
+        ...(opts.parseTimeout ? { parse: opts.parseTimeout } : {}),
       });
       res.once("close", () => {
         context.dispose();
@@ -186,8 +183,9 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       res.once("close", () => {
         if (--inFlight === 0) drained?.();
       });
-      contexts.register(req, context);
-      adapter(req, res);
+      // Connect gets the request without its timeout header, and the deadline
+      // as the request's signal (connect-adapter.ts).
+      adapter(req, res, context);
     },
   });
 

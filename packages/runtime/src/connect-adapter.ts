@@ -1,0 +1,83 @@
+import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions } from "@connectrpc/connect";
+import { universalRequestFromNodeRequest, universalResponseToNodeResponse, type ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { timeoutHeaders } from "./headers.js";
+import { requestContextValues, type RequestContext } from "./request-context.js";
+
+/** connect-node's own request handler type (its request and response types are not exported by name). */
+type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+type Req = Parameters<NodeHandler>[0];
+type Res = Parameters<NodeHandler>[1];
+
+export interface RpcAdapterOptions extends ConnectRouterOptions {
+  routes: (router: ConnectRouter) => void;
+  /** Answers a path that is no RPC of `routes`. */
+  fallback: NodeHandler;
+}
+
+/** Hands one Node request, with the context serve() built for it, to Connect. */
+export type RpcAdapter = (req: Req, res: Res, context: RequestContext) => void;
+
+/**
+ * connect-node's `connectNodeAdapter`, with the request's deadline handed
+ * over already parsed (docs/architecture.md, "The deadline"): the request
+ * context parsed the timeout header and armed the hop's one timer, so
+ * Connect gets the request without its timeout headers (it neither parses
+ * them again nor arms a second timer) and, as the request's signal, one
+ * that also ends at the context's deadline. The handler's `ctx.signal`
+ * therefore still aborts at the deadline (with the error Connect's own
+ * timer gave it) and when the caller goes away; `ctx.timeoutMs()` is
+ * undefined, the deadline is `requestContext(ctx)`.
+ *
+ * Built from connect-node's public adapter pieces
+ * (`universalRequestFromNodeRequest`, `universalResponseToNodeResponse`),
+ * line for line what `connectNodeAdapter` 2.3.0 does otherwise
+ * (connect-compat.ts, item 6).
+ */
+export function createRpcAdapter(options: RpcAdapterOptions): RpcAdapter {
+  const router = createConnectRouter(options);
+  options.routes(router);
+  const paths = new Map<string, UniversalHandler>();
+  for (const handler of router.handlers) paths.set(handler.requestPath, handler);
+  return (req, res, context) => {
+    const handler = paths.get((req.url ?? "").split("?", 2)[0] ?? "");
+    if (!handler) {
+      options.fallback(req, res);
+      return;
+    }
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, requestContextValues(context));
+    for (const name of timeoutHeaders) uReq.header.delete(name);
+    uReq.signal = endedAtDeadline(uReq.signal, context.deadline);
+    handler(uReq)
+      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .catch((reason: unknown) => {
+        // As connectNodeAdapter: a request aborted by its caller is not a server failure.
+        if (ConnectError.from(reason).code === Code.Aborted) return;
+        console.error(`handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`, reason);
+      });
+  };
+}
+
+/**
+ * A signal that aborts as `callerGone` does (with its reason), or at
+ * `deadline` with the reason Connect's own deadline timer gives
+ * (`createDeadlineSignal`: DEADLINE_EXCEEDED "the operation timed out").
+ * No timer: `deadline` is the request context's.
+ */
+export function endedAtDeadline(callerGone: AbortSignal, deadline: AbortSignal): AbortSignal {
+  const controller = new AbortController();
+  const onCallerGone = () => end(callerGone.reason);
+  const onDeadline = () => end(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+  function end(reason: unknown): void {
+    callerGone.removeEventListener("abort", onCallerGone);
+    deadline.removeEventListener("abort", onDeadline);
+    controller.abort(reason);
+  }
+  if (callerGone.aborted) onCallerGone();
+  else if (deadline.aborted) onDeadline();
+  else {
+    callerGone.addEventListener("abort", onCallerGone, { once: true });
+    deadline.addEventListener("abort", onDeadline, { once: true });
+  }
+  return controller.signal;
+}
