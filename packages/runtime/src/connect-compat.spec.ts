@@ -4,8 +4,11 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import * as path from "node:path";
 import { createRequire } from "node:module";
 import { pino } from "pino";
+import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
+import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 import { checkConnectPatch, connectPatchProblems } from "./connect-compat.js";
 import { ConfigError } from "./config.js";
+import { createRequestContext, maxTimeoutMs, timeoutRefusal } from "./request-context.js";
 
 // Fails the day patches/@connectrpc+connect+<version>.patch no longer applies
 // (a new release, an install that skipped postinstall): each patched behaviour,
@@ -42,4 +45,33 @@ describe("connect-es, as patched (patches/README.md)", () => {
     checkConnectPatch(logger, { NODE_ENV: "production" }); // the installed one: patched, silent
     assert.equal(lines.length, 0);
   });
+});
+
+// Item 6: serve() parses the timeout header itself and hides it from
+// connect-node (connect-adapter.ts), so the request gate writes the refusal
+// connect-node wrote. Fails the day a release words it differently or
+// starts accepting what it refused.
+describe("a deadline Connect would refuse is refused in Connect's words (connect-adapter.ts)", () => {
+  const cases: [protocol: "grpc" | "connect", header: "grpc-timeout" | "connect-timeout-ms", values: string[]][] = [
+    ["grpc", "grpc-timeout", ["abc", "1.5S", "5000", "-1S", "100000000H", "99999999H", "1x", "S", "5 S", "250m", "999u", "3000000000n", "0m"]],
+    ["connect", "connect-timeout-ms", ["soon", "-1", "1e3", "99999999999", "9999999999", "2147483648", "2147483647", "0", "5000"]],
+  ];
+  for (const [protocol, header, values] of cases) {
+    test(`${header}, ${protocol} protocol`, () => {
+      const parse = protocol === "grpc" ? parseGrpcTimeout : parseConnectTimeout;
+      for (const value of values) {
+        const context = createRequestContext({
+          header: (name) => (name === header ? value : undefined),
+          procedure: "/x",
+          arrivedAt: 0,
+          deadline: { defaultMs: 1000, maxMs: 30_000 },
+          trustCaller: true,
+        });
+        context.dispose();
+        const ours = timeoutRefusal(context, protocol);
+        const connects = parse(value, maxTimeoutMs).error;
+        assert.deepEqual([ours?.code, ours?.rawMessage], [connects?.code, connects?.rawMessage], `${header}: ${value}`);
+      }
+    });
+  }
 });

@@ -59,6 +59,30 @@
  *    to retry), a dependency's CANCEL or lost connection is UNAVAILABLE.
  *    Not a workaround any more; listed so nobody looks for one.
  *
+ * 6. Our own Node adapter (connect-adapter.ts `createRpcAdapter`, in place of
+ *    `connectNodeAdapter`): connect-es's protocol handlers parse the timeout
+ *    header themselves (parseTimeout in createHandler) and arm a timer of
+ *    their own for it (createHandlerContext -> createDeadlineSignal), with
+ *    no option to take a deadline already parsed. serve() needs the
+ *    deadline before Connect runs (the request gate queues against it, the
+ *    watchdog answers at it), so without this every hop parsed each header
+ *    twice and armed two timers for one deadline. The adapter, made of
+ *    connect-node's exported pieces (universalRequestFromNodeRequest,
+ *    universalResponseToNodeResponse) and otherwise what connectNodeAdapter
+ *    2.3.0 does, hides the timeout headers from Connect and gives it, as the
+ *    request's signal, one that also ends at the request context's deadline
+ *    (with Connect's own "the operation timed out" DEADLINE_EXCEEDED). The
+ *    costs: `ctx.timeoutMs()` is undefined on serve()'s routes (the deadline
+ *    is `requestContext(ctx)`), and the request gate writes the refusal of a
+ *    malformed or oversized header in Connect's words (request-context.ts
+ *    `timeoutRefusal`; connect-compat.spec.ts compares it with connect-es's
+ *    own parseTimeout, value by value).
+ *    Waits for: a way to hand a connect-es server handler the deadline (an
+ *    absolute deadline or a deadline signal on UniversalServerRequest, or a
+ *    `contextValues`-time hook), to be reported upstream (docs/upstream).
+ *    Can go when: hop-deadline.spec.ts passes with connectNodeAdapter given
+ *    that option.
+ *
  * Removed with the move to 2.3.0: the patch hunk answering a compressed frame
  * without a declared encoding INVALID_ARGUMENT (the gRPC compression spec says
  * INTERNAL, as connect-es does); the hand-written refusals of admission, edge

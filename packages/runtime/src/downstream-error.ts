@@ -1,8 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describesCallersRequest } from "@platform/resilience";
+import { grpcRetryPushbackHeader, retryAfterHeader } from "./headers.js";
 
-/** Response metadata that may cross a hop: the server's pushback hint. */
-const forwardedMetadata = ["retry-after", "grpc-retry-pushback-ms"];
+/** Response metadata that may cross a hop: the server's pushback hint (both of its headers, resilience's pushback.ts). */
+const forwardedMetadata = [retryAfterHeader, grpcRetryPushbackHeader];
 
 export interface DownstreamFailureContext {
   dependency: string;
