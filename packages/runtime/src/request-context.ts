@@ -33,7 +33,7 @@ export interface RequestContext {
   readonly deadlineSource: InboundDeadline["source"];
   /** arrivedAt + timeoutMs, on performance.now()'s scale. */
   readonly deadlineAt: number;
-  /** Milliseconds left before deadlineAt (negative once past): what Connect's `ctx.timeoutMs()` used to say (see `timeoutRefusal`). */
+  /** Milliseconds left before deadlineAt (negative once past). Handlers read it where they would call Connect's `ctx.timeoutMs()`, which is undefined under serve(): Connect is given no timeout header (connect-adapter.ts). */
   remainingMs(): number;
   /**
    * Why a timeout header this request sent cannot be served, by header: not
