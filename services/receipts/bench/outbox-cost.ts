@@ -42,18 +42,17 @@ interface Variant {
   /** The function the order's transaction calls; none: the order alone. */
   enqueue?: "enqueue_receipt" | "enqueue_receipt_as_before";
   tuning?: Partial<QueueTuning>;
+  /** The receipt's bookkeeping statements each in BEGIN + SET LOCAL ... COMMIT, as before (default: one autocommitted statement each). */
+  bookkeepingInTransactions?: boolean;
 }
 
 const before: Partial<QueueTuning> = { localQueueSize: -1, completeJobBatchDelayMs: 0, genericPlans: false };
 const variants: Variant[] = [
   { name: "no outbox (the order alone)" },
-  { name: "outbox as before (migration 001, queue re-plans)", enqueue: "enqueue_receipt_as_before", tuning: before },
-  { name: "outbox as shipped (generic plans in enqueue_receipt and the queue)", enqueue: "enqueue_receipt" },
-  {
-    name: "as shipped + local queue 9, completions batched 20 ms",
-    enqueue: "enqueue_receipt",
-    tuning: { localQueueSize: 9, completeJobBatchDelayMs: 20 },
-  },
+  { name: "before", enqueue: "enqueue_receipt_as_before", tuning: before, bookkeepingInTransactions: true },
+  { name: "generic plans", enqueue: "enqueue_receipt", tuning: { ...before, genericPlans: true }, bookkeepingInTransactions: true },
+  { name: "generic plans + one-statement bookkeeping", enqueue: "enqueue_receipt", tuning: { ...before, genericPlans: true } },
+  { name: "+ local queue 9, completions batched 10 ms", enqueue: "enqueue_receipt", tuning: { localQueueSize: 9, completeJobBatchDelayMs: 10 } },
 ];
 
 /** Migration 001's enqueue_receipt, before migration 003 gave it generic plans. */
@@ -80,18 +79,33 @@ function clockTicksOf(pid: number): number {
   }
 }
 
-/** CPU time (ms) of the postmaster and its children: live ones, and (via cutime) the ones that exited. */
-function postgresCpuMs(postmaster: number): number {
-  let ticks = clockTicksOf(postmaster);
+/**
+ * CPU time (ms) of the postmaster's children by kind: backends by their
+ * user (orders, receipts), background processes by name, and under
+ * "exited" those that ended (autovacuum workers), from the postmaster's cutime.
+ */
+function postgresCpuMs(postmaster: number): Map<string, number> {
+  const byKind = new Map<string, number>([["exited + postmaster", clockTicksOf(postmaster) * 10]]);
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
     try {
       const stat = readFileSync(`/proc/${d}/stat`, "utf8");
       const ppid = Number(stat.split(") ")[1]!.split(" ")[1]);
-      if (ppid === postmaster) ticks += clockTicksOf(Number(d));
+      if (ppid !== postmaster) continue;
+      const title = readFileSync(`/proc/${d}/cmdline`, "utf8").replace(/\0/g, " ");
+      const m = /^postgres: (\S+) \S+ \d/.exec(title) ?? /^postgres: (.*?)\s*$/.exec(title);
+      const kind = m?.[1] ?? "other";
+      byKind.set(kind, (byKind.get(kind) ?? 0) + clockTicksOf(Number(d)) * 10); // USER_HZ = 100
     } catch {}
   }
-  return ticks * 10; // USER_HZ = 100
+  return byKind;
+}
+
+const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+function diff(after: Map<string, number>, before: Map<string, number>): Map<string, number> {
+  const d = new Map<string, number>();
+  for (const [k, v] of after) d.set(k, v - (before.get(k) ?? 0));
+  return d;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -105,6 +119,7 @@ async function main() {
     settings: { shared_preload_libraries: "pg_stat_statements", "pg_stat_statements.track": "all", "pg_stat_statements.max": "5000" },
   });
   const su = new pg.Pool({ connectionString: pgServer.url, max: 2 });
+  su.on("error", () => {});
   const urlAs = (user: string) => pgServer.url.replace("postgres@", `${user}@`);
   try {
     await su.query(`CREATE EXTENSION pg_stat_statements;
@@ -119,6 +134,7 @@ async function main() {
     );
     await receiptsPool.end();
     const ordersPool = new pg.Pool({ connectionString: urlAs("orders"), max: clients });
+    ordersPool.on("error", () => {});
     await ordersPool.query("CREATE TABLE orders.orders (id uuid PRIMARY KEY, customer_id text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())");
 
     console.log(
@@ -128,7 +144,7 @@ async function main() {
     for (const v of variants) {
       const db = createDatabase({ name: "receipts-db", connectionString: urlAs("receipts"), maxConnections: 4, minBudgetMs: 50, logger });
       const sendReceipt = createSendReceipt({
-        store: new ReceiptStore(db),
+        store: new ReceiptStore(v.bookkeepingInTransactions ? { session: (fn) => db.transaction(fn) } : db),
         mailer: { sendReceipt: async (req) => ({ messageId: `m-${req.orderId}`, duplicate: false }) as never },
         schedule: { baseMs: 1000, capMs: 60_000, maxAttempts: 20 },
         jobTimeoutMs: 5000,
@@ -185,7 +201,8 @@ async function main() {
           await sleep(50);
         }
       }
-      const cpuMs = postgresCpuMs(pgServer.pid) - cpuBefore;
+      const cpu = diff(postgresCpuMs(pgServer.pid), cpuBefore);
+      const cpuMs = total(cpu);
       const top = await su.query<{ calls: number; ms: number; query: string }>(
         `SELECT calls::int, total_exec_time AS ms, regexp_replace(query, '\\s+', ' ', 'g') AS query FROM pg_stat_statements
           WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 12`,
@@ -199,6 +216,7 @@ async function main() {
       const line = `${v.name}: PostgreSQL CPU ${(cpuMs / n).toFixed(3)} ms/order, top-level statements ${(all.rows[0]!.ms / n).toFixed(3)} ms/order`;
       results.push(line);
       console.log(line);
+      console.log(`  CPU by process: ${[...cpu].map(([k, ms]) => `${k} ${(ms / n).toFixed(3)}`).join(", ")}`);
       for (const s of top.rows) console.log(`  ${(s.ms / n).toFixed(4)} ms/order  ${(s.calls / n).toFixed(2)} calls/order  ${s.query.slice(0, 150)}`);
       console.log();
       await su.query("TRUNCATE orders.orders").catch(() => {});

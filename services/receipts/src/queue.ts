@@ -13,11 +13,24 @@ export interface Queue {
   stop(): Promise<void>;
 }
 
-/** graphile-worker's batching settings (docs/outbox.md, "What an order's receipt costs the database"). */
+/**
+ * graphile-worker's batching and planning settings (docs/outbox.md, "What
+ * an order's receipt costs the database", has the measurements).
+ */
 export interface QueueTuning {
-  /** Jobs one fetch locks and hands to the runners (graphile-worker's localQueue.size); -1: each runner fetches its own, one at a time. */
+  /**
+   * Jobs one fetch locks and hands to this process's runners
+   * (graphile-worker's localQueue.size); -1: each runner fetches its own,
+   * one at a time. Default: concurrency + 1, graphile-worker's suggested
+   * start. Jobs locked here and not started go back after its ttl (5 min),
+   * or on shutdown, or (process killed) by the heartbeat's release.
+   */
   localQueueSize: number;
-  /** How long completions wait to be written together; 0: no waiting, but those that meet are one statement. */
+  /**
+   * How long completions wait to be written together (one DELETE). A job
+   * stays locked this much longer after it ran; a process killed in that
+   * window runs it again, which the receipt's idempotency absorbs.
+   */
   completeJobBatchDelayMs: number;
   /**
    * The queue's connections plan graphile-worker's prepared statements once
@@ -26,7 +39,11 @@ export interface QueueTuning {
   genericPlans: boolean;
 }
 
-export const defaultTuning: QueueTuning = { localQueueSize: -1, completeJobBatchDelayMs: 0, genericPlans: true };
+export const defaultTuning = (concurrency: number): QueueTuning => ({
+  localQueueSize: concurrency + 1,
+  completeJobBatchDelayMs: 10,
+  genericPlans: true,
+});
 
 /** A runner is dead when its heartbeat is this many intervals old: one late beat is not a death. */
 export const heartbeatsToExpiry = 3;
@@ -65,7 +82,7 @@ export async function startQueue(opts: {
   /** After each heartbeat (tests count them). */
   onHeartbeat?: (released: readonly string[]) => void;
 }): Promise<Queue> {
-  const tuning = { ...defaultTuning, ...opts.tuning };
+  const tuning = { ...defaultTuning(opts.concurrency), ...opts.tuning };
   // One connection per runner, one for LISTEN, one spare for bookkeeping and the heartbeat.
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
@@ -92,8 +109,9 @@ export async function startQueue(opts: {
       // runMain handles SIGTERM and drains; the runner is stopped in onShutdown.
       noHandleSignals: true,
       logger,
-      // Completions and failures go through graphile-worker's batcher (delay 0:
-      // no waiting), whose errors it handles by shutting the runner down, which
+      // Completions and failures go through graphile-worker's batcher (never
+      // -1: completions wait tuning.completeJobBatchDelayMs, failures 0), whose
+      // errors it handles by shutting the runner down, which
       // the loop below restarts. Unbatched, 0.18.0 does not wait on the promise
       // of completeJob/failJob, so a connection lost at that moment became an
       // unhandled rejection that ended the process (the failover test, -m immediate).
