@@ -88,6 +88,8 @@ export async function startQueue(opts: {
     connectionString: opts.connectionString,
     max: opts.concurrency + 2,
     application_name: "receipts-queue",
+    // A startup option: a pooler that refuses startup options (PgBouncer
+    // without ignore_startup_parameters) needs genericPlans off.
     ...(tuning.genericPlans ? { options: "-c plan_cache_mode=force_generic_plan" } : {}),
   });
   pool.on("error", (err) => opts.logger.warn({ err }, "idle queue connection lost"));
