@@ -20,6 +20,8 @@ export interface ReceiptsConfig {
   concurrency: number;
   /** How often the queue looks for jobs whose time came (new jobs arrive by LISTEN/NOTIFY at once). */
   pollIntervalMs: number;
+  /** How often the queue's runner renews its heartbeat and releases the jobs of dead runners (3 missed beats: dead). */
+  heartbeatIntervalMs: number;
   /** One job's deadline: its statements and its call to the mailer. */
   jobTimeoutMs: number;
   /** SendReceiptDeps.pauseAfterFailureMs. */
@@ -59,6 +61,7 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
       mailer: readDependencyConfig(r, "mailer", "http://127.0.0.1:8085", { maxConcurrent: concurrency, minConcurrent: Math.min(2, concurrency), maxQueue: 16 }),
       concurrency,
       pollIntervalMs: r.int("RECEIPTS_POLL_INTERVAL_MS", 1000, { min: 50, max: 60_000 }),
+      heartbeatIntervalMs: r.int("RECEIPTS_HEARTBEAT_INTERVAL_MS", 10_000, { min: 50, max: 600_000 }),
       jobTimeoutMs: r.int("RECEIPTS_JOB_TIMEOUT_MS", 5000, { min: 100, max: 600_000 }),
       // As long as a breaker stays open before its trial call (BREAKER_RESET_MS).
       pauseAfterFailureMs: r.int("RECEIPTS_PAUSE_AFTER_FAILURE_MS", 5000, { min: 0, max: 600_000 }),

@@ -50,6 +50,7 @@ runMain("receipts", async () => {
       connectionString: config.databaseUrl,
       concurrency: config.concurrency,
       pollIntervalMs: config.pollIntervalMs,
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
       sendReceipt,
       logger,
     });

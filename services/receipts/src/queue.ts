@@ -1,15 +1,52 @@
 import type { Database } from "@platform/database";
 import type { Logger as Pino } from "@platform/runtime";
-import { Logger, run, type Runner } from "graphile-worker";
+import { EventEmitter } from "node:events";
+import { Logger, run, type Runner, type WorkerEvents } from "graphile-worker";
 import pg from "pg";
+import { queueSchema } from "./queue-schema.js";
 import { sendReceiptTask } from "./receipt-store.js";
+import { startRunnerHeartbeat } from "./runner-heartbeat.js";
 
-/** The queue's tables and functions live in the service's own schema (migrations/001 says why). */
-export const queueSchema = "receipts";
+export { queueSchema };
 
 export interface Queue {
   stop(): Promise<void>;
 }
+
+/**
+ * graphile-worker's batching and planning settings (docs/outbox.md, "What
+ * an order's receipt costs the database", has the measurements).
+ */
+export interface QueueTuning {
+  /**
+   * Jobs one fetch locks and hands to this process's runners
+   * (graphile-worker's localQueue.size); -1: each runner fetches its own,
+   * one at a time. Default: concurrency + 1, graphile-worker's suggested
+   * start. Jobs locked here and not started go back after its ttl (5 min),
+   * or on shutdown, or (process killed) by the heartbeat's release.
+   */
+  localQueueSize: number;
+  /**
+   * How long completions wait to be written together (one DELETE). A job
+   * stays locked this much longer after it ran; a process killed in that
+   * window runs it again, which the receipt's idempotency absorbs.
+   */
+  completeJobBatchDelayMs: number;
+  /**
+   * The queue's connections plan graphile-worker's prepared statements once
+   * (plan_cache_mode = force_generic_plan) instead of again at each run.
+   */
+  genericPlans: boolean;
+}
+
+export const defaultTuning = (concurrency: number): QueueTuning => ({
+  localQueueSize: concurrency + 1,
+  completeJobBatchDelayMs: 10,
+  genericPlans: true,
+});
+
+/** A runner is dead when its heartbeat is this many intervals old: one late beat is not a death. */
+export const heartbeatsToExpiry = 3;
 
 /** Waits between restarts of a runner that stopped by itself (the database went away for longer than its own retries). */
 const restartDelaysMs = [500, 1000, 2000, 5000, 10_000];
@@ -27,6 +64,11 @@ const restartDelaysMs = [500, 1000, 2000, 5000, 10_000];
  * a growing pause, until `stop()`. Jobs that were running are released by
  * graphile-worker and run again; the receipt's conditional update and the
  * mailer's idempotency key keep each receipt one receipt.
+ *
+ * Jobs that graphile-worker could not release (the process was killed, or
+ * its runner ended with the database away) stay locked by that runner's id
+ * for 4 hours in graphile-worker alone. The heartbeat (runner-heartbeat.ts)
+ * releases them once the runner has missed `heartbeatsToExpiry` beats.
  */
 export async function startQueue(opts: {
   connectionString: string;
@@ -34,33 +76,61 @@ export async function startQueue(opts: {
   pollIntervalMs: number;
   sendReceipt: (payload: unknown) => Promise<unknown>;
   logger: Pino;
+  /** How often this process's runner proves it is alive, and looks for dead runners whose jobs it releases (runner-heartbeat.ts). */
+  heartbeatIntervalMs: number;
+  tuning?: Partial<QueueTuning>;
+  /** After each heartbeat (tests count them). */
+  onHeartbeat?: (released: readonly string[]) => void;
 }): Promise<Queue> {
-  // One connection per runner, one for LISTEN, one spare for bookkeeping.
-  const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.concurrency + 2, application_name: "receipts-queue" });
+  const tuning = { ...defaultTuning(opts.concurrency), ...opts.tuning };
+  // One connection per runner, one for LISTEN, one spare for bookkeeping and the heartbeat.
+  const pool = new pg.Pool({
+    connectionString: opts.connectionString,
+    max: opts.concurrency + 2,
+    application_name: "receipts-queue",
+    // A startup option: a pooler that refuses startup options (PgBouncer
+    // without ignore_startup_parameters) needs genericPlans off.
+    ...(tuning.genericPlans ? { options: "-c plan_cache_mode=force_generic_plan" } : {}),
+  });
   pool.on("error", (err) => opts.logger.warn({ err }, "idle queue connection lost"));
   const levels = { error: "error", warning: "warn", info: "debug", debug: "debug" } as const;
   const logger = new Logger((scope) => (level, message, meta) => opts.logger[levels[level]]({ queue: scope, ...meta }, message));
-  const start = () =>
-    run({
+  // The id graphile-worker locks jobs with: its worker pool's, new at each (re)start.
+  let poolId: string | undefined;
+  const start = () => {
+    const events: WorkerEvents = new EventEmitter();
+    events.on("pool:create", ({ workerPool }) => {
+      poolId = workerPool.id;
+    });
+    return run({
       pgPool: pool,
+      events,
       schema: queueSchema,
       concurrency: opts.concurrency,
       pollInterval: opts.pollIntervalMs,
       // runMain handles SIGTERM and drains; the runner is stopped in onShutdown.
       noHandleSignals: true,
       logger,
-      // Completions and failures go through graphile-worker's batcher (delay 0:
-      // no waiting), whose errors it handles by shutting the runner down, which
+      // Completions and failures go through graphile-worker's batcher (never
+      // -1: completions wait tuning.completeJobBatchDelayMs, failures 0), whose
+      // errors it handles by shutting the runner down, which
       // the loop below restarts. Unbatched, 0.18.0 does not wait on the promise
       // of completeJob/failJob, so a connection lost at that moment became an
       // unhandled rejection that ended the process (the failover test, -m immediate).
-      preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+      preset: {
+        worker: {
+          completeJobBatchDelay: tuning.completeJobBatchDelayMs,
+          failJobBatchDelay: 0,
+          ...(tuning.localQueueSize > 1 ? { localQueue: { size: tuning.localQueueSize } } : {}),
+        },
+      },
       taskList: {
         [sendReceiptTask]: async (payload) => {
           await opts.sendReceipt(payload);
         },
       },
     });
+  };
   let runner: Runner;
   try {
     runner = await start();
@@ -78,6 +148,10 @@ export async function startQueue(opts: {
         (e: unknown) => e,
       );
       if (stopped) return;
+      // Its jobs may still be locked (the database went away before it could
+      // release them): stop beating for it, so that they are released once
+      // its row expires (runner-heartbeat.ts), by this process or another.
+      poolId = undefined;
       const delayMs = restartDelaysMs[Math.min(restarts, restartDelaysMs.length - 1)]!;
       opts.logger.warn({ err: ended, delayMs }, "the queue's runner stopped by itself; starting it again");
       await new Promise<void>((resolve) => {
@@ -101,12 +175,22 @@ export async function startQueue(opts: {
     }
   };
   const supervised = supervise();
+  const heartbeat = startRunnerHeartbeat({
+    db: pool,
+    currentPoolId: () => poolId,
+    intervalMs: opts.heartbeatIntervalMs,
+    expiryMs: heartbeatsToExpiry * opts.heartbeatIntervalMs,
+    logger: opts.logger,
+    onTick: opts.onHeartbeat,
+  });
   return {
     async stop() {
       stopped = true;
       wake?.();
       await runner.stop().catch(() => {});
       await supervised;
+      // The runner released its jobs as it stopped: its row can go.
+      await heartbeat.stop(poolId);
       await pool.end();
     },
   };
