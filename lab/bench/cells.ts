@@ -11,6 +11,12 @@ export type Service = "gateway" | "checkout" | "orders" | "pricing";
 /** Innermost first: the order in which hops add up. */
 export const hopOrder: readonly Service[] = ["pricing", "orders", "checkout", "gateway"];
 
+/** Off the request path, but doing each order's outbox work (the receipt's job and the mail) on both chains. */
+export type OutboxService = "receipts" | "mailer";
+/** Every process whose CPU the bench counts per request (with PostgreSQL). */
+export type CountedService = Service | OutboxService;
+export const countedServices: readonly CountedService[] = [...hopOrder, "receipts", "mailer"];
+
 export type Method = "PlaceOrder" | "ListProducts" | "GetOrder";
 export const methods: readonly Method[] = ["PlaceOrder", "ListProducts", "GetOrder"];
 

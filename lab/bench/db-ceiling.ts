@@ -3,15 +3,26 @@
  * transaction for transaction, sent straight from a pg pool (a pgbench-like
  * loop in Node). Whatever the chains reach per second is a fraction of this.
  *
- *   1. orders: is the idempotency key known?       (BEGIN READ ONLY; SELECT; COMMIT)
- *   2. pricing: prices of the order's SKUs          (BEGIN READ ONLY; SELECT; COMMIT)
- *   3. orders: store order, lines, idempotency key  (BEGIN; DELETE; INSERT x3; COMMIT)
+ *   1. pricing: prices of the order's SKUs   (BEGIN READ ONLY; SET LOCAL statement_timeout / SELECT / COMMIT)
+ *   2. orders: order, lines, idempotency record and the receipt's job, one
+ *      statement (services/orders/src/order-statements.ts)
+ *                                            (BEGIN; SET LOCAL statement_timeout / INSERT ... enqueue_receipt / COMMIT)
+ *
+ * It runs on the plain chain's database (lab/plain-chain/plain-database.ts),
+ * whose receipts worker works the jobs it queues as it does the plain
+ * chain's: the outbox's work in PostgreSQL (taking the job, the receipt's
+ * two updates, completing the job) is part of the ceiling, as it is part of
+ * every order on both chains.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import pg from "pg";
+import { insertOrderStatement } from "../../services/orders/src/order-statements.js";
 
-async function tx<T>(client: pg.PoolClient, begin: string, fn: () => Promise<T>): Promise<T> {
-  await client.query(begin);
+/** What the services' transactions send with BEGIN (packages/database tx.ts); the value is a deadline's remaining time. */
+const statementTimeoutMs = 4995;
+
+async function tx<T>(client: pg.PoolClient, readOnly: boolean, fn: () => Promise<T>): Promise<T> {
+  await client.query(`BEGIN${readOnly ? " READ ONLY" : ""}; SET LOCAL statement_timeout = ${statementTimeoutMs}`);
   try {
     const r = await fn();
     await client.query("COMMIT");
@@ -41,12 +52,9 @@ export async function placeOrderStatements(pool: pg.Pool, customerId: string, it
       c.release();
     }
   };
-  await run((c) =>
-    tx(c, "BEGIN READ ONLY", () => c.query("SELECT request_hash, response FROM orders.idempotency_records WHERE key = $1 AND expires_at >= now()", [key])),
-  );
-  const skus = items.map((i) => i.sku);
+  const skus = [...new Set(items.map((i) => i.sku))];
   const prices = await run((c) =>
-    tx(c, "BEGIN READ ONLY", () =>
+    tx(c, true, () =>
       c.query<{ sku: string; name: string; currency_code: string; unit_price_minor: string }>(
         "SELECT sku, name, currency_code, unit_price_minor FROM pricing.products WHERE sku = ANY($1::text[])",
         [skus],
@@ -61,35 +69,29 @@ export async function placeOrderStatements(pool: pg.Pool, customerId: string, it
   });
   const total = lines.reduce((s, l) => s + l.line, 0n);
   const currency = lines[0]?.currency ?? "USD";
+  const hash = createHash("sha256")
+    .update(JSON.stringify([customerId, items.map((i) => [i.sku, i.quantity])]))
+    .digest("hex");
   await run((c) =>
-    tx(c, "BEGIN", async () => {
-      await c.query("DELETE FROM orders.idempotency_records WHERE key = $1 AND expires_at < now()", [key]);
-      await c.query(
-        `INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor)
-         VALUES ($1, $2, 'PLACED', $3, $4) RETURNING created_at`,
-        [orderId, customerId, currency, total.toString()],
-      );
-      await c.query(
-        `INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-         SELECT $1, n, sku, name, qty, cur, unit, line
-           FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::bigint[])
-                WITH ORDINALITY AS t(sku, name, qty, cur, unit, line, n)`,
-        [
-          orderId,
-          lines.map((l) => l.sku),
-          lines.map((l) => l.name),
-          lines.map((l) => l.quantity),
-          lines.map((l) => l.currency),
-          lines.map((l) => l.unit.toString()),
-          lines.map((l) => l.line.toString()),
-        ],
-      );
-      // The stored response is the serialized order in the services; a blob of that size here.
-      await c.query(
-        `INSERT INTO orders.idempotency_records (key, request_hash, order_id, response, expires_at)
-         VALUES ($1, $2, $3, $4, now() + make_interval(hours => $5))`,
-        [key, "0".repeat(64), orderId, Buffer.alloc(200, 1), 24],
-      );
-    }),
+    tx(c, false, () =>
+      c.query(insertOrderStatement, [
+        orderId,
+        customerId,
+        currency,
+        total.toString(),
+        new Date(),
+        lines.map((l) => l.sku),
+        lines.map((l) => l.name),
+        lines.map((l) => l.quantity),
+        lines.map((l) => l.currency),
+        lines.map((l) => l.unit.toString()),
+        lines.map((l) => l.line.toString()),
+        key,
+        hash,
+        // The stored response is the serialized order in the services; a blob of that size here.
+        Buffer.alloc(200, 1),
+        24,
+      ]),
+    ),
   );
 }

@@ -115,9 +115,13 @@ async function run(leg: LegSpec, targets: Targets): Promise<LegResult> {
   const end = t0 + leg.durationMs;
   const hardEnd = t0 + Math.max(leg.durationMs, leg.maxDurationMs);
   let lastAnswer = t0;
+  // With an alternate, each target gets at least one block even past the hard end: on a machine
+  // slow enough that the first block outlasts it, the second target would otherwise get no request
+  // at all and the pair could not be compared (seen with 1.9 of 2 cores busy elsewhere).
+  const firstBlocks = targets.length > 1 ? alternateBlock * targets.length : 0;
   const more = () => {
     const now = performance.now();
-    return started < leg.maxRequests && now < hardEnd && (now < end || started < leg.minRequests);
+    return started < leg.maxRequests && (started < firstBlocks || (now < hardEnd && (now < end || started < leg.minRequests)));
   };
   const user = async () => {
     while (more()) {

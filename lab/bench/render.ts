@@ -1,6 +1,6 @@
 /** The bench's tables: plain text for the terminal, markdown for docs/bench/results.md. */
 import { renderTable } from "../report/table.js";
-import { hopOrder, type Service } from "./cells.js";
+import { countedServices, hopOrder, type CountedService } from "./cells.js";
 import type { BenchSummary, CellSummary } from "./summarize.js";
 
 const f = (x: number, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : "-");
@@ -33,7 +33,7 @@ function hopRows(s: BenchSummary): string[][] {
 }
 
 function cpuRows(s: BenchSummary): string[][] {
-  const cols: Array<Service | "postgres"> = [...[...hopOrder].reverse(), "postgres"];
+  const cols: Array<CountedService | "postgres"> = [...[...hopOrder].reverse(), "receipts", "mailer", "postgres"];
   const rows = [["CPU ms per request (gRPC, high concurrency)", "chain", ...cols]];
   for (const c of s.cells.filter((x) => x.method && x.protocol === "grpc-h2c" && x.concurrency > 1)) {
     for (const system of ["platform", "plain"] as const) rows.push([c.method!, system, ...cols.map((k) => f(c[system].cpuMsPerRequest[k] ?? Number.NaN, 2))]);
@@ -42,7 +42,7 @@ function cpuRows(s: BenchSummary): string[][] {
 }
 
 function memoryRows(s: BenchSummary): string[][] {
-  const cols = [...hopOrder].reverse();
+  const cols = countedServices.toReversed();
   const rows = [["resident memory MiB (now / peak)", ...cols]];
   for (const system of ["platform", "plain"] as const) {
     rows.push([

@@ -7,7 +7,7 @@
  * one-client protocol cells of a method alternating in one leg (see
  * cells.ts). Returns raw legs; summarize.ts turns them into ratios.
  */
-import { benchMeasurements, hopOrder, type Cell, type Measurement, type Service, type System } from "./cells.js";
+import { benchMeasurements, countedServices, type Cell, type CountedService, type Measurement, type System } from "./cells.js";
 import type { LegResult, LegSpec, TargetResult } from "./leg.js";
 import { LoadWorker } from "./load-worker-client.js";
 import { ProcessTreeCpu, cpuMs, machineBusyMs, memory, type Memory } from "./proc-stats.js";
@@ -30,7 +30,7 @@ export interface BenchOptions {
   log: (line: string) => void;
 }
 
-export type CpuSample = Partial<Record<Service | "postgres", number>>;
+export type CpuSample = Partial<Record<CountedService | "postgres", number>>;
 
 /** One cell's part of one leg. */
 export interface LegRecord extends TargetResult {
@@ -52,7 +52,7 @@ export interface BenchRun {
   cells: Cell[];
   legs: LegRecord[];
   /** Resident memory of every service after the last round. */
-  memory: Record<System, Partial<Record<Service, Memory>>>;
+  memory: Record<System, Partial<Record<CountedService, Memory>>>;
   startedAt: string;
   durationSec: number;
 }
@@ -71,14 +71,14 @@ const maxStretch = 4;
 
 function cpuNow(sys: Systems, postgres: ProcessTreeCpu, system: System | "db"): CpuSample {
   const sample: CpuSample = { postgres: postgres.totalMs() };
-  if (system !== "db") for (const s of hopOrder) sample[s] = cpuMs(sys.pid(system, s));
+  if (system !== "db") for (const s of countedServices) sample[s] = cpuMs(sys.pid(system, s));
   return sample;
 }
 
 /** Everything the bench runs: both chains, the database, the load worker, this process. */
 function ownCpuMs(sys: Systems, postgres: ProcessTreeCpu, worker: LoadWorker): number {
   let total = postgres.totalMs() + cpuMs(worker.pid) + cpuMs(process.pid);
-  for (const system of ["platform", "plain"] as const) for (const s of hopOrder) total += cpuMs(sys.pid(system, s));
+  for (const system of ["platform", "plain"] as const) for (const s of countedServices) total += cpuMs(sys.pid(system, s));
   return total;
 }
 
@@ -133,6 +133,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       const before = cpuNow(sys, postgres, system);
       const foreignBefore = machineBusyMs() - ownCpuMs(sys, postgres, worker);
       const result = await worker.go(full);
+      // The receipts the leg queued are its work too: the CPU sample waits for the worker to send them,
+      // and the next leg does not start with this one's backlog.
+      await sys.drainReceipts(system);
       const foreignCpuMs = Math.max(0, machineBusyMs() - ownCpuMs(sys, postgres, worker) - foreignBefore);
       const after = cpuNow(sys, postgres, system);
       return splitByCell(result, cellIds).map(({ cellId, part, elapsedMs, share }) => ({
@@ -193,7 +196,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
             round,
             "db",
             [ceilingCellId(concurrency)],
-            { target: { kind: "db", databaseUrl: sys.databaseUrl }, operation: "db.PlaceOrderStatements", concurrency },
+            { target: { kind: "db", databaseUrl: sys.ceilingDatabaseUrl }, operation: "db.PlaceOrderStatements", concurrency },
             opts.seconds,
           );
           legs.push(...ls);
@@ -204,7 +207,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
 
     const mem = { platform: {}, plain: {} } as BenchRun["memory"];
     for (const system of ["platform", "plain"] as const) {
-      for (const s of hopOrder) {
+      for (const s of countedServices) {
         const m = memory(sys.pid(system, s));
         if (m) mem[system][s] = m;
       }

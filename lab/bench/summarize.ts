@@ -4,7 +4,7 @@
  * slow drift cancels); latency percentiles pool every round's samples.
  */
 import { median, percentile, sum } from "../stats.js";
-import { gatewayCellId, hopCellId, hopOrder, methods, type Method, type Service, type System } from "./cells.js";
+import { countedServices, gatewayCellId, hopCellId, hopOrder, methods, type CountedService, type Method, type Service, type System } from "./cells.js";
 import { protocols, type Protocol } from "./leg.js";
 import { ceilingCellId, type BenchRun, type LegRecord } from "./run-bench.js";
 import type { Memory } from "./proc-stats.js";
@@ -18,7 +18,7 @@ export interface SideStats {
   failureSamples: Record<string, string>;
   requests: number;
   /** CPU ms per successful request, by process. */
-  cpuMsPerRequest: Partial<Record<Service | "postgres", number>>;
+  cpuMsPerRequest: Partial<Record<CountedService | "postgres", number>>;
 }
 
 export interface CellSummary {
@@ -89,7 +89,7 @@ function side(legs: LegRecord[]): SideStats {
   const requests = sum(legs.map((l) => l.succeeded));
   const latencies = legs.flatMap((l) => l.latenciesMs);
   const cpuMsPerRequest: SideStats["cpuMsPerRequest"] = {};
-  for (const k of [...hopOrder, "postgres"] as const) {
+  for (const k of [...countedServices, "postgres"] as const) {
     const total = sum(legs.map((l) => l.cpuMs[k] ?? 0));
     if (legs.some((l) => l.cpuMs[k] !== undefined)) cpuMsPerRequest[k] = requests > 0 ? total / requests : Number.NaN;
   }
@@ -171,7 +171,7 @@ export function summarize(run: BenchRun): BenchSummary {
     hops,
     ceiling,
     protocols: protocolRatios,
-    memory: run.memory as Record<System, Partial<Record<Service, Memory>>>,
+    memory: run.memory as Record<System, Partial<Record<CountedService, Memory>>>,
     concurrency: run.options.concurrency,
     foreignCores: sum(measured.map((l) => l.foreignCpuMs)) / sum(measured.map((l) => l.elapsedMs)),
   };

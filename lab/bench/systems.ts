@@ -11,15 +11,18 @@ import { join } from "node:path";
 import pg from "pg";
 import { startPlainChain, type PlainChain } from "../plain-chain/start-plain-chain.js";
 import { startLabPlatform, type LabPlatform } from "../platform/lab-platform.js";
-import type { Cell, Service, System } from "./cells.js";
+import type { Cell, CountedService, System } from "./cells.js";
 import type { Protocol, Target } from "./leg.js";
 import { parentPid } from "./proc-stats.js";
 
 export interface Systems {
-  databaseUrl: string;
+  /** Where the database ceiling runs: the plain chain's database, whose receipts worker works its jobs (db-ceiling.ts). */
+  ceilingDatabaseUrl: string;
   /** The postmaster: its process tree's CPU is the database's. */
   postgresPid: number;
-  pid(system: System, service: Service): number | undefined;
+  pid(system: System, service: CountedService): number | undefined;
+  /** Resolves once the receipts queue of that chain ("db": the ceiling's, the plain chain's) is empty, or after `drainTimeoutMs`. */
+  drainReceipts(system: System | "db"): Promise<void>;
   target(system: System, cell: Cell): Target;
   close(): Promise<void>;
 }
@@ -37,6 +40,26 @@ async function postmasterPid(databaseUrl: string): Promise<number> {
   }
 }
 
+/** Longest wait for a chain's receipts to be sent after a leg: a backlog longer than this spills into the next leg. */
+const drainTimeoutMs = 30_000;
+
+/** Watches one database's receipts queue (graphile-worker's jobs table in the receipts schema). */
+function queueWatch(databaseUrl: string): { drained(): Promise<void>; close(): Promise<void> } {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, application_name: "bench-queue-watch" });
+  pool.on("error", () => {});
+  return {
+    async drained() {
+      const until = performance.now() + drainTimeoutMs;
+      while (performance.now() < until) {
+        const r = await pool.query<{ empty: boolean }>("SELECT NOT EXISTS (SELECT 1 FROM receipts._private_jobs) AS empty");
+        if (r.rows[0]?.empty) return;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
 /** `platformLogLevel`: "shipped" (the services' default, one line per request) unless an experiment asks otherwise. */
 export async function startSystems(log: (line: string) => void, platformLogLevel = "shipped"): Promise<Systems> {
   const platform: LabPlatform = await startLabPlatform("platform", {
@@ -51,10 +74,11 @@ export async function startSystems(log: (line: string) => void, platformLogLevel
     log(`plain chain ready: gateway ${plain.gatewayHttp1Url} (HTTP/1.1) and ${plain.gatewayH2cUrl} (h2c)`);
     const postgresPid = await postmasterPid(platform.databaseUrl);
     const p = plain;
+    const queues = { platform: queueWatch(platform.databaseUrl), plain: queueWatch(p.databaseUrl) };
     const gatewayUrl = (system: System, protocol: Protocol) =>
       system === "platform" ? platform.gatewayUrl : protocol === "grpc-h2c" ? p.gatewayH2cUrl : p.gatewayHttp1Url;
     return {
-      databaseUrl: platform.databaseUrl,
+      ceilingDatabaseUrl: p.databaseUrl,
       postgresPid,
       pid: (system, service) => (system === "platform" ? platform.services[service].process.pid : p.pid(service)),
       target(system, cell) {
@@ -63,7 +87,9 @@ export async function startSystems(log: (line: string) => void, platformLogLevel
         // Called directly, checkout gets the key the gateway would have added.
         return { kind: "rpc", baseUrl, protocol: cell.protocol, idempotencyHeader: cell.service === "checkout" };
       },
+      drainReceipts: (system) => queues[system === "db" ? "plain" : system].drained(),
       async close() {
+        await Promise.all([queues.platform.close(), queues.plain.close()]);
         await p.stop();
         await platform.close();
         rmSync(plainLogs, { recursive: true, force: true });

@@ -1,9 +1,10 @@
 /**
  * Plain orders: the same work per call as services/orders (prices from
- * pricing outside any transaction, then order, lines and idempotency record
+ * pricing outside any transaction, then order, lines, idempotency record
+ * and the receipt's job (receipts.enqueue_receipt, worked by ./receipts.ts)
  * in one statement of one transaction; the key is looked up only when that
  * statement finds it taken), with the statements of
- * services/orders/src/order-store.ts. Serves gRPC on h2c (PORT); calls
+ * services/orders/src/order-statements.ts. Serves gRPC on h2c (PORT); calls
  * pricing at PRICING_URL.
  */
 import { randomUUID, createHash } from "node:crypto";
@@ -12,6 +13,7 @@ import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { type commonV1, ordersV1, pricingV1 } from "@platform/proto";
 import type pg from "pg";
 import { closer, grpcClient, portEnv, requiredEnv, runPlainService, serveH2c } from "./plain-runtime.js";
+import { getOrderStatement, insertOrderStatement } from "../../services/orders/src/order-statements.js";
 import { plainPool, transaction } from "./plain-transaction.js";
 
 const retentionHours = 24;
@@ -60,45 +62,29 @@ async function findByKey(pool: pg.Pool, key: string): Promise<{ hash: string; or
 /** The order as stored, or undefined when a live record holds the key (nothing kept). */
 async function insert(pool: pg.Pool, order: ordersV1.Order, key: string, hash: string): Promise<ordersV1.Order | undefined> {
   const createdAt = new Date();
-  const stored = create(ordersV1.OrderSchema, { ...order, createdAt: createdAt.toISOString() });
+  const stored = create(ordersV1.OrderSchema, {
+    ...order,
+    createdAt: createdAt.toISOString(),
+    receipt: create(ordersV1.ReceiptSchema, { state: ordersV1.ReceiptState.PENDING, attempts: 0 }),
+  });
   return transaction(pool, async (c) => {
-    const r = await c.query<{ stored: boolean }>(
-      `WITH o AS (
-         INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
-         VALUES ($1, $2, 'PLACED', $3, $4, $5)
-       ), i AS (
-         INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-         SELECT $1, n, sku, name, qty, cur, unit, line
-           FROM unnest($6::text[], $7::text[], $8::int[], $9::text[], $10::bigint[], $11::bigint[])
-                WITH ORDINALITY AS t(sku, name, qty, cur, unit, line, n)
-       ), k AS (
-         INSERT INTO orders.idempotency_records AS r (key, request_hash, order_id, response, expires_at)
-         SELECT $12::text, $13, $1, $14, now() + make_interval(hours => $15) WHERE $12::text <> ''
-         ON CONFLICT (key) DO UPDATE
-           SET request_hash = excluded.request_hash, order_id = excluded.order_id, response = excluded.response,
-               created_at = now(), expires_at = excluded.expires_at
-           WHERE r.expires_at < now()
-         RETURNING 1
-       )
-       SELECT $12::text = '' OR EXISTS (SELECT 1 FROM k) AS stored`,
-      [
-        order.id,
-        order.customerId,
-        order.total!.currencyCode,
-        order.total!.amountMinor.toString(),
-        createdAt,
-        order.items.map((i) => i.sku),
-        order.items.map((i) => i.name),
-        order.items.map((i) => i.quantity),
-        order.items.map((i) => i.unitPrice!.currencyCode),
-        order.items.map((i) => i.unitPrice!.amountMinor.toString()),
-        order.items.map((i) => i.lineTotal!.amountMinor.toString()),
-        key,
-        hash,
-        Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
-        retentionHours,
-      ],
-    );
+    const r = await c.query<{ stored: boolean }>(insertOrderStatement, [
+      order.id,
+      order.customerId,
+      order.total!.currencyCode,
+      order.total!.amountMinor.toString(),
+      createdAt,
+      order.items.map((i) => i.sku),
+      order.items.map((i) => i.name),
+      order.items.map((i) => i.quantity),
+      order.items.map((i) => i.unitPrice!.currencyCode),
+      order.items.map((i) => i.unitPrice!.amountMinor.toString()),
+      order.items.map((i) => i.lineTotal!.amountMinor.toString()),
+      key,
+      hash,
+      Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
+      retentionHours,
+    ]);
     if (r.rows[0]!.stored) return stored;
     throw new KeyTaken();
   }).catch((e: unknown) => {
@@ -121,20 +107,21 @@ interface OrderLineRow {
   line_currency_code: string;
   unit_price_minor: string;
   line_total_minor: string;
+  receipt_state: "pending" | "sent" | "failed" | null;
+  receipt_attempts: number | null;
 }
+
+const receiptStates = {
+  pending: ordersV1.ReceiptState.PENDING,
+  sent: ordersV1.ReceiptState.SENT,
+  failed: ordersV1.ReceiptState.FAILED,
+} as const;
 
 async function getOrder(pool: pg.Pool, id: string): Promise<ordersV1.Order | undefined> {
   return transaction(
     pool,
     async (c) => {
-      const r = await c.query<OrderLineRow>(
-        `SELECT o.id, o.customer_id, o.currency_code, o.total_minor, o.created_at,
-                i.sku, i.name, i.quantity, i.currency_code AS line_currency_code, i.unit_price_minor, i.line_total_minor
-           FROM orders.orders o JOIN orders.order_items i ON i.order_id = o.id
-          WHERE o.id = $1
-          ORDER BY i.line_no`,
-        [id],
-      );
+      const r = await c.query<OrderLineRow>(getOrderStatement, [id]);
       const row = r.rows[0];
       if (!row) return undefined;
       return create(ordersV1.OrderSchema, {
@@ -143,6 +130,7 @@ async function getOrder(pool: pg.Pool, id: string): Promise<ordersV1.Order | und
         status: ordersV1.OrderStatus.PLACED,
         total: { currencyCode: row.currency_code, amountMinor: BigInt(row.total_minor) },
         createdAt: row.created_at.toISOString(),
+        ...(row.receipt_state === null ? {} : { receipt: { state: receiptStates[row.receipt_state], attempts: row.receipt_attempts ?? 0 } }),
         items: r.rows.map((i) => ({
           sku: i.sku,
           name: i.name,

@@ -1,17 +1,20 @@
 /**
- * Starts the plain Connect chain (this folder) as four processes, supervised
+ * Starts the plain Connect chain (this folder) as six processes, supervised
  * like the platform's (ServiceProcess from @platform/launcher), on free
- * loopback ports, against the platform's database: pricing and orders
- * connect as the platform's roles for those schemas (created by
- * startPlatform), so the same tables, the same privileges.
+ * loopback ports, on a database of its own on the platform's PostgreSQL
+ * server (plain-database.ts): the platform's roles, schemas and migrations,
+ * so the same tables, the same privileges, the same statements, and a
+ * receipts queue that only the plain receipts worker works.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { findFreePort } from "@platform/embedded-postgres";
 import { ServiceProcess } from "@platform/launcher";
+import { plainDatabaseUrl, preparePlainDatabase } from "./plain-database.js";
 
-export const plainServiceNames = ["pricing", "orders", "checkout", "gateway"] as const;
+/** Start order; the receipts worker and its mailer are off the request path but do each order's outbox work. */
+export const plainServiceNames = ["mailer", "receipts", "pricing", "orders", "checkout", "gateway"] as const;
 export type PlainServiceName = (typeof plainServiceNames)[number];
 
 export interface PlainChain {
@@ -19,33 +22,30 @@ export interface PlainChain {
   gatewayHttp1Url: string;
   /** h2c (gRPC, Connect, gRPC-Web). */
   gatewayH2cUrl: string;
-  /** Each service's h2c address (the gateway's: its h2c port). */
-  urls: Record<PlainServiceName, string>;
+  /** The plain chain's own database (superuser), for the bench's database ceiling. */
+  databaseUrl: string;
+  /** Each service's h2c address (the gateway's: its h2c port). The receipts worker serves nothing. */
+  urls: Record<Exclude<PlainServiceName, "receipts">, string>;
   pid(name: PlainServiceName): number | undefined;
   stop(): Promise<void>;
 }
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 
-/** The platform's role for a schema: the superuser URL with that user and no password (embedded PostgreSQL trusts loopback). */
-function roleUrl(superuserUrl: string, role: string): string {
-  const u = new URL(superuserUrl);
-  u.username = role;
-  u.password = "";
-  return u.toString();
-}
-
 export async function startPlainChain(opts: { databaseUrl: string; logDir: string; host?: string; readyTimeoutMs?: number }): Promise<PlainChain> {
   const host = opts.host ?? "127.0.0.1";
   mkdirSync(opts.logDir, { recursive: true });
   const port = {} as Record<PlainServiceName, number>;
-  for (const name of plainServiceNames) port[name] = await findFreePort(host);
+  for (const name of plainServiceNames) if (name !== "receipts") port[name] = await findFreePort(host);
   const gatewayH2cPort = await findFreePort(host);
   const url = (p: number) => `http://${host}:${p}`;
-  const common = { HOST: host, PRICING_URL: url(port.pricing), ORDERS_URL: url(port.orders), CHECKOUT_URL: url(port.checkout) };
+  const roleUrls = await preparePlainDatabase(opts.databaseUrl);
+  const common = { HOST: host, PRICING_URL: url(port.pricing), ORDERS_URL: url(port.orders), CHECKOUT_URL: url(port.checkout), MAILER_URL: url(port.mailer) };
   const env: Record<PlainServiceName, Record<string, string>> = {
-    pricing: { ...common, PORT: String(port.pricing), DATABASE_URL: roleUrl(opts.databaseUrl, "pricing") },
-    orders: { ...common, PORT: String(port.orders), DATABASE_URL: roleUrl(opts.databaseUrl, "orders") },
+    mailer: { ...common, PORT: String(port.mailer) },
+    receipts: { ...common, DATABASE_URL: roleUrls.receipts },
+    pricing: { ...common, PORT: String(port.pricing), DATABASE_URL: roleUrls.pricing },
+    orders: { ...common, PORT: String(port.orders), DATABASE_URL: roleUrls.orders },
     checkout: { ...common, PORT: String(port.checkout) },
     gateway: { ...common, PORT: String(port.gateway), H2C_PORT: String(gatewayH2cPort) },
   };
@@ -68,7 +68,14 @@ export async function startPlainChain(opts: { databaseUrl: string; logDir: strin
   return {
     gatewayHttp1Url: url(port.gateway),
     gatewayH2cUrl: url(gatewayH2cPort),
-    urls: { pricing: url(port.pricing), orders: url(port.orders), checkout: url(port.checkout), gateway: url(gatewayH2cPort) },
+    databaseUrl: plainDatabaseUrl(opts.databaseUrl),
+    urls: {
+      mailer: url(port.mailer),
+      pricing: url(port.pricing),
+      orders: url(port.orders),
+      checkout: url(port.checkout),
+      gateway: url(gatewayH2cPort),
+    },
     pid: (name) => processes[name].pid,
     stop,
   };

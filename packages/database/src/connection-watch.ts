@@ -175,6 +175,8 @@ export interface DatabaseLogger {
    * request that caused it (the storm lab counts attempts per request).
    */
   debug?(obj: object, msg: string): void;
+  /** pino's: when it says debug is off, the debug line's object is not built at all. */
+  isLevelEnabled?(level: string): boolean;
 }
 
 /**

@@ -212,7 +212,9 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
       await tx.rollback();
       throw toConnectError(err, name, scope);
     } finally {
-      if (begun) opts.logger?.debug?.({ db: name, requestId: scope.requestId, outcome }, "db transaction");
+      // Guarded: the line's object would be built for every transaction, and debug is off by default.
+      if (begun && opts.logger?.debug && opts.logger.isLevelEnabled?.("debug") !== false)
+        opts.logger.debug({ db: name, requestId: scope.requestId, outcome }, "db transaction");
       tx.release();
       slots.release();
     }

@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
+import { ProxyTracerProvider, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
 import { type CallScope, scopeTelemetry } from "@platform/resilience";
 import type { StatementOutcome } from "./metrics.js";
 
@@ -29,6 +29,20 @@ export function statementTarget(connectionString: string, fallbackNamespace: str
   }
 }
 
+/** What the global tracer provider delegates to when none was registered. */
+const noTracerProvider = new ProxyTracerProvider().getDelegate();
+
+/**
+ * Whether a tracer provider is registered (the service exports spans). A
+ * statement span has no child and is passed to no one, so without one it
+ * would be a non-recording span that records nothing: it is not made
+ * (docs/performance.md).
+ */
+function spansRecorded(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== noTracerProvider;
+}
+
 /**
  * A span per statement, parented on the request's server span (a no-op
  * unless tracing is on). The text is the parameterised statement, so
@@ -37,7 +51,8 @@ export function statementTarget(connectionString: string, fallbackNamespace: str
  * deadline left when the statement started: the number that explains a
  * cancelled statement.
  */
-export function startStatementSpan(scope: CallScope, dependency: string, target: StatementTarget, text: string, remainingMs: number): Span {
+export function startStatementSpan(scope: CallScope, dependency: string, target: StatementTarget, text: string, remainingMs: number): Span | undefined {
+  if (!spansRecorded()) return undefined;
   const parent = (scopeTelemetry(scope) as Context | undefined) ?? ROOT_CONTEXT;
   const operation = text.trim().split(/\s+/, 1)[0]?.toUpperCase() || "QUERY";
   return trace.getTracer("@platform/database").startSpan(
@@ -60,7 +75,8 @@ export function startStatementSpan(scope: CallScope, dependency: string, target:
 }
 
 /** Ends a statement span with its outcome; a failed statement records its SQLSTATE. */
-export function endStatementSpan(span: Span, outcome: StatementOutcome, error: unknown): void {
+export function endStatementSpan(span: Span | undefined, outcome: StatementOutcome, error: unknown): void {
+  if (!span) return;
   if (outcome !== "ok") {
     const sqlState = (error as { code?: unknown } | undefined)?.code;
     if (typeof sqlState === "string" && /^[0-9A-Z]{5}$/.test(sqlState)) span.setAttribute("db.response.status_code", sqlState);

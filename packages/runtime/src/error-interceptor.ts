@@ -13,17 +13,22 @@ import { requestContext } from "./request-context.js";
  * as what ended it.
  */
 export function errorInterceptor(opts: { logger: Logger }): Interceptor {
-  return (next) => async (req) => {
+  // Promise callbacks rather than an async function: one promise and microtask less per request.
+  return (next) => (req) => {
+    let pending: ReturnType<typeof next>;
     try {
-      return await next(req);
+      pending = next(req);
     } catch (e) {
-      if (e instanceof ConnectError) return Promise.reject(freshError(e));
+      pending = Promise.reject(e);
+    }
+    return pending.catch((e: unknown) => {
+      if (e instanceof ConnectError) throw freshError(e);
       const scope = currentScope();
       if (scope?.signal.aborted) throw scopeEndedError(scope);
       const requestId = requestContext({ values: req.contextValues })?.requestId ?? scope?.requestId ?? "unknown";
       opts.logger.error({ err: e, procedure: `/${req.service.typeName}/${req.method.name}`, requestId }, "unexpected error in handler");
       throw new ConnectError(`internal error (request id ${requestId})`, Code.Internal);
-    }
+    });
   };
 }
 

@@ -31,7 +31,8 @@ export function createLogger(service: string, level: string): Logger {
       formatters: { level: (label) => ({ level: label }) },
       // A line written while a request is being handled names its trace
       // (trace_id, span_id), so logs and traces can be joined.
-      mixin: () => traceFields(currentScope()),
+      // A line that names its trace already (the request's own line) is not looked up twice.
+      mixin: (line: object) => ("trace_id" in line ? {} : traceFields(currentScope())),
     },
     destination,
   );

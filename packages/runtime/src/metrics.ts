@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, register } from "prom-client";
+import { cellsOf } from "./metric-cells.js";
 
 /**
  * Every process exports one Prometheus registry (prom-client's default), so
@@ -16,9 +17,18 @@ const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 
 export function rpcServerMetrics() {
   return {
+    /** Counted through `requestCells` on the request path (metric-cells.ts); `inc` on it directly still adds up. */
     requests: once(
       "rpc_server_requests_total",
-      () => new Counter({ name: "rpc_server_requests_total", help: "RPCs served, by procedure and status code.", labelNames: ["procedure", "code"] }),
+      () =>
+        new Counter({
+          name: "rpc_server_requests_total",
+          help: "RPCs served, by procedure and status code.",
+          labelNames: ["procedure", "code"],
+          collect() {
+            cellsOf(this, ["procedure", "code"]).flushInto(this);
+          },
+        }),
     ),
     duration: once(
       "rpc_server_duration_seconds",
@@ -30,7 +40,19 @@ export function rpcServerMetrics() {
           buckets: latencyBuckets,
         }),
     ),
-    inFlight: once("rpc_server_in_flight", () => new Gauge({ name: "rpc_server_in_flight", help: "RPCs being served now.", labelNames: ["procedure"] })),
+    /** Set from its cells when read: count through `cellsOf(inFlight, ["procedure"])`, not inc/dec. */
+    inFlight: once(
+      "rpc_server_in_flight",
+      () =>
+        new Gauge({
+          name: "rpc_server_in_flight",
+          help: "RPCs being served now.",
+          labelNames: ["procedure"],
+          collect() {
+            cellsOf(this, ["procedure"]).setInto(this);
+          },
+        }),
+    ),
   };
 }
 

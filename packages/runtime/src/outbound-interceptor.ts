@@ -18,7 +18,7 @@ import { mapDownstreamError } from "./downstream-error.js";
 import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader } from "./headers.js";
 import { requestContextOfScope } from "./request-context.js";
 import { attemptKey } from "./retry-interceptor.js";
-import { endSpan, startClientSpan } from "./tracing.js";
+import { clientSpanNeeded, endSpan, startClientSpan } from "./tracing.js";
 import { codeLabel } from "./code-label.js";
 
 export interface OutboundOptions {
@@ -95,7 +95,7 @@ export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
 export function outboundInterceptor(opts: OutboundOptions): Interceptor {
   const client = rpcClientMetrics();
   return (next) => async (req) => {
-    const procedure = `/${req.service.typeName}/${req.method.name}`;
+    const procedure = procedureOf(req.method);
     const scope = currentScope();
     const callsEnd = scope && requestContextOfScope(scope)?.callsEnd;
     let release = () => {};
@@ -111,12 +111,15 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       req = { ...req, signal: call.signal };
     }
     const started = performance.now();
-    const span = startClientSpan(scope, req.service.typeName, req.method.name, req.header, {
-      "peer.service": opts.dependency,
-      "retry.attempt": req.contextValues.get(attemptKey),
-      ...(scope ? { "deadline.remaining_ms": Math.floor(remainingMs(scope)) } : {}),
-    });
-    if (span.isRecording()) {
+    // No span unless one is exported or a trace is passed on (tracing.ts).
+    const span = clientSpanNeeded(scope)
+      ? startClientSpan(scope, req.service.typeName, req.method.name, req.header, {
+          "peer.service": opts.dependency,
+          "retry.attempt": req.contextValues.get(attemptKey),
+          ...(scope ? { "deadline.remaining_ms": Math.floor(remainingMs(scope)) } : {}),
+        })
+      : undefined;
+    if (span?.isRecording()) {
       // Parsed only when spans are exported: a URL parse per call is not free.
       const url = new URL(req.url);
       span.setAttribute("server.address", url.hostname);
@@ -149,10 +152,21 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       throw mapped;
     } finally {
       release();
-      endSpan(span, outcome, failure);
+      if (span) endSpan(span, outcome, failure);
       client.duration.observe({ dependency: opts.dependency, procedure }, (performance.now() - started) / 1000);
     }
   };
+}
+
+const procedures = new WeakMap<object, string>();
+/** "/package.Service/Method", built once per method (a metric label on every call). */
+function procedureOf(method: UnaryRequest["method"] | StreamRequest["method"]): string {
+  let p = procedures.get(method);
+  if (p === undefined) {
+    p = `/${method.parent.typeName}/${method.name}`;
+    procedures.set(method, p);
+  }
+  return p;
 }
 
 /**

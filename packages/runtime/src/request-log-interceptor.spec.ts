@@ -9,6 +9,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { requestLogInterceptor } from "./request-log-interceptor.js";
 import { capturingLogger, inMemoryGet } from "./testing/in-memory-server.js";
 import { requestContext } from "./request-context.js";
+import { register, rpcServerMetrics } from "./metrics.js";
 
 const deadline = { defaultMs: 3000, maxMs: 30_000 };
 
@@ -57,4 +58,26 @@ test("the line is the request's own: the context is marked logged, so serve() wr
   };
   await inMemoryGet([requestLogInterceptor({ logger, deadline }), peek], () => ({}))();
   assert.equal(logged, true);
+});
+
+test("the request counter and the in-flight gauge show what the cells counted, whenever the registry is read", async () => {
+  const { logger } = capturingLogger();
+  let metrics = "";
+  const get = inMemoryGet([requestLogInterceptor({ logger, deadline })], async () => {
+    // Read while this request is in flight: the gauge counts it.
+    metrics = await register.metrics();
+    return {};
+  });
+  const series = (text: string, name: string) =>
+    Number(new RegExp(`^${name}\\{procedure="/test.v1.Counter/Get"(,code="ok")?\\} (\\d+)$`, "m").exec(text)?.[2] ?? Number.NaN);
+  const before = series(await register.metrics(), "rpc_server_requests_total");
+  await get({});
+  assert.equal(series(metrics, "rpc_server_in_flight"), 1, "in flight while being served");
+  const after = await register.metrics();
+  assert.equal(series(after, "rpc_server_in_flight"), 0, "none once answered");
+  assert.equal(series(after, "rpc_server_requests_total") - (Number.isNaN(before) ? 0 : before), 1, "counted once");
+  // A direct inc on the counter (what code outside the interceptor may do) adds up with the cells.
+  rpcServerMetrics().requests.inc({ procedure: "/test.v1.Counter/Get", code: "ok" });
+  await get({});
+  assert.equal(series(await register.metrics(), "rpc_server_requests_total") - (Number.isNaN(before) ? 0 : before), 3);
 });

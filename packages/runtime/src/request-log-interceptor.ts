@@ -2,6 +2,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { isServerFault } from "@platform/resilience";
 import type { Logger } from "./logger.js";
 import type { DeadlineConfig } from "./server-config.js";
+import { cellsOf } from "./metric-cells.js";
 import { rpcServerMetrics } from "./metrics.js";
 import { codeLabel } from "./code-label.js";
 import { requestContextOf } from "./request-context.js";
@@ -21,13 +22,16 @@ export function requestLogInterceptor(opts: {
   onOutcome?: (code: Code | "ok", durationMs: number) => void;
 }): Interceptor {
   const rpc = rpcServerMetrics();
+  const requestCells = cellsOf(rpc.requests, ["procedure", "code"]);
+  const inFlightCells = cellsOf(rpc.inFlight, ["procedure"]);
   return (next) => async (req) => {
     const { context, built } = requestContextOf(req, opts.deadline);
     // This line is the request's: serve() writes none of its own.
     context.logged = true;
     const { procedure } = context;
     const started = performance.now();
-    rpc.inFlight.inc({ procedure });
+    const inFlight = inFlightCells.cell(procedure);
+    inFlight.value++;
     let code: Code | "ok" = Code.Unknown;
     let error: ConnectError | undefined;
     try {
@@ -40,23 +44,20 @@ export function requestLogInterceptor(opts: {
       throw e;
     } finally {
       if (built) context.dispose();
-      rpc.inFlight.dec({ procedure });
+      inFlight.value--;
       const codeName = codeLabel(code);
       const seconds = (performance.now() - started) / 1000;
-      rpc.requests.inc({ procedure, code: codeName });
+      requestCells.cell(procedure, codeName).value++;
       opts.onOutcome?.(code, seconds * 1000);
       rpc.duration.observe({ procedure, code: codeName }, seconds);
-      const line = {
-        procedure,
-        code: codeName,
-        durationMs: Math.round(seconds * 1000 * 10) / 10,
-        requestId: context.requestId,
-        ...traceFields(context.scope),
-        ...(context.caller ? { caller: context.caller } : {}),
-        deadlineMs: context.timeoutMs,
-        deadlineSource: context.deadlineSource,
-        ...(error ? { error: error.rawMessage } : {}),
-      };
+      // Built by assignment, in the order the line has always had: object spreads cost an
+      // allocation and a copy each, on every request at every hop.
+      const line: Record<string, unknown> = { procedure, code: codeName, durationMs: Math.round(seconds * 1000 * 10) / 10, requestId: context.requestId };
+      if (context.scope) Object.assign(line, traceFields(context.scope));
+      if (context.caller) line.caller = context.caller;
+      line.deadlineMs = context.timeoutMs;
+      line.deadlineSource = context.deadlineSource;
+      if (error) line.error = error.rawMessage;
       if (error && isServerFault(error.code)) opts.logger.warn(line, "rpc");
       else opts.logger.info(line, "rpc");
     }

@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { currentScope, remainingMs } from "@platform/resilience";
 import { requestContext } from "./request-context.js";
-import { endSpan, startServerSpan, withServerSpanActive } from "./tracing.js";
+import { endSpan, serverSpanNeeded, startServerSpan, withServerSpanActive } from "./tracing.js";
 
 /**
  * The request's server span (OpenTelemetry; exported only when
@@ -12,7 +12,7 @@ import { endSpan, startServerSpan, withServerSpanActive } from "./tracing.js";
 export function tracingInterceptor(): Interceptor {
   return (next) => async (req) => {
     const scope = currentScope();
-    if (!scope) return next(req);
+    if (!scope || !serverSpanNeeded(req.header)) return next(req);
     const context = requestContext({ values: req.contextValues });
     const span = startServerSpan(scope, req.header, req.service.typeName, req.method.name, {
       ...(context ? { "deadline.timeout_ms": context.timeoutMs, "deadline.source": context.deadlineSource } : {}),

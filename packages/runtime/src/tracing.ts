@@ -71,6 +71,22 @@ export function rpcSpanName(service: string, method: string): string {
   return `${service}/${method}`;
 }
 
+/**
+ * Whether a request's server span can matter: spans are exported, or the
+ * request carries a trace context (its trace id goes into the log lines
+ * and on to the dependencies). Without either, the span would be a
+ * non-recording span of an invalid context, which logs, propagates and
+ * records nothing, so the tracing interceptor skips it (docs/performance.md).
+ */
+export function serverSpanNeeded(header: Headers): boolean {
+  return exporting || header.has("traceparent");
+}
+
+/** The same for an outgoing call: spans are exported, or the request has a trace to pass on. */
+export function clientSpanNeeded(scope: CallScope | undefined): boolean {
+  return exporting || (scope !== undefined && scopeTelemetry(scope) !== undefined);
+}
+
 /** The server span of an inbound request, parented on the caller's traceparent. */
 export function startServerSpan(scope: CallScope, header: Headers, service: string, method: string, attributes: Record<string, string | number>): Span {
   const parent = propagation.extract(ROOT_CONTEXT, header, getter);

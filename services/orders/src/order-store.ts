@@ -2,6 +2,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Database, Tx } from "@platform/database";
 import { ordersV1 } from "@platform/proto";
+import { getOrderStatement, insertOrderStatement } from "./order-statements.js";
 
 export interface IdempotencyRecord {
   requestHash: string;
@@ -69,46 +70,23 @@ export class OrderStore {
     });
     try {
       return await this.db.transaction(async (tx) => {
-        const r = await tx.query<{ stored: boolean }>(
-          `WITH o AS (
-             INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
-             VALUES ($1, $2, 'PLACED', $3, $4, $5)
-           ), i AS (
-             INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-             SELECT $1, n, sku, name, qty, cur, unit, line
-               FROM unnest($6::text[], $7::text[], $8::int[], $9::text[], $10::bigint[], $11::bigint[])
-                    WITH ORDINALITY AS t(sku, name, qty, cur, unit, line, n)
-           ), k AS (
-             INSERT INTO orders.idempotency_records AS r (key, request_hash, order_id, response, expires_at)
-             SELECT $12::text, $13, $1, $14, now() + make_interval(hours => $15) WHERE $12::text <> ''
-             ON CONFLICT (key) DO UPDATE
-               SET request_hash = excluded.request_hash, order_id = excluded.order_id, response = excluded.response,
-                   created_at = now(), expires_at = excluded.expires_at
-               WHERE r.expires_at < now()
-             RETURNING 1
-           )
-           -- The transactional outbox: the receipt's row and job commit with
-           -- the order or not at all (a key found taken rolls back both).
-           -- Nothing slow happens here: the receipts worker sends it later.
-           SELECT $12::text = '' OR EXISTS (SELECT 1 FROM k) AS stored, receipts.enqueue_receipt($1) AS queued`,
-          [
-            order.id,
-            order.customerId,
-            order.total!.currencyCode,
-            order.total!.amountMinor.toString(),
-            createdAt,
-            order.items.map((i) => i.sku),
-            order.items.map((i) => i.name),
-            order.items.map((i) => i.quantity),
-            order.items.map((i) => i.unitPrice!.currencyCode),
-            order.items.map((i) => i.unitPrice!.amountMinor.toString()),
-            order.items.map((i) => i.lineTotal!.amountMinor.toString()),
-            key,
-            requestHash,
-            Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
-            retentionHours,
-          ],
-        );
+        const r = await tx.query<{ stored: boolean }>(insertOrderStatement, [
+          order.id,
+          order.customerId,
+          order.total!.currencyCode,
+          order.total!.amountMinor.toString(),
+          createdAt,
+          order.items.map((i) => i.sku),
+          order.items.map((i) => i.name),
+          order.items.map((i) => i.quantity),
+          order.items.map((i) => i.unitPrice!.currencyCode),
+          order.items.map((i) => i.unitPrice!.amountMinor.toString()),
+          order.items.map((i) => i.lineTotal!.amountMinor.toString()),
+          key,
+          requestHash,
+          Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
+          retentionHours,
+        ]);
         // The key is live elsewhere: throwing rolls our order back.
         if (!r.rows[0]!.stored) throw new KeyTaken();
         return { kind: "created", order: stored } as const;
@@ -140,16 +118,7 @@ export class OrderStore {
   async get(id: string): Promise<ordersV1.Order | undefined> {
     return this.db.transaction(
       async (tx) => {
-        const r = await tx.query<OrderLineRow>(
-          `SELECT o.id, o.customer_id, o.currency_code, o.total_minor, o.created_at,
-                  i.sku, i.name, i.quantity, i.currency_code AS line_currency_code, i.unit_price_minor, i.line_total_minor,
-                  r.state AS receipt_state, r.attempts AS receipt_attempts
-             FROM orders.orders o JOIN orders.order_items i ON i.order_id = o.id
-             LEFT JOIN LATERAL receipts.receipt_status(o.id) r ON true
-            WHERE o.id = $1
-            ORDER BY i.line_no`,
-          [id],
-        );
+        const r = await tx.query<OrderLineRow>(getOrderStatement, [id]);
         const row = r.rows[0];
         if (!row) return undefined;
         return create(ordersV1.OrderSchema, {
