@@ -39,7 +39,12 @@ async function serverNow(): Promise<number> {
   return Number(row!.now);
 }
 
-/** How long after its deadline (or its caller's cancel) a statement may still show on the server: the cancel's round trip and the watcher's poll. */
+/**
+ * How long after its deadline (or its caller's cancel) a statement may still be seen running on
+ * the server: the hop's timer firing and the cancel's round trip. The watcher's own poll interval
+ * is not in it (the bounds read the last poll that saw the statement, not the first that did not):
+ * on a loaded machine that interval alone grew past 100 ms.
+ */
 const cancelGraceMs = 400;
 
 async function pricingInUse(): Promise<number> {
@@ -77,14 +82,15 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     );
     assert.deepEqual(await p.sql("SELECT id FROM orders.orders WHERE customer_id = $1", [customerId]), []);
     console.log(
-      `[deadline] client observed ${clientMs.toFixed(0)} ms; pricing statements on the server ran at most ${statements.map((s) => s.ranAtMostMs?.toFixed(0)).join(", ")} ms`,
+      `[deadline] client observed ${clientMs.toFixed(0)} ms; pricing statements on the server ran ${statements.map((s) => `${s.ranAtLeastMs.toFixed(0)}-${s.ranAtMostMs?.toFixed(0)}`).join(", ")} ms`,
     );
     // Guards "no work past the deadline" (invariant 3): by the server's clock, the slow statement
     // (started after the 300 ms deadline did, at the edge) is gone within that deadline plus a fixed grace.
     assert.equal(statements.length, 1, "the slow statement reached the server once (the gateway does not retry a deadline)");
+    assert.ok(statements[0]!.goneBy !== undefined, "the statement ended");
     assert.ok(
-      statements[0]!.ranAtMostMs! <= 300 + cancelGraceMs,
-      `ran at most ${statements[0]!.ranAtMostMs} ms: within the 300 ms deadline + ${cancelGraceMs} ms`,
+      statements[0]!.ranAtLeastMs <= 300 + cancelGraceMs,
+      `still running ${Math.round(statements[0]!.ranAtLeastMs)} ms after it started: past the 300 ms deadline + ${cancelGraceMs} ms`,
     );
   });
 
@@ -102,9 +108,10 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     await eventually(async () => (await pricingSleeps()).length === 0, "the statement was cancelled on the server");
     const [statement] = await watch.stop();
     // Guards "when the caller goes away, its statement stops": gone from the server within a fixed grace of the abort.
+    assert.ok(statement!.goneBy !== undefined, "the statement ended");
     assert.ok(
-      statement!.goneBy! - abortedAt <= cancelGraceMs,
-      `the statement was gone ${Math.round(statement!.goneBy! - abortedAt)} ms after the abort (grace ${cancelGraceMs} ms)`,
+      statement!.lastSeenAt - abortedAt <= cancelGraceMs,
+      `the statement was still running ${Math.round(statement!.lastSeenAt - abortedAt)} ms after the abort (grace ${cancelGraceMs} ms)`,
     );
     await eventually(async () => (await pricingInUse()) === 0, "pricing's pool has its connection back");
     await eventually(

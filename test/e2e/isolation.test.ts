@@ -219,6 +219,8 @@ describe("pricing failing every call", () => {
       100,
       250,
     );
+    // The breaker is closed here (just read) and nothing fails before the fault: it opens after this.
+    let closedAt = performance.now();
     await setServiceFaults(p, "pricing", { db: { errorRate: 1 } });
     const calls = async () => metricValue(await p.metrics("pricing"), "rpc_server_requests_total", { procedure: "/pricing.v1.PricingService/GetPrices" });
     const ordersBreaker = async () => metricValue(await p.metrics("orders"), "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" });
@@ -238,25 +240,32 @@ describe("pricing failing every call", () => {
     // Phase 1: failing calls until orders' breaker for pricing opens (it needs its minimum volume).
     const before = await calls();
     let sent = 0;
-    while ((await ordersBreaker()) !== 2 && sent < 3 * breaker.volumeThreshold) {
+    for (;;) {
+      const checkedAt = performance.now();
+      if ((await ordersBreaker()) === 2 || sent >= 3 * breaker.volumeThreshold) break;
+      closedAt = checkedAt;
       await placeFailing(`open-${sent}`);
       sent++;
     }
     const reachedWhileClosed = (await calls()) - before;
     assert.equal(await ordersBreaker(), 2, `orders' breaker opened within ${sent} user requests`);
     // Phase 2, the behaviour the breaker exists for: once open, user requests no longer reach pricing
-    // at all (but for the one half-open trial per reset period, should this phase outlast one).
+    // at all (but for the one half-open trial per reset period the breaker has been open for). Its
+    // reset timer runs from when it opened, which was after the last check that saw it closed, not
+    // from this phase's start: on a loaded machine the phase plus the time since that check can pass
+    // the reset period when the phase alone does not (a trial then reached pricing, allowed 0).
     const n = 20;
     const openAt = await calls();
     const phaseStarted = performance.now();
     for (let i = 0; i < n; i++) await placeFailing(`while-open-${i}`);
-    const elapsed = performance.now() - phaseStarted;
+    const phaseEnded = performance.now();
+    const elapsed = phaseEnded - phaseStarted;
     const reachedWhileOpen = (await calls()) - openAt;
-    const trialsAllowed = Math.floor(elapsed / breaker.resetTimeoutMs);
+    const trialsAllowed = Math.floor((phaseEnded - closedAt) / breaker.resetTimeoutMs);
     const orders = await p.metrics("orders");
     console.log(
       `[breaker] ${sent} user requests opened it (${reachedWhileClosed} reached pricing); then ${n} user requests in ${Math.round(elapsed)} ms: ` +
-        `${reachedWhileOpen} reached pricing; ${circuitOpenMessages} answered "circuit open"`,
+        `${reachedWhileOpen} reached pricing (${trialsAllowed} trials allowed: open at most ${Math.round(phaseEnded - closedAt)} ms); ${circuitOpenMessages} answered "circuit open"`,
     );
     assert.ok(
       reachedWhileOpen <= trialsAllowed,
