@@ -58,6 +58,8 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     await setServiceFaults(p, "pricing", { db: { latencyMs: 10_000 } });
     const customerId = `dl-${randomUUID()}`;
     const watch = watchStatements(p.databaseUrl, { applicationName: "pricing", queryContains: "pg_sleep" });
+    // The statement lives about 300 ms: on a loaded machine the watcher, still connecting, missed it.
+    await watch.polling;
     const started = performance.now();
     await expectCode(
       p.client("connect-json").placeOrder({ customerId, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 300 }),

@@ -106,7 +106,11 @@ describe("Database.transaction", () => {
 
   it("stops a statement at the deadline: DeadlineExceeded, gone from the server, connection back in the pool", async () => {
     const db = open("deadline-db");
+    // A warm connection: the 300 ms are the statement's. (Connecting inside them, on a loaded machine,
+    // spent the deadline waiting for a connection, a different outcome.)
+    await db.transaction((tx) => tx.query("SELECT 1"));
     const watch = watchStatements(pg.url, { applicationName: "deadline-db", queryContains: "pg_sleep" });
+    await watch.polling; // the statement lives about 300 ms: a watcher still connecting could miss it
     await assert.rejects(
       scoped(300, () => db.transaction((tx) => tx.query("SELECT pg_sleep(10)"))),
       isConnectError(Code.DeadlineExceeded, /^\[deadline_exceeded\] deadline-db: statement cancelled at deadline$/),
@@ -259,6 +263,7 @@ describe("Database.transaction", () => {
 
   it("refuses statements once the scope has ended", async () => {
     const db = open("ended-db");
+    await db.transaction((tx) => tx.query("SELECT 1")); // a warm connection: connecting must not use up the 150 ms (it did on a loaded machine)
     await assert.rejects(
       scoped(150, () =>
         db.transaction(async (tx) => {

@@ -33,6 +33,8 @@ export function watchStatements(
   connectionString: string,
   where: { applicationName: string; queryContains?: string },
 ): {
+  /** Resolves once the first poll is done: a statement started after this is seen (a short one, too, on a loaded machine where connecting the watcher is slow). */
+  polling: Promise<void>;
   /** Everything seen so far. */
   seen(): WatchedStatement[];
   /** Stops polling (after one last poll) and returns everything seen. */
@@ -40,6 +42,8 @@ export function watchStatements(
 } {
   const byKey = new Map<string, WatchedStatement>();
   let polling = true;
+  let firstPollDone: () => void = () => {};
+  const firstPoll = new Promise<void>((resolve) => (firstPollDone = resolve));
   const loop = (async () => {
     const client = new pg.Client({ connectionString });
     client.on("error", () => {});
@@ -79,6 +83,7 @@ export function watchStatements(
             s.ranAtMostMs = now - s.startedAt;
           }
         }
+        firstPollDone();
         if (!last) await new Promise((r) => setTimeout(r, 15));
       }
     } finally {
@@ -86,6 +91,7 @@ export function watchStatements(
     }
   })();
   return {
+    polling: Promise.race([firstPoll, loop]),
     seen: () => [...byKey.values()],
     async stop() {
       polling = false;
