@@ -50,6 +50,14 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     // A running system has warm connections at every hop: without them the first call spends its 300 ms connecting.
     await p.client("connect-json").placeOrder({ customerId: `dl-warm-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
     await setServiceFaults(p, "pricing", { db: { latencyMs: 10_000 } });
+    const cancelled = async () => {
+      const text = await p.metrics("pricing");
+      return (
+        metricValue(text, "db_statements_total", { db: "pricing-db", outcome: "cancelled_deadline" }) +
+        metricValue(text, "db_statements_total", { db: "pricing-db", outcome: "cancelled_caller" })
+      );
+    };
+    const cancelledBefore = await cancelled();
     const customerId = `dl-${randomUUID()}`;
     const watch = watchStatements(p.databaseUrl, { applicationName: "pricing", queryContains: "pg_sleep" });
     // The statement lives about 300 ms: on a loaded machine the watcher, still connecting, missed it.
@@ -82,12 +90,17 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     );
     // Guards "no work past the deadline" (invariant 3): by the server's clock, the slow statement
     // (started after the 300 ms deadline did, at the edge) is gone within that deadline plus a fixed grace.
-    assert.equal(statements.length, 1, "the slow statement reached the server once (the gateway does not retry a deadline)");
-    assert.ok(statements[0]!.goneBy !== undefined, "the statement ended");
-    assert.ok(
-      statements[0]!.ranAtLeastMs <= 300 + cancelGraceMs,
-      `still running ${Math.round(statements[0]!.ranAtLeastMs)} ms after it started: past the 300 ms deadline + ${cancelGraceMs} ms`,
-    );
+    // Counted by pricing, not by the watcher: on a loaded machine most of the 300 ms were spent on
+    // the way to pricing, and the statement lived shorter than one of the watcher's polls.
+    assert.equal((await cancelled()) - cancelledBefore, 1, "the slow statement reached the server once (the gateway does not retry a deadline)");
+    assert.ok(statements.length <= 1, `the watcher saw ${statements.length} slow statements`);
+    for (const statement of statements) {
+      assert.ok(statement.goneBy !== undefined, "the statement ended");
+      assert.ok(
+        statement.ranAtLeastMs <= 300 + cancelGraceMs,
+        `still running ${Math.round(statement.ranAtLeastMs)} ms after it started: past the 300 ms deadline + ${cancelGraceMs} ms`,
+      );
+    }
   });
 
   test("a client that cancels mid-request cancels the statement too", async () => {
