@@ -62,13 +62,24 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     const watch = watchStatements(p.databaseUrl, { applicationName: "pricing", queryContains: "pg_sleep" });
     // The statement lives about 300 ms: on a loaded machine the watcher, still connecting, missed it.
     await watch.polling;
-    const started = performance.now();
-    await expectCode(
-      p.client("connect-json").placeOrder({ customerId, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 300 }),
-      Code.DeadlineExceeded,
-    );
-    const clientMs = performance.now() - started;
-    await eventually(async () => (await pricingSleeps()).length === 0, "no pricing statement still running");
+    // The slow statement starts when the request gets to pricing within its 300 ms; on a loaded
+    // machine the 300 ms can pass on the way, and pricing rightly starts nothing (no work past the
+    // deadline). Each attempt ends DEADLINE_EXCEEDED with no order; attempts go on (a bounded
+    // number) until one reached pricing's database, whose statement is then held to the bound.
+    let attempts = 0;
+    let clientMs = 0;
+    while (attempts < 5 && (await cancelled()) === cancelledBefore) {
+      attempts++;
+      const started = performance.now();
+      await expectCode(
+        p.client("connect-json").placeOrder({ customerId, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 300 }),
+        Code.DeadlineExceeded,
+      );
+      clientMs = performance.now() - started;
+      await eventually(async () => (await pricingSleeps()).length === 0, "no pricing statement still running");
+      // Its connection back: the statement's end is counted by then (an attempt is not repeated early).
+      await eventually(async () => (await pricingInUse()) === 0, "pricing's pool has its connection back");
+    }
     const statements = await watch.stop();
     await eventually(async () => (await pricingInUse()) === 0, "pricing's pool has its connection back");
     // Usually classified as the deadline; on a loaded machine a hop may see
@@ -86,13 +97,17 @@ describe("a slow pricing database under a 300 ms deadline", () => {
     );
     assert.deepEqual(await p.sql("SELECT id FROM orders.orders WHERE customer_id = $1", [customerId]), []);
     console.log(
-      `[deadline] client observed ${clientMs.toFixed(0)} ms; pricing statements on the server ran ${statements.map((s) => `${s.ranAtLeastMs.toFixed(0)}-${s.ranAtMostMs?.toFixed(0)}`).join(", ")} ms`,
+      `[deadline] attempt ${attempts}: client observed ${clientMs.toFixed(0)} ms; pricing statements on the server ran ${statements.map((s) => `${s.ranAtLeastMs.toFixed(0)}-${s.ranAtMostMs?.toFixed(0)}`).join(", ")} ms`,
     );
     // Guards "no work past the deadline" (invariant 3): by the server's clock, the slow statement
     // (started after the 300 ms deadline did, at the edge) is gone within that deadline plus a fixed grace.
     // Counted by pricing, not by the watcher: on a loaded machine most of the 300 ms were spent on
     // the way to pricing, and the statement lived shorter than one of the watcher's polls.
-    assert.equal((await cancelled()) - cancelledBefore, 1, "the slow statement reached the server once (the gateway does not retry a deadline)");
+    assert.equal(
+      (await cancelled()) - cancelledBefore,
+      1,
+      `the slow statement reached the server once in ${attempts} attempts (the gateway does not retry a deadline)`,
+    );
     assert.ok(statements.length <= 1, `the watcher saw ${statements.length} slow statements`);
     for (const statement of statements) {
       assert.ok(statement.goneBy !== undefined, "the statement ended");
