@@ -32,7 +32,7 @@ after(async () => {
 
 /** A call must settle within its deadline plus this: a bound against hangs, not a speed claim. */
 const settleSlackMs = 2000;
-/** How long after its deadline a statement may still show on the server (the cancel's round trip, the watcher's poll). */
+/** How long after its deadline a statement may still be seen running on the server (the timer firing, the cancel's round trip). */
 const cancelGraceMs = 400;
 /** What a caller may see while a dependency is slow, dead or overloaded: clear and retryable. */
 const allowed = new Set<CallRecord["code"]>(["ok", Code.Unavailable, Code.DeadlineExceeded, Code.ResourceExhausted]);
@@ -68,9 +68,11 @@ describe("the shipped configuration under a fault", () => {
     // within the caller's deadline (the statement started after the caller did) plus a grace.
     assert.ok(statements.length >= 1, "slow statements reached the database (the fault was in force)");
     assert.deepEqual(
-      statements.filter((s) => s.ranAtMostMs === undefined || s.ranAtMostMs > timeoutMs + cancelGraceMs).map((s) => `pid ${s.pid}: ${s.ranAtMostMs} ms`),
+      statements
+        .filter((s) => s.ranAtMostMs === undefined || s.ranAtLeastMs > timeoutMs + cancelGraceMs)
+        .map((s) => `pid ${s.pid}: ${s.ranAtMostMs === undefined ? "never ended" : `still running after ${Math.round(s.ranAtLeastMs)} ms`}`),
       [],
-      `every slow statement was gone within ${timeoutMs} + ${cancelGraceMs} ms`,
+      `every slow statement was gone within ${timeoutMs} + ${cancelGraceMs} ms (the last poll that saw it: the watcher's interval, longer on a loaded machine, is not held against it)`,
     );
     assert.deepEqual(await withDb((db) => reconcile(db, load)), [], "every acknowledged order stored once, nothing else");
   });

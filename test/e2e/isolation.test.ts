@@ -10,7 +10,9 @@
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ordersV1 } from "@platform/proto";
 import pg from "pg";
 import { loadConfig as loadOrdersConfig } from "../../services/orders/src/config.js";
 import { eventually, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "@platform/test-support";
@@ -42,7 +44,7 @@ function bulkheads(text: string): { key: string; limit: number; inUse: number }[
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
+  return s.length === 0 ? Number.NaN : s[Math.floor(s.length / 2)]!;
 }
 
 describe("a slow pricing database (its table locked), with the shipped defaults", () => {
@@ -70,16 +72,16 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
       // The fast method, never needing pricing: 4 readers calling GetOrder
       // throughout (closed loop, 25 ms apart: a CPU stall on this shared
       // machine must not pile reads up and read as isolation failing).
-      const gets: { ok: boolean; code: string }[] = [];
+      const gets: { ok: boolean; code: string; reader: number; startedAt: number; endedAt: number }[] = [];
       const getLoop = Promise.all(
         Array.from({ length: 4 }, async (_, r) => {
           for (let i = r; !stop; i += 4) {
-            gets.push(
-              await client.getOrder({ orderId: ids[i % ids.length]! }, { timeoutMs: deadlineMs }).then(
-                () => ({ ok: true, code: "ok" }),
-                (e: unknown) => ({ ok: false, code: `${Code[ConnectError.from(e).code]}: ${ConnectError.from(e).rawMessage}` }),
-              ),
+            const startedAt = performance.now();
+            const outcome = await client.getOrder({ orderId: ids[i % ids.length]! }, { timeoutMs: deadlineMs }).then(
+              () => ({ ok: true, code: "ok" }),
+              (e: unknown) => ({ ok: false, code: `${Code[ConnectError.from(e).code]}: ${ConnectError.from(e).rawMessage}` }),
             );
+            gets.push({ ...outcome, reader: r, startedAt, endedAt: performance.now() });
             await new Promise((res) => setTimeout(res, 25));
           }
         }),
@@ -91,10 +93,12 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
         const started = performance.now();
         try {
           await client.placeOrder({ customerId: `iso-slow-${randomUUID()}`, items: [item] }, { timeoutMs: deadlineMs });
-          return { ms: performance.now() - started, code: "ok", pushback: false };
+          return { startedAt: started, endedAt: performance.now(), ms: performance.now() - started, code: "ok", pushback: false };
         } catch (e) {
           const err = ConnectError.from(e);
           return {
+            startedAt: started,
+            endedAt: performance.now(),
             ms: performance.now() - started,
             code: Code[err.code]!,
             pushback: err.metadata.has("grpc-retry-pushback-ms") || err.metadata.has("retry-after"),
@@ -107,8 +111,10 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
       const peaks: Record<string, string> = {};
       let breakerOpened = false;
       let samples = 0;
+      const sampleTimes: { startedAt: number; endedAt: number }[] = [];
       const sampler = (async () => {
         while (!stop) {
+          const startedAt = performance.now();
           for (const service of ["gateway", "checkout"] as const) {
             const text = await p.metrics(service);
             for (const b of bulkheads(text)) {
@@ -125,6 +131,7 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
             }
           }
           samples++;
+          sampleTimes.push({ startedAt, endedAt: performance.now() });
           await new Promise((r) => setTimeout(r, 100));
         }
       })();
@@ -156,7 +163,6 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
         [],
         "every GetOrder succeeded during the slowdown",
       );
-      assert.ok(got.length >= 40, `GetOrders kept being served (${got.length})`);
       assert.equal(placed.filter((x) => x.code === "ok").length, 0, "no PlaceOrder succeeded: pricing's table is locked");
       assert.deepEqual(
         [...new Set(placed.map((x) => x.code))].filter((c) => c !== "Unavailable" && c !== "DeadlineExceeded"),
@@ -171,7 +177,25 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
       assert.ok(refused.length >= placed.length - held, `${refused.length} refused`);
       assert.ok(median(refused.map((x) => x.ms)) < deadlineMs / 4, "refused in well under the deadline");
       assert.deepEqual(refused.filter((x) => !x.pushback).length, 0, "every refusal tells the caller when to come back");
-      assert.ok(samples >= 10, `the metrics were read throughout the slowdown (${samples} times)`);
+      // Guards "reads keep being served while writes are stuck": while each PlaceOrder held in
+      // pricing's slots waited (until its deadline), every reader was answered, and the metrics were
+      // read. (Counted as "at least 40 GetOrders" before: 28 on a loaded machine, the count is its speed.)
+      const heldWindows = (
+        timedOut.length > 0 ? timedOut : [{ startedAt: Math.min(...placed.map((x) => x.startedAt)), endedAt: Math.max(...placed.map((x) => x.endedAt)) }]
+      ).map((x) => ({ from: x.startedAt, to: x.endedAt }));
+      const within = (w: { from: number; to: number }, x: { startedAt: number; endedAt: number }) => x.startedAt >= w.from && x.endedAt <= w.to;
+      assert.deepEqual(
+        heldWindows
+          .map((w) => ({
+            w,
+            readers: new Set(got.filter((g) => g.ok && within(w, g)).map((g) => g.reader)).size,
+            samples: sampleTimes.filter((x) => within(w, x)).length,
+          }))
+          .filter((x) => x.readers < 4 || x.samples < 1)
+          .map((x) => `held ${Math.round(x.w.to - x.w.from)} ms: ${x.readers} of 4 readers answered, ${x.samples} metric samples`),
+        [],
+        `GetOrders kept being served (${got.length} in all) and the metrics read (${samples} times) while PlaceOrders were held`,
+      );
       // Guards "a slow pricing fills only its own slots": read while the PlaceOrders were held (the
       // samples saw them in flight above orders), no bulkhead of the gateway or checkout was full.
       const peakInUse = (key: string) => Number((peaks[key] ?? "0/0").split("/")[0]);
@@ -219,15 +243,24 @@ describe("pricing failing every call", () => {
       100,
       250,
     );
+    // The breaker is closed here (just read) and nothing fails before the fault: it opens after this.
+    let closedAt = performance.now();
     await setServiceFaults(p, "pricing", { db: { errorRate: 1 } });
     const calls = async () => metricValue(await p.metrics("pricing"), "rpc_server_requests_total", { procedure: "/pricing.v1.PricingService/GetPrices" });
     const ordersBreaker = async () => metricValue(await p.metrics("orders"), "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" });
     const client = p.client("grpc");
     const breaker = loadOrdersConfig({ DATABASE_URL: "postgres://orders@127.0.0.1/platform" }).pricing.isolation.breaker;
+    // The calls go to orders itself: the breakers above it (checkout's for orders, the gateway's for
+    // checkout) see the same failures and, with the previous test's still in their window (how many
+    // depends on how long ago that was: on a loaded machine, recent), opened too and answered for
+    // orders, whose breaker then never reached its volume, or refused nothing once open.
+    const ordersDirect = createClient(ordersV1.OrdersService, createGrpcTransport({ baseUrl: p.services.orders.url }));
     let circuitOpenMessages = 0;
-    const placeFailing = async (tag: string) => {
+    const placeFailing = async (tag: string, via: "gateway" | "orders" = "gateway") => {
       try {
-        await client.placeOrder({ customerId: `brk-${tag}-${randomUUID()}`, items: [item] });
+        const order = { customerId: `brk-${tag}-${randomUUID()}`, items: [item] };
+        if (via === "gateway") await client.placeOrder(order);
+        else await ordersDirect.createOrder({ ...order, idempotencyKey: `brk-${tag}-${randomUUID()}` }, { timeoutMs: 5000 });
         assert.fail("no order can be placed while pricing fails");
       } catch (e) {
         const err = ConnectError.from(e);
@@ -238,25 +271,32 @@ describe("pricing failing every call", () => {
     // Phase 1: failing calls until orders' breaker for pricing opens (it needs its minimum volume).
     const before = await calls();
     let sent = 0;
-    while ((await ordersBreaker()) !== 2 && sent < 3 * breaker.volumeThreshold) {
-      await placeFailing(`open-${sent}`);
+    for (;;) {
+      const checkedAt = performance.now();
+      if ((await ordersBreaker()) === 2 || sent >= 3 * breaker.volumeThreshold) break;
+      closedAt = checkedAt;
+      await placeFailing(`open-${sent}`, "orders");
       sent++;
     }
     const reachedWhileClosed = (await calls()) - before;
-    assert.equal(await ordersBreaker(), 2, `orders' breaker opened within ${sent} user requests`);
-    // Phase 2, the behaviour the breaker exists for: once open, user requests no longer reach pricing
-    // at all (but for the one half-open trial per reset period, should this phase outlast one).
+    assert.equal(await ordersBreaker(), 2, `orders' breaker opened within ${sent} calls`);
+    // Phase 2, the behaviour the breaker exists for: once open, calls no longer reach pricing
+    // at all (but for the one half-open trial per reset period the breaker has been open for). Its
+    // reset timer runs from when it opened, which was after the last check that saw it closed, not
+    // from this phase's start: on a loaded machine the phase plus the time since that check can pass
+    // the reset period when the phase alone does not (a trial then reached pricing, allowed 0).
     const n = 20;
     const openAt = await calls();
     const phaseStarted = performance.now();
-    for (let i = 0; i < n; i++) await placeFailing(`while-open-${i}`);
-    const elapsed = performance.now() - phaseStarted;
+    for (let i = 0; i < n; i++) await placeFailing(`while-open-${i}`, "orders");
+    const phaseEnded = performance.now();
+    const elapsed = phaseEnded - phaseStarted;
     const reachedWhileOpen = (await calls()) - openAt;
-    const trialsAllowed = Math.floor(elapsed / breaker.resetTimeoutMs);
+    const trialsAllowed = Math.floor((phaseEnded - closedAt) / breaker.resetTimeoutMs);
     const orders = await p.metrics("orders");
     console.log(
-      `[breaker] ${sent} user requests opened it (${reachedWhileClosed} reached pricing); then ${n} user requests in ${Math.round(elapsed)} ms: ` +
-        `${reachedWhileOpen} reached pricing; ${circuitOpenMessages} answered "circuit open"`,
+      `[breaker] ${sent} calls to orders opened it (${reachedWhileClosed} reached pricing); then ${n} calls to orders in ${Math.round(elapsed)} ms: ` +
+        `${reachedWhileOpen} reached pricing (${trialsAllowed} trials allowed: open at most ${Math.round(phaseEnded - closedAt)} ms); ${circuitOpenMessages} answered "circuit open"`,
     );
     assert.ok(
       reachedWhileOpen <= trialsAllowed,

@@ -19,7 +19,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { findFreePort } from "@platform/embedded-postgres";
-import { eventually, sharedPlatform, startTestPlatform, type SharedPlatform, type TestPlatform } from "@platform/test-support";
+import { sharedPlatform, startTestPlatform, untilStarted, type SharedPlatform, type TestPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
 const buf = resolve("node_modules/.bin/buf");
@@ -111,13 +111,15 @@ describe("at an edge with authentication on and admission full", () => {
     q = await startTestPlatform({
       faultInjection: true,
       serviceEnv: {
-        // One request at a time and no queue; the gateway's calls to checkout take 5 s, so one call fills admission.
+        // One request at a time and no queue; the gateway's calls to checkout hang (longer than any
+        // test here), so one call fills admission until its caller lets go of it. (A 4 s hold ran
+        // out on a loaded machine before the test's steps, a buf curl process among them, were done.)
         gateway: {
           AUTH_MODE: "api-key",
           AUTH_API_KEYS: `alice=${key}`,
           ADMISSION_MAX_CONCURRENT: "1",
           ADMISSION_MAX_QUEUE: "0",
-          FAULTS: JSON.stringify({ dependencies: { checkout: { latencyMs: 5000 } } }),
+          FAULTS: JSON.stringify({ dependencies: { checkout: { latencyMs: 600_000 } } }),
         },
       },
     });
@@ -126,11 +128,12 @@ describe("at an edge with authentication on and admission full", () => {
     await q?.close();
   });
 
-  const listProducts = (timeoutMs: number) =>
+  const listProducts = (timeoutMs: number, signal?: AbortSignal) =>
     fetch(`${q.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "connect-timeout-ms": String(timeoutMs) },
       body: "{}",
+      ...(signal ? { signal } : {}),
     });
 
   test("reflection needs the API key, as every call does", async () => {
@@ -144,21 +147,27 @@ describe("at an edge with authentication on and admission full", () => {
   });
 
   test("reflection is answered while admission refuses the API (exempt, as health is)", async () => {
-    const holding = listProducts(4000);
-    // The slot is taken once the first call is in; then the API is refused at once.
-    let refused: Response | undefined;
-    for (let i = 0; i < 50 && refused?.status !== 429; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      refused = await listProducts(1000);
-      await refused.arrayBuffer();
+    // The slot is held until this test lets go of its call (abort), whatever the machine's speed.
+    const hold = new AbortController();
+    const holding = listProducts(600_000, hold.signal);
+    holding.catch(() => {}); // aborted at the end, on purpose
+    try {
+      // The slot is taken once the first call is in; then the API is refused at once.
+      let refused: Response | undefined;
+      for (let i = 0; i < 50 && refused?.status !== 429; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        refused = await listProducts(1000);
+        await refused.arrayBuffer();
+      }
+      assert.equal(refused?.status, 429, "admission is full");
+      const { stdout } = await bufCurl(["--reflect-header", `Authorization: Bearer ${key}`, "--list-methods", q.gatewayUrl]);
+      assert.match(stdout, /^checkout\.v1\.CheckoutService\/PlaceOrder$/m);
+      const still = await listProducts(1000);
+      assert.equal(still.status, 429, "and still full while reflection was answered");
+      await still.arrayBuffer();
+    } finally {
+      hold.abort();
     }
-    assert.equal(refused?.status, 429, "admission is full");
-    const { stdout } = await bufCurl(["--reflect-header", `Authorization: Bearer ${key}`, "--list-methods", q.gatewayUrl]);
-    assert.match(stdout, /^checkout\.v1\.CheckoutService\/PlaceOrder$/m);
-    const still = await listProducts(1000);
-    assert.equal(still.status, 429, "and still full while reflection was answered");
-    await still.arrayBuffer();
-    await (await holding).arrayBuffer();
   });
 });
 
@@ -275,7 +284,9 @@ test("while a service still waits for its database, it describes its API (exempt
   });
   t.after(() => orders.kill("SIGKILL"));
   const url = `http://127.0.0.1:${port}`;
-  await eventually(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`).catch(() => undefined))?.status === 503, "orders listening, not ready");
+  await untilStarted(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`).catch(() => undefined))?.status === 503, "orders listening, not ready", {
+    exited: () => (orders.exitCode ?? orders.signalCode ?? undefined)?.toString(),
+  });
 
   const [services, file] = await ask("v1", url, [{ listServices: "" }, { fileContainingSymbol: "orders.v1.OrdersService" }]);
   assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "orders.v1.OrdersService"));

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { loadConfig as loadGatewayConfig } from "../../services/gateway/src/config.js";
-import { metricValue, setServiceFaults, startTestPlatform, type TestPlatform, expectCode } from "@platform/test-support";
+import { metricValue, retryReserveOver, setServiceFaults, startTestPlatform, type TestPlatform, expectCode } from "@platform/test-support";
 
 const services = ["gateway", "checkout", "orders", "pricing"] as const;
 type Service = (typeof services)[number];
@@ -160,8 +160,7 @@ describe("total failure: pricing's database fails every call", () => {
     // that (10.7 s on a loaded CI machine) has the reserve once more per such stretch. Guards "no
     // budget": without it every request would be retried up to the policy's attempts (3 per request).
     const budget = loadGatewayConfig({}).retry.budget;
-    const reserveWindows = Math.ceil(elapsedMs / (budget.ttlMs * 0.9));
-    const reserve = budget.minRetriesPerSec * (budget.ttlMs / 1000) * reserveWindows;
+    const reserve = retryReserveOver(budget, elapsedMs).retries;
     const earlier = before.userRequests * budget.percentCanRetry;
     const perRequest = d.gatewayAttempts / n;
     const bound = 1 + budget.percentCanRetry + (reserve + earlier) / n;

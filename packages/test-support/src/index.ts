@@ -9,6 +9,7 @@ export * from "./counter-service.js";
 export * from "./dockerfile.js";
 export * from "./expect-code.js";
 export * from "./platform.js";
+export * from "./retry-budget-bound.js";
 export * from "./shared-platform.js";
 export * from "./service-spec.js";
 export * from "./service-under-test.js";

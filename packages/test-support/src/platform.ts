@@ -137,6 +137,35 @@ export async function eventually(check: () => boolean | Promise<boolean>, what: 
   throw new Error(`timed out waiting for: ${what}`);
 }
 
+/**
+ * How long a service process may take to start (to listen, to say it is
+ * ready): the launcher's own readiness bound. A guard against hangs, not a
+ * speed claim: a quiet machine needs a few seconds, while on 2 cores busy
+ * with other test files starting one under tsx took longer than the 5-10 s
+ * that counted polls used to allow.
+ */
+export const serviceStartLimitMs = 60_000;
+
+/**
+ * Polls `check` until it returns true while a service process starts.
+ * Fails at once, with `exited()`'s description, if the process is gone
+ * (the event that means it never will), else after `limitMs`.
+ */
+export async function untilStarted(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  opts: { exited?: () => string | undefined; limitMs?: number; intervalMs?: number } = {},
+): Promise<void> {
+  const until = performance.now() + (opts.limitMs ?? serviceStartLimitMs);
+  for (;;) {
+    if (await check()) return;
+    const gone = opts.exited?.();
+    if (gone !== undefined) throw new Error(`${what}: the process exited (${gone})`);
+    if (performance.now() >= until) throw new Error(`timed out after ${opts.limitMs ?? serviceStartLimitMs} ms waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50));
+  }
+}
+
 /** The JSON log lines a service wrote so far. */
 export function logLines(p: Platform, service: keyof Platform["services"]): Record<string, unknown>[] {
   return readFileSync(p.services[service].logFile, "utf8")

@@ -6,6 +6,10 @@ export interface WatchedStatement {
   query: string;
   /** pg_stat_activity.query_start. */
   startedAt: number;
+  /** The server's clock at the last poll that showed it running: it ended after this. */
+  lastSeenAt: number;
+  /** lastSeenAt - startedAt: at least how long it ran. */
+  ranAtLeastMs: number;
   /** The server's clock at the first poll that no longer showed it: an upper bound of when it ended. Undefined while it runs. */
   goneBy: number | undefined;
   /** goneBy - startedAt: at most how long it ran. */
@@ -18,11 +22,19 @@ export interface WatchedStatement {
  * each from the server's clock: when it started, and by when it was gone.
  * Tests use it to claim "the statement was cancelled on the server within
  * N ms of its deadline" without trusting a loaded client's timers.
+ *
+ * It ended between `lastSeenAt` and `goneBy`. The gap is the watcher's own
+ * poll interval, which grows on a loaded machine (the polls are this
+ * process's timers and queries): a bound on when a statement stopped that
+ * must not depend on the machine's speed reads `ranAtLeastMs`. A statement
+ * that was never stopped still fails it, as the polls see it running on.
  */
 export function watchStatements(
   connectionString: string,
   where: { applicationName: string; queryContains?: string },
 ): {
+  /** Resolves once the first poll is done: a statement started after this is seen (a short one, too, on a loaded machine where connecting the watcher is slow). */
+  polling: Promise<void>;
   /** Everything seen so far. */
   seen(): WatchedStatement[];
   /** Stops polling (after one last poll) and returns everything seen. */
@@ -30,6 +42,8 @@ export function watchStatements(
 } {
   const byKey = new Map<string, WatchedStatement>();
   let polling = true;
+  let firstPollDone: () => void = () => {};
+  const firstPoll = new Promise<void>((resolve) => (firstPollDone = resolve));
   const loop = (async () => {
     const client = new pg.Client({ connectionString });
     client.on("error", () => {});
@@ -48,7 +62,20 @@ export function watchStatements(
         for (const r of rows) {
           const key = `${r.pid}@${r.started}`;
           running.add(key);
-          if (!byKey.has(key)) byKey.set(key, { pid: r.pid, query: r.query, startedAt: Number(r.started), goneBy: undefined, ranAtMostMs: undefined });
+          const seenAt = Number(r.now);
+          const startedAt = Number(r.started);
+          const known = byKey.get(key);
+          if (known) Object.assign(known, { lastSeenAt: seenAt, ranAtLeastMs: seenAt - startedAt });
+          else
+            byKey.set(key, {
+              pid: r.pid,
+              query: r.query,
+              startedAt,
+              lastSeenAt: seenAt,
+              ranAtLeastMs: seenAt - startedAt,
+              goneBy: undefined,
+              ranAtMostMs: undefined,
+            });
         }
         for (const [key, s] of byKey) {
           if (s.goneBy === undefined && !running.has(key)) {
@@ -56,6 +83,7 @@ export function watchStatements(
             s.ranAtMostMs = now - s.startedAt;
           }
         }
+        firstPollDone();
         if (!last) await new Promise((r) => setTimeout(r, 15));
       }
     } finally {
@@ -63,6 +91,7 @@ export function watchStatements(
     }
   })();
   return {
+    polling: Promise.race([firstPoll, loop]),
     seen: () => [...byKey.values()],
     async stop() {
       polling = false;
