@@ -175,7 +175,10 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
       const held = ordersToPricing.maxConcurrent + ordersToPricing.maxQueue;
       assert.ok(timedOut.length <= held, `${timedOut.length} PlaceOrders waited for the lock (pricing's slots and queue in orders: ${held})`);
       assert.ok(refused.length >= placed.length - held, `${refused.length} refused`);
-      assert.ok(median(refused.map((x) => x.ms)) < deadlineMs / 4, "refused in well under the deadline");
+      // Half the deadline separates "refused at once" from "waited out the deadline" (those end at
+      // the deadline or later). Not a quarter: a refusal crosses three processes, and beside three
+      // other test files on 2 cores their scheduling alone took the median to 1.5 s (load 20-50).
+      assert.ok(median(refused.map((x) => x.ms)) < deadlineMs / 2, "refused in well under the deadline");
       assert.deepEqual(refused.filter((x) => !x.pushback).length, 0, "every refusal tells the caller when to come back");
       // Guards "reads keep being served while writes are stuck": while each PlaceOrder held in
       // pricing's slots waited (until its deadline), every reader was answered, and the metrics were
