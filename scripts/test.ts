@@ -21,21 +21,31 @@
  */
 import "../packages/launcher/src/require-node.js";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
+import { type FileTiming, formatTimings, reapedCpuSeconds } from "./test-timings.js";
 import { changedSinceMain, selectTests } from "./test-selection.js";
 
 const root = process.cwd();
+/** TEST_TIMINGS=<file>: write each check's and each test file's wall and CPU seconds there (JSON) and print the heaviest. */
+const timingsFile = process.env["TEST_TIMINGS"];
+const checkTimings: FileTiming[] = [];
 
 function run(title: string, cmd: string, args: string[]): void {
   process.stdout.write(`\n== ${title}\n`);
+  const [wall, cpu] = [Date.now(), reapedCpuSeconds()];
   const r = spawnSync(cmd, args, { stdio: "inherit", cwd: root });
+  checkTimings.push({ file: `(check) ${title}`, wallSeconds: (Date.now() - wall) / 1000, cpuSeconds: reapedCpuSeconds() - cpu });
   if (r.status !== 0) {
     process.stdout.write(`\n${title} failed (exit ${r.status ?? r.signal})\n`);
     process.exit(r.status ?? 1);
   }
+}
+
+function checkPhase(): Record<string, number> {
+  return checkTimings.length === 0 ? {} : { checks: checkTimings.reduce((s, t) => s + t.wallSeconds, 0) };
 }
 
 function findTests(dir: string, suffix: string): string[] {
@@ -94,8 +104,33 @@ function runTests(title: string, runnerArgs: string[]): void {
   process.stdout.write(`\n== ${title}\n`);
   const dir = mkdtempSync(join(tmpdir(), "npm-test-"));
   const tapFile = join(dir, "run.tap");
-  const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/run-test-files.ts", "--tap", tapFile, ...runnerArgs], { stdio: "inherit", cwd: root });
+  const timingArgs = timingsFile === undefined ? [] : ["--timings", join(dir, "timings.json")];
+  const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/run-test-files.ts", "--tap", tapFile, ...timingArgs, ...runnerArgs], {
+    stdio: "inherit",
+    cwd: root,
+  });
   const summary = summarizeTap(readFileSync(tapFile, "utf8"));
+  if (timingsFile !== undefined && existsSync(join(dir, "timings.json"))) {
+    const { phases, files } = JSON.parse(readFileSync(join(dir, "timings.json"), "utf8")) as { phases: Record<string, number>; files: FileTiming[] };
+    const all = [...checkTimings, ...files];
+    writeFileSync(timingsFile, JSON.stringify({ phases: { ...checkPhase(), ...phases }, files: all }, null, 2));
+    process.stdout.write(`\n== timings (wall s by phase: ${JSON.stringify({ ...checkPhase(), ...phases })}; all in ${timingsFile})\n`);
+    process.stdout.write(
+      formatTimings(
+        all
+          .slice()
+          .sort((a, b) => b.cpuSeconds - a.cpuSeconds)
+          .slice(0, 15),
+        root,
+      ),
+    );
+    process.stdout.write(
+      `${all
+        .reduce((s, t) => s + t.cpuSeconds, 0)
+        .toFixed(1)
+        .padStart(7)}          total CPU of the run\n`,
+    );
+  }
   rmSync(dir, { recursive: true, force: true });
   const section = (heading: string, lines: string[]) => {
     if (lines.length > 0) process.stdout.write(`\n== ${heading} (${lines.length})\n${lines.map((l) => `${l}\n`).join("")}`);
