@@ -63,7 +63,21 @@ function readCmdline(pid: number): string {
  * runner's own CPU as "(runner)".
  */
 export function startTimings(files: string[], rootPid = process.pid, intervalMs = 250): { stop(): FileTiming[] } {
-  const fileOfChild = new Map<number, string>();
+  return sampleTree((_pid, cmd) => files.find((f) => cmd.includes(f)) ?? "(shared platform)", "(runner)", rootPid, intervalMs);
+}
+
+/**
+ * The same for any process: each direct child of `rootPid` (and everything
+ * below it) is attributed to `nameOf(pid, commandLine)`, undefined: not
+ * counted; `rootPid`'s own time to `rootName`.
+ */
+export function sampleTree(
+  nameOf: (pid: number, commandLine: string) => string | undefined,
+  rootName: string,
+  rootPid = process.pid,
+  intervalMs = 250,
+): { stop(): FileTiming[] } {
+  const fileOfChild = new Map<number, string | undefined>();
   const totals = new Map<string, { first: number; last: number; ticks: number }>();
 
   function sample(): void {
@@ -80,17 +94,12 @@ export function startTimings(files: string[], rootPid = process.pid, intervalMs 
       let p = stats.get(pid);
       while (p && p.ppid !== rootPid) p = stats.get(p.ppid);
       if (!p) return undefined;
-      let file = fileOfChild.get(p.pid);
-      if (file === undefined) {
-        const cmd = readCmdline(p.pid);
-        file = files.find((f) => cmd.includes(f)) ?? "(shared platform)";
-        fileOfChild.set(p.pid, file);
-      }
-      return file;
+      if (!fileOfChild.has(p.pid)) fileOfChild.set(p.pid, nameOf(p.pid, readCmdline(p.pid)));
+      return fileOfChild.get(p.pid);
     };
     for (const s of stats.values()) {
       // The runner reaps the files' processes: its own time only, or it would count every file again.
-      const [owner, ticks] = s.pid === rootPid ? ["(runner)", s.own] : [ownerOf(s.pid), s.own + s.reaped];
+      const [owner, ticks] = s.pid === rootPid ? [rootName, s.own] : [ownerOf(s.pid), s.own + s.reaped];
       if (owner !== undefined) sums.set(owner, (sums.get(owner) ?? 0) + ticks);
     }
     for (const [file, ticks] of sums) {
@@ -122,10 +131,4 @@ export function formatTimings(timings: FileTiming[], root: string): string {
   const rel = (f: string) => (f.startsWith(root) ? f.slice(root.length + 1) : f);
   const lines = timings.map((t) => `${t.cpuSeconds.toFixed(1).padStart(7)} ${t.wallSeconds.toFixed(1).padStart(7)}  ${rel(t.file)}`);
   return `  cpu s  wall s  file\n${lines.join("\n")}\n`;
-}
-
-/** CPU seconds of the children this process waited for so far (their trees included), for timing a synchronous step. */
-export function reapedCpuSeconds(): number {
-  const s = readStat("self");
-  return s ? s.reaped / ticksPerSecond : 0;
 }

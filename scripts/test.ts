@@ -20,12 +20,12 @@
  * skips, and a check that silently stops running is a check that cannot fail.
  */
 import "../packages/launcher/src/require-node.js";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
-import { type FileTiming, formatTimings, reapedCpuSeconds } from "./test-timings.js";
+import { type FileTiming, formatTimings, sampleTree } from "./test-timings.js";
 import { changedSinceMain, selectTests } from "./test-selection.js";
 
 const root = process.cwd();
@@ -33,19 +33,57 @@ const root = process.cwd();
 const timingsFile = process.env["TEST_TIMINGS"];
 const checkTimings: FileTiming[] = [];
 
-function run(title: string, cmd: string, args: string[]): void {
-  process.stdout.write(`\n== ${title}\n`);
-  const [wall, cpu] = [Date.now(), reapedCpuSeconds()];
-  const r = spawnSync(cmd, args, { stdio: "inherit", cwd: root });
-  checkTimings.push({ file: `(check) ${title}`, wallSeconds: (Date.now() - wall) / 1000, cpuSeconds: reapedCpuSeconds() - cpu });
-  if (r.status !== 0) {
-    process.stdout.write(`\n${title} failed (exit ${r.status ?? r.signal})\n`);
-    process.exit(r.status ?? 1);
+interface Check {
+  title: string;
+  cmd: string;
+  args: string[];
+}
+
+/**
+ * The checks before the tests, all at once: they are independent, and
+ * one at a time the cores idle while one of them waits on its disk or on
+ * git. Each one's output is held and printed whole, in the listed order,
+ * so the log reads as if they had run one after another; the first
+ * failure (in that order) ends the run with its status.
+ */
+async function runChecks(checks: Check[]): Promise<void> {
+  const titleOf = new Map<number, string>();
+  const sampler = timingsFile === undefined ? undefined : sampleTree((pid) => titleOf.get(pid), "(npm test)");
+  const started = Date.now();
+  const results = await Promise.all(
+    checks.map(
+      (c) =>
+        new Promise<{ check: Check; output: string; status: number | string; wallSeconds: number }>((done) => {
+          const child = spawn(c.cmd, c.args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+          if (child.pid !== undefined) titleOf.set(child.pid, `(check) ${c.title}`);
+          const chunks: Buffer[] = [];
+          child.stdout.on("data", (b: Buffer) => chunks.push(b));
+          child.stderr.on("data", (b: Buffer) => chunks.push(b));
+          child.on("error", (e) => done({ check: c, output: `${e.message}\n`, status: "not started", wallSeconds: 0 }));
+          child.on("close", (code, signal) =>
+            done({ check: c, output: Buffer.concat(chunks).toString(), status: code ?? signal ?? 1, wallSeconds: (Date.now() - started) / 1000 }),
+          );
+        }),
+    ),
+  );
+  if (sampler) {
+    const cpu = new Map(sampler.stop().map((t) => [t.file, t.cpuSeconds]));
+    for (const r of results)
+      checkTimings.push({ file: `(check) ${r.check.title}`, wallSeconds: r.wallSeconds, cpuSeconds: cpu.get(`(check) ${r.check.title}`) ?? 0 });
+    checksWallSeconds = (Date.now() - started) / 1000;
+  }
+  for (const r of results) {
+    process.stdout.write(`\n== ${r.check.title}\n${r.output}`);
+    if (r.status !== 0) {
+      process.stdout.write(`\n${r.check.title} failed (exit ${r.status})\n`);
+      process.exit(typeof r.status === "number" ? r.status : 1);
+    }
   }
 }
 
+let checksWallSeconds: number | undefined;
 function checkPhase(): Record<string, number> {
-  return checkTimings.length === 0 ? {} : { checks: checkTimings.reduce((s, t) => s + t.wallSeconds, 0) };
+  return checksWallSeconds === undefined ? {} : { checks: checksWallSeconds };
 }
 
 function findTests(dir: string, suffix: string): string[] {
@@ -87,11 +125,15 @@ if (changedOnly) {
 }
 
 if (only.length === 0 && !changedOnly) {
-  run("biome (format and lint)", "npx", ["biome", "check", "."]);
-  run("buf lint", "npx", ["buf", "lint"]);
-  run("buf format", "npx", ["buf", "format", "--diff", "--exit-code"]);
-  run("buf breaking", process.execPath, ["--import", "tsx", "scripts/proto-breaking.ts"]);
-  run("typecheck", "npx", ["tsc", "--noEmit", "-p", "tsconfig.json"]);
+  // The tools from node_modules/.bin directly: npx would cost a node start-up each.
+  const bin = (name: string) => join(root, "node_modules", ".bin", name);
+  await runChecks([
+    { title: "biome (format and lint)", cmd: bin("biome"), args: ["check", "."] },
+    { title: "buf lint", cmd: bin("buf"), args: ["lint"] },
+    { title: "buf format", cmd: bin("buf"), args: ["format", "--diff", "--exit-code"] },
+    { title: "buf breaking", cmd: process.execPath, args: ["--import", "tsx", "scripts/proto-breaking.ts"] },
+    { title: "typecheck", cmd: bin("tsc"), args: ["--noEmit", "-p", "tsconfig.json"] },
+  ]);
 }
 
 /**
