@@ -12,7 +12,10 @@
  * processes of a tree, counts each process once whether it still runs or
  * ended and was waited for. What a tree used in its last interval before
  * it ended is lost (at most intervalMs × cores per file), and so is a
- * process orphaned to init before its parent waited for it.
+ * process orphaned to init before its parent waited for it. The sampling
+ * itself costs: reading every process's stat (325 processes on the shared
+ * machine) every 250 ms took 3 % of a core, so the default is 500 ms, and
+ * the runner's own line, "(runner)", includes it.
  */
 import { readFileSync, readdirSync } from "node:fs";
 
@@ -62,7 +65,7 @@ function readCmdline(pid: number): string {
  * (the shared platform's processes) count as "(shared platform)"; the
  * runner's own CPU as "(runner)".
  */
-export function startTimings(files: string[], rootPid = process.pid, intervalMs = 250): { stop(): FileTiming[] } {
+export function startTimings(files: string[], rootPid = process.pid, intervalMs = 500): { stop(): FileTiming[] } {
   return sampleTree((_pid, cmd) => files.find((f) => cmd.includes(f)) ?? "(shared platform)", "(runner)", rootPid, intervalMs);
 }
 
@@ -75,7 +78,7 @@ export function sampleTree(
   nameOf: (pid: number, commandLine: string) => string | undefined,
   rootName: string,
   rootPid = process.pid,
-  intervalMs = 250,
+  intervalMs = 500,
 ): { stop(): FileTiming[] } {
   const fileOfChild = new Map<number, string | undefined>();
   const totals = new Map<string, { first: number; last: number; ticks: number }>();
