@@ -6,6 +6,7 @@
  *   npm test                       everything
  *   npm test -- path/to/x.test.ts  only the given files
  *   npm test -- --changed          only the files a change since main can affect (scripts/test-selection.ts)
+ *   TEST_TIMINGS=<file> npm test   also each check's and file's wall and CPU seconds (scripts/test-timings.ts)
  *
  * Files run in parallel (TEST_CONCURRENCY, default twice the cores, at most 8): most
  * of a test file's time is spent waiting on other processes (a platform's
