@@ -6,6 +6,7 @@
  *   npm test                       everything
  *   npm test -- path/to/x.test.ts  only the given files
  *   npm test -- --changed          only the files a change since main can affect (scripts/test-selection.ts)
+ *   TEST_TIMINGS=<file> npm test   also each check's and file's wall and CPU seconds (scripts/test-timings.ts)
  *
  * Files run in parallel (TEST_CONCURRENCY, default twice the cores, at most 8): most
  * of a test file's time is spent waiting on other processes (a platform's
@@ -20,22 +21,70 @@
  * skips, and a check that silently stops running is a check that cannot fail.
  */
 import "../packages/launcher/src/require-node.js";
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
+import { type FileTiming, formatTimings, sampleTree } from "./test-timings.js";
 import { changedSinceMain, selectTests } from "./test-selection.js";
 
 const root = process.cwd();
+/** TEST_TIMINGS=<file>: write each check's and each test file's wall and CPU seconds there (JSON) and print the heaviest. */
+const timingsFile = process.env["TEST_TIMINGS"];
+const checkTimings: FileTiming[] = [];
 
-function run(title: string, cmd: string, args: string[]): void {
-  process.stdout.write(`\n== ${title}\n`);
-  const r = spawnSync(cmd, args, { stdio: "inherit", cwd: root });
-  if (r.status !== 0) {
-    process.stdout.write(`\n${title} failed (exit ${r.status ?? r.signal})\n`);
-    process.exit(r.status ?? 1);
+interface Check {
+  title: string;
+  cmd: string;
+  args: string[];
+}
+
+/**
+ * The checks before the tests, all at once: they are independent, and
+ * one at a time the cores idle while one of them waits on its disk or on
+ * git. Each one's output is held and printed whole, in the listed order,
+ * so the log reads as if they had run one after another; the first
+ * failure (in that order) ends the run with its status.
+ */
+async function runChecks(checks: Check[]): Promise<void> {
+  const titleOf = new Map<number, string>();
+  const sampler = timingsFile === undefined ? undefined : sampleTree((pid) => titleOf.get(pid), "(npm test)");
+  const started = Date.now();
+  const results = await Promise.all(
+    checks.map(
+      (c) =>
+        new Promise<{ check: Check; output: string; status: number | string; wallSeconds: number }>((done) => {
+          const child = spawn(c.cmd, c.args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+          if (child.pid !== undefined) titleOf.set(child.pid, `(check) ${c.title}`);
+          const chunks: Buffer[] = [];
+          child.stdout.on("data", (b: Buffer) => chunks.push(b));
+          child.stderr.on("data", (b: Buffer) => chunks.push(b));
+          child.on("error", (e) => done({ check: c, output: `${e.message}\n`, status: "not started", wallSeconds: 0 }));
+          child.on("close", (code, signal) =>
+            done({ check: c, output: Buffer.concat(chunks).toString(), status: code ?? signal ?? 1, wallSeconds: (Date.now() - started) / 1000 }),
+          );
+        }),
+    ),
+  );
+  if (sampler) {
+    const cpu = new Map(sampler.stop().map((t) => [t.file, t.cpuSeconds]));
+    for (const r of results)
+      checkTimings.push({ file: `(check) ${r.check.title}`, wallSeconds: r.wallSeconds, cpuSeconds: cpu.get(`(check) ${r.check.title}`) ?? 0 });
+    checksWallSeconds = (Date.now() - started) / 1000;
   }
+  for (const r of results) {
+    process.stdout.write(`\n== ${r.check.title}\n${r.output}`);
+    if (r.status !== 0) {
+      process.stdout.write(`\n${r.check.title} failed (exit ${r.status})\n`);
+      process.exit(typeof r.status === "number" ? r.status : 1);
+    }
+  }
+}
+
+let checksWallSeconds: number | undefined;
+function checkPhase(): Record<string, number> {
+  return checksWallSeconds === undefined ? {} : { checks: checksWallSeconds };
 }
 
 function findTests(dir: string, suffix: string): string[] {
@@ -77,11 +126,15 @@ if (changedOnly) {
 }
 
 if (only.length === 0 && !changedOnly) {
-  run("biome (format and lint)", "npx", ["biome", "check", "."]);
-  run("buf lint", "npx", ["buf", "lint"]);
-  run("buf format", "npx", ["buf", "format", "--diff", "--exit-code"]);
-  run("buf breaking", process.execPath, ["--import", "tsx", "scripts/proto-breaking.ts"]);
-  run("typecheck", "npx", ["tsc", "--noEmit", "-p", "tsconfig.json"]);
+  // The tools from node_modules/.bin directly: npx would cost a node start-up each.
+  const bin = (name: string) => join(root, "node_modules", ".bin", name);
+  await runChecks([
+    { title: "biome (format and lint)", cmd: bin("biome"), args: ["check", "."] },
+    { title: "buf lint", cmd: bin("buf"), args: ["lint"] },
+    { title: "buf format", cmd: bin("buf"), args: ["format", "--diff", "--exit-code"] },
+    { title: "buf breaking", cmd: process.execPath, args: ["--import", "tsx", "scripts/proto-breaking.ts"] },
+    { title: "typecheck", cmd: bin("tsc"), args: ["--noEmit", "-p", "tsconfig.json"] },
+  ]);
 }
 
 /**
@@ -94,8 +147,33 @@ function runTests(title: string, runnerArgs: string[]): void {
   process.stdout.write(`\n== ${title}\n`);
   const dir = mkdtempSync(join(tmpdir(), "npm-test-"));
   const tapFile = join(dir, "run.tap");
-  const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/run-test-files.ts", "--tap", tapFile, ...runnerArgs], { stdio: "inherit", cwd: root });
+  const timingArgs = timingsFile === undefined ? [] : ["--timings", join(dir, "timings.json")];
+  const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/run-test-files.ts", "--tap", tapFile, ...timingArgs, ...runnerArgs], {
+    stdio: "inherit",
+    cwd: root,
+  });
   const summary = summarizeTap(readFileSync(tapFile, "utf8"));
+  if (timingsFile !== undefined && existsSync(join(dir, "timings.json"))) {
+    const { phases, files } = JSON.parse(readFileSync(join(dir, "timings.json"), "utf8")) as { phases: Record<string, number>; files: FileTiming[] };
+    const all = [...checkTimings, ...files];
+    writeFileSync(timingsFile, JSON.stringify({ phases: { ...checkPhase(), ...phases }, files: all }, null, 2));
+    process.stdout.write(`\n== timings (wall s by phase: ${JSON.stringify({ ...checkPhase(), ...phases })}; all in ${timingsFile})\n`);
+    process.stdout.write(
+      formatTimings(
+        all
+          .slice()
+          .sort((a, b) => b.cpuSeconds - a.cpuSeconds)
+          .slice(0, 15),
+        root,
+      ),
+    );
+    process.stdout.write(
+      `${all
+        .reduce((s, t) => s + t.cpuSeconds, 0)
+        .toFixed(1)
+        .padStart(7)}          total CPU of the run\n`,
+    );
+  }
   rmSync(dir, { recursive: true, force: true });
   const section = (heading: string, lines: string[]) => {
     if (lines.length > 0) process.stdout.write(`\n== ${heading} (${lines.length})\n${lines.map((l) => `${l}\n`).join("")}`);

@@ -178,7 +178,7 @@ describe("against running services", () => {
   let p: TestPlatform;
   let adminUrls: string[];
   before(async () => {
-    p = await startTestPlatform({ serviceEnv: { gateway: { AUTH_API_KEYS: `alice=${apiKey}` } } });
+    p = await startTestPlatform({ undeployed: true, serviceEnv: { gateway: { AUTH_API_KEYS: `alice=${apiKey}` } } });
     adminUrls = Object.values(p.services).map((s) => s.adminUrl);
   });
   after(() => p?.close());

@@ -7,6 +7,7 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import pg from "pg";
 import { startPlatform, type Platform, type PlatformOptions, type ServiceName } from "@platform/launcher";
 import { checkoutV1 } from "@platform/proto";
+import { readServiceManifests } from "@platform/registry";
 
 export type Protocol = "connect-json" | "connect-binary" | "grpc" | "grpc-web";
 export const protocols: Protocol[] = ["connect-json", "connect-binary", "grpc", "grpc-web"];
@@ -23,6 +24,13 @@ export interface TestPlatformOptions extends Partial<PlatformOptions> {
    * default, as in production: only tests that inject faults ask for it.
    */
   faultInjection?: boolean;
+  /**
+   * The services whose manifest says `"deploy": false` (the examples) that
+   * this platform starts too: `true` for all of them. By default none: nothing
+   * deployed calls them, and each is a process of its own (about a second of
+   * a core to start). Ignored when `manifests` is given.
+   */
+  undeployed?: true | readonly string[];
 }
 
 export function transportFor(baseUrl: string, protocol: Protocol): Transport {
@@ -39,15 +47,17 @@ export function transportFor(baseUrl: string, protocol: Protocol): Transport {
 }
 
 /**
- * The platform as `npm start` runs it (embedded PostgreSQL, four service
- * processes on free loopback ports), in a fresh data directory.
+ * The platform as `npm start` runs it (embedded PostgreSQL, every deployed
+ * service as a process on free loopback ports), in a fresh data directory;
+ * the examples only when asked for (`undeployed`).
  */
 export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise<TestPlatform> {
   const dataDir = tempDataDir();
-  const { faultInjection, ...rest } = opts;
+  const { faultInjection, undeployed, ...rest } = opts;
   const faultToken = faultInjection ? randomBytes(24).toString("hex") : undefined;
   const faultEnv: Record<string, string> = faultToken === undefined ? {} : { FAULT_INJECTION: "enabled", FAULT_INJECTION_TOKEN: faultToken };
-  const platform = await startPlatform({ dataDir, freePorts: true, ...rest, env: { LOG_LEVEL: "info", ...faultEnv, ...opts.env } });
+  const manifests = rest.manifests ?? readServiceManifests().filter((m) => m.deploy || undeployed === true || undeployed?.includes(m.name));
+  const platform = await startPlatform({ dataDir, freePorts: true, ...rest, manifests, env: { LOG_LEVEL: "info", ...faultEnv, ...opts.env } });
   const connected = connectTestClients(platform, async () => {
     await platform.stop();
     if (!process.env["KEEP_TEST_DATA"]) rmSync(dataDir, { recursive: true, force: true });

@@ -31,7 +31,8 @@ export interface ServiceUnderTest {
 
 export async function startServiceUnderTest(name: string): Promise<ServiceUnderTest> {
   const manifest = readServiceManifest(name);
-  const platform = await startTestPlatform();
+  // The examples are started only when asked for; a copy (npm run new-service) is deployed and starts anyway.
+  const platform = await startTestPlatform({ undeployed: [name] });
   const service = (platform.services as Record<string, RunningService | undefined>)[name];
   assert.ok(service, `${name} was started`);
   return { manifest, platform, service };

@@ -1,0 +1,38 @@
+/**
+ * scripts/test-timings.ts (TEST_TIMINGS=<file> npm test): a file's CPU is
+ * its whole process tree's (Linux, /proc), children and grandchildren included, also
+ * those that ended before the last sample, and nothing of another file's.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { sampleTree } from "../scripts/test-timings.js";
+
+/** A node process that starts a grandchild burning `ms` of CPU, waits for it, and prints the grandchild's own CPU seconds. */
+function burner(tag: string, ms: number) {
+  const grandchild = `const t=Date.now();while(Date.now()-t<${ms});const u=process.cpuUsage();console.log((u.user+u.system)/1e6)`;
+  const child = `const c=require("node:child_process").spawnSync(process.execPath,["-e",${JSON.stringify(grandchild)}],{encoding:"utf8"});process.stdout.write(c.stdout);setTimeout(()=>{},1500)`;
+  return spawn(process.execPath, ["-e", child, tag], { stdio: ["ignore", "pipe", "inherit"] });
+}
+
+test("each child's tree is timed apart, a grandchild that ended included", async () => {
+  const children = [burner("tree-a", 1200), burner("tree-b", 300)];
+  const names = new Map(children.map((c, i) => [c.pid, i === 0 ? "a" : "b"]));
+  const sampler = sampleTree((pid) => names.get(pid), "self", process.pid, 100);
+  const outputs = children.map(async (c) => {
+    let out = "";
+    c.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    await once(c, "exit");
+    return Number(out.trim());
+  });
+  const [burnedA, burnedB] = await Promise.all(outputs);
+  const timings = new Map(sampler.stop().map((t) => [t.file, t.cpuSeconds]));
+  const [a, b] = [timings.get("a") ?? 0, timings.get("b") ?? 0];
+  // Each tree is its grandchild's burn (ended 1.5 s before its parent) plus two node start-ups; the
+  // parent's last 100 ms interval is not counted. At least the grandchild's own CPU, which only the
+  // reaped-children counters still hold once it has ended; no more than the other tree's is added.
+  assert.ok(burnedA !== undefined && a >= burnedA - 0.05, `tree a: ${a} CPU s counted, its grandchild alone used ${burnedA}`);
+  assert.ok(burnedB !== undefined && b >= burnedB - 0.05, `tree b: ${b} CPU s counted, its grandchild alone used ${burnedB}`);
+  assert.ok(b < a, `tree b (${b} s) must not include tree a's burn (${a} s)`);
+});
