@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { auditTarget, composeTarget, repoRoot, shippedOverlays, type Problem } from "@platform/audit";
+import { effectiveDependencies, envPrefix, forwardedApis, readServiceManifests } from "@platform/registry";
 import { startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 /** Runs `npm run audit -- ARGS` as a person would; resolves with its exit status and output. */
@@ -27,6 +28,20 @@ function runAudit(args: string[]): Promise<{ status: number | null; out: string 
 }
 
 const fixture = join(repoRoot, "test", "fixtures", "misconfigured", "docker-compose.yml");
+
+/** The services whose apis the gateway forwards ("public": true in their manifests; checkout's api it serves itself), in its order. */
+function forwardedServices() {
+  return [...new Set(forwardedApis(readServiceManifests(repoRoot)).map((f) => f.service))];
+}
+
+/** The hops of the deployed services' manifests, as the audit prints them: `a -> b` per dependency, `a -> database` per database. */
+function manifestCallGraph(): string[] {
+  const manifests = readServiceManifests(repoRoot).filter((m) => m.deploy);
+  return [
+    ...manifests.flatMap((m) => effectiveDependencies(m, manifests).map((d) => `${m.name} -> ${d.service}`)),
+    ...manifests.filter((m) => m.database).map((m) => `${m.name} -> database`),
+  ];
+}
 
 async function problemsOf(composeFile: string): Promise<Problem[]> {
   const audit = await auditTarget(await composeTarget(composeFile));
@@ -52,10 +67,21 @@ test("npm run audit passes the defaults, the compose file and every Kubernetes o
     out,
     /PlaceOrder: 3 x 1 x 1 x 1 = 3 attempts at pricing's database \(gateway -> checkout -> orders -> pricing -> database\); budget-capped at 1\.1x under total failure/,
   );
-  assert.match(
-    out,
-    /call graph: gateway -> checkout, checkout -> orders, checkout -> pricing, orders -> pricing, receipts -> mailer, orders -> database, pricing -> database, receipts -> database/,
-  );
+  // The compose file's graph, read from each service's environment, is the manifests' (services added with npm run new-service included).
+  const composeGraph = /^== compose docker-compose\.yml: .*\ncall graph: (.*)$/m.exec(out)?.[1]?.split(", ");
+  assert.ok(composeGraph, out);
+  assert.deepEqual(composeGraph.toSorted(), manifestCallGraph().toSorted());
+  for (const hop of [
+    "gateway -> checkout",
+    "checkout -> orders",
+    "checkout -> pricing",
+    "orders -> pricing",
+    "receipts -> mailer",
+    "orders -> database",
+    "pricing -> database",
+    "receipts -> database",
+  ])
+    assert.ok(composeGraph.includes(hop), `the order path's hop ${hop}: ${composeGraph.join(", ")}`);
   assert.equal((out.match(/^pass {2}\d\. /gm) ?? []).length, 7 * (2 + overlays.length), "seven answers per configuration");
   assert.match(out, /rehearsed in CI: test\/e2e\/overload\.test\.ts cuts intake to 0 through PUT \/admin\/intake/);
   assert.match(out, /^audit: PASS$/m);
@@ -120,7 +146,12 @@ describe("the misconfigured copy", () => {
 describe("each rule fails a copy broken for it", () => {
   const dir = mkdtempSync(join(tmpdir(), "audit-"));
   after(() => rmSync(dir, { recursive: true, force: true }));
-  /** The shipped compose file's four services with `extra` added to one service's environment. */
+  /**
+   * The shipped compose file's four services with `extra` added to one
+   * service's environment; with every service the gateway publishes (its
+   * config calls each by default, a service added with `npm run new-service
+   * -- NAME --public` among them), so that the unbroken copy reaches all it calls.
+   */
   function composeWith(service: string, extra: Record<string, string>): string {
     const env: Record<string, Record<string, string>> = {
       pricing: { SERVICE: "pricing", PORT: "8083", DATABASE_URL: "postgres://pricing:${PW}@postgres:5432/platform" },
@@ -128,6 +159,11 @@ describe("each rule fails a copy broken for it", () => {
       checkout: { SERVICE: "checkout", PORT: "8081", ORDERS_URL: "http://orders:8082", PRICING_URL: "http://pricing:8083" },
       gateway: { SERVICE: "gateway", PORT: "8080", CHECKOUT_URL: "http://checkout:8081" },
     };
+    for (const m of forwardedServices()) {
+      env[m.name] = { SERVICE: m.name, PORT: String(m.ports.rpc) };
+      if (m.database) env[m.name]!["DATABASE_URL"] = `postgres://${m.database.role}:\${PW}@postgres:5432/platform`;
+      env["gateway"]![`${envPrefix(m.name)}_URL`] = `http://${m.name}:${m.ports.rpc}`;
+    }
     Object.assign(env[service]!, extra);
     const file = join(dir, `${service}-${Object.keys(extra).join("-")}.yml`);
     writeFileSync(file, JSON.stringify({ services: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, { environment: v }])) }));
@@ -195,9 +231,10 @@ describe("against running services", () => {
     };
     assert.equal(body.service, "gateway");
     assert.equal(body.config.edge.auth.keys, "[redacted]");
+    // checkout, then each service the gateway forwards an api to.
     assert.deepEqual(
       body.dependencyClients.map((c) => c.dependency),
-      ["checkout"],
+      ["checkout", ...forwardedServices().map((m) => m.name)],
     );
     const orders = (await (await fetch(`${p.services.orders.adminUrl}/admin/config`)).json()) as { dependencyClients: { retry: unknown }[] };
     assert.deepEqual(

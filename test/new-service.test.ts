@@ -28,6 +28,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { findFreePort } from "@platform/embedded-postgres";
 import { kubectlPath } from "@platform/k8s-check";
+import { readServiceManifests } from "@platform/registry";
 import { exampleFiles, examples } from "../scripts/new-service/examples.js";
 import { deriveNames, nameProblems } from "../scripts/new-service/names.js";
 import { manifestPorts, nextPortPair } from "../scripts/new-service/ports.js";
@@ -224,7 +225,10 @@ describe("npm run new-service", () => {
 
   test("refuses an existing service's name, an example's included, and changes nothing", () => {
     const before = treeDigest();
-    for (const name of ["pricing", "example-notes"]) {
+    // A deployed service with a database (whichever the manifests list first), and the example --db copies.
+    const existing = readServiceManifests(copy).find((m) => m.deploy && m.database);
+    assert.ok(existing, "a deployed service with a database");
+    for (const name of [existing.name, examples.database.name]) {
       const r = generate(name, "--db");
       assert.equal(r.status, 2, tail(r));
       assert.match(r.stderr, new RegExp(`"${name}" is taken:\\n {2}- services/${name} already exists`));

@@ -326,7 +326,7 @@ test("docker-compose.yml and deploy/ never enable fault injection", () => {
   }
   assert.deepEqual(found, []);
   // The check itself can fail: the same walk finds a switched-on service.
-  walk("probe.yml", { services: { pricing: { environment: { FAULT_INJECTION: "enabled" } } } });
+  walk("probe.yml", { services: { stock: { environment: { FAULT_INJECTION: "enabled" } } } });
   walk("probe.yaml", { env: [{ name: "FAULT_INJECTION_TOKEN", value: "x" }] });
   walk("probe.env", "FAULTS='{}'");
   assert.equal(found.length, 3);

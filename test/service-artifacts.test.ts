@@ -13,8 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { generateServiceArtifacts, generatedNotice, renderServiceArtifacts, staleServiceArtifacts } from "@platform/registry/generate";
-import { effectiveDependencies, readServiceManifests } from "@platform/registry";
+import { effectiveDependencies, passwordSecret, readServiceManifests } from "@platform/registry";
 import { renderKustomization } from "@platform/k8s-check/render";
+import { manifestPorts, nextPortPair } from "../scripts/new-service/ports.js";
 
 const root = process.cwd();
 
@@ -29,6 +30,17 @@ test("the committed artifacts are what the manifests generate (run `npm run gene
 function renderOverlay(dir: string): unknown[] {
   return renderKustomization(dir);
 }
+
+/**
+ * Ports for the two scratch services that no manifest of this repository
+ * uses (services added with `npm run new-service` take the next free pairs,
+ * so fixed numbers would clash with them).
+ */
+const stockPorts = nextPortPair(manifestPorts(root));
+const ledgerPorts = nextPortPair(new Set([...manifestPorts(root), stockPorts.rpc, stockPorts.admin]));
+
+/** What the repository itself deploys (compose, Kubernetes, prometheus); the examples and anything else with "deploy": false stay out. */
+const deployed = readServiceManifests(root).filter((m) => m.deploy);
 
 /** A copy of what the generator reads and writes, plus two services the four do not show. */
 function scratchRepository(t: { after(fn: () => void): void }): string {
@@ -48,15 +60,15 @@ function scratchRepository(t: { after(fn: () => void): void }): string {
       JSON.stringify({ name, description: `the ${name}`, public: false, dependencies: [], ...manifest }),
     );
   };
-  // A public API: pricing's proto stands in for one the gateway forwards (pricing itself stays internal).
+  // A public API the gateway forwards, whose service calls one of the repository's (pricing, which stays internal).
   writeFileSync(join(dir, "proto", "stock.proto"), 'syntax = "proto3";\npackage stock.v1;\nservice StockService {}\n');
   add("stock", {
-    ports: { rpc: 8090, admin: 9090 },
+    ports: stockPorts,
     apis: ["stock.v1.StockService"],
     public: true,
     dependencies: [{ service: "pricing", maxConcurrent: 4, maxQueue: 8 }],
   });
-  add("ledger", { ports: { rpc: 8091, admin: 9091 }, apis: [], database: { schema: "ledger", role: "ledger" } });
+  add("ledger", { ports: ledgerPorts, apis: [], database: { schema: "ledger", role: "ledger" } });
   return dir;
 }
 
@@ -99,15 +111,18 @@ test("a worker with a database and no api, and a public service: compose, Kubern
   assert.deepEqual(Object.keys(ledger.depends_on ?? {}), ["postgres"]);
   assert.ok(ledger.mem_limit !== undefined && ledger.healthcheck !== undefined && ledger.logging !== undefined, "x-service's settings apply");
   assert.equal(ledger.ports, undefined, "only the gateway publishes a port");
-  assert.equal(compose.services["gateway"]?.environment?.["STOCK_URL"], "http://stock:8090", "the gateway reaches the public service");
+  assert.equal(compose.services["gateway"]?.environment?.["STOCK_URL"], `http://stock:${stockPorts.rpc}`, "the gateway reaches the public service");
   assert.equal(compose.services["stock"]?.environment?.["PRICING_URL"], "http://pricing:8083");
-  assert.deepEqual(compose.services["postgres"]?.secrets?.map((s) => s.source).sort(), [
-    "ledger_db_password",
-    "orders_db_password",
-    "postgres_password",
-    "pricing_db_password",
-    "receipts_db_password",
-  ]);
+  // The superuser's, ledger's, and one per deployed service with a database (orders, pricing, receipts, and any added with --db).
+  const roles = deployed.flatMap((m) => (m.database ? [m.database.role] : []));
+  assert.ok(
+    ["orders", "pricing", "receipts"].every((r) => roles.includes(r)),
+    roles.join(", "),
+  );
+  assert.deepEqual(
+    compose.services["postgres"]?.secrets?.map((s) => s.source).sort(),
+    ["postgres_password", passwordSecret("ledger"), ...roles.map(passwordSecret)].sort(),
+  );
   assert.ok(!JSON.stringify(compose).match(/PASSWORD"?:\s*"[^/]/), "no password value in any environment");
 
   // --- the init script gives ledger its role and schema ---
@@ -121,16 +136,12 @@ test("a worker with a database and no api, and a public service: compose, Kubern
   const targets = (
     parse(read("observability/prometheus.yml")) as { scrape_configs: { static_configs: { targets: string[] }[] }[] }
   ).scrape_configs[0]!.static_configs.flatMap((c) => c.targets);
-  assert.deepEqual(targets.sort(), [
-    "checkout:9081",
-    "gateway:9080",
-    "ledger:9091",
-    "mailer:9085",
-    "orders:9082",
-    "pricing:9083",
-    "receipts:9084",
-    "stock:9090",
-  ]);
+  // Every deployed service's admin port (the examples run under npm start only), and the two added here.
+  assert.ok(
+    ["gateway", "checkout", "orders", "pricing", "receipts", "mailer"].every((n) => deployed.some((m) => m.name === n)),
+    deployed.map((m) => m.name).join(", "),
+  );
+  assert.deepEqual(targets.sort(), [...deployed.map((m) => `${m.name}:${m.ports.admin}`), `ledger:${ledgerPorts.admin}`, `stock:${stockPorts.admin}`].sort());
 
   // --- Kubernetes, as kubectl kustomize renders it ---
   for (const overlay of ["dev", "production"]) {
@@ -142,7 +153,7 @@ test("a worker with a database and no api, and a public service: compose, Kubern
       secretName: "platform-database",
       items: [{ key: "ledger-url", path: "url" }],
     });
-    assert.equal(env("gateway")["STOCK_URL"], "http://stock:8090");
+    assert.equal(env("gateway")["STOCK_URL"], `http://stock:${stockPorts.rpc}`);
     const policy = (name: string) => objects.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === `${name}-ingress`)!.spec;
     const from = (name: string) =>
       (policy(name)["ingress"] as { from?: { podSelector: { matchLabels: Record<string, string> } }[] }[])
@@ -160,7 +171,7 @@ test("a worker with a database and no api, and a public service: compose, Kubern
   // --- the gateway forwards the public service's api, and only that ---
   assert.match(
     read("services/gateway/src/forwarded-apis.generated.ts"),
-    /^ {2}\{ api: "stock\.v1\.StockService", dependency: "stock", defaultUrl: "http:\/\/127\.0\.0\.1:8090" \},\n\];/m,
+    new RegExp(`^ {2}\\{ api: "stock\\.v1\\.StockService", dependency: "stock", defaultUrl: "http://127\\.0\\.0\\.1:${stockPorts.rpc}" \\},\\n\\];`, "m"),
   );
   assert.match(read("packages/proto/src/index.ts"), /^export \* as stockV1 from "\.\/gen\/stock_pb\.js";$/m, "a new proto is exported");
   const names = JSON.parse(/serviceNames = (\[[^\]]*\]) as const/.exec(read("packages/launcher/src/service-names.generated.ts"))?.[1] ?? "[]") as string[];
@@ -192,9 +203,12 @@ test("docker-compose is installed for these checks", () => {
 /** Every dependency a loaded config holds (objects with a name, a baseUrl and an isolation), wherever it sits. */
 function dependenciesIn(config: unknown): { name: string; baseUrl: string; isolation: { maxConcurrent: number; minConcurrent?: number; maxQueue: number } }[] {
   const out: ReturnType<typeof dependenciesIn> = [];
+  // A forwarded api holds its protobuf descriptor, whose file and service refer to each other: each object is visited once.
+  const seen = new WeakSet<object>();
   const walk = (v: unknown) => {
+    if (typeof v !== "object" || v === null || seen.has(v)) return;
+    seen.add(v);
     if (Array.isArray(v)) return v.forEach(walk);
-    if (typeof v !== "object" || v === null) return;
     const o = v as Record<string, unknown>;
     if (typeof o["name"] === "string" && typeof o["baseUrl"] === "string" && typeof o["isolation"] === "object") out.push(o as never);
     else Object.values(o).forEach(walk);

@@ -19,6 +19,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { findFreePort } from "@platform/embedded-postgres";
+import { forwardedApis, readServiceManifests } from "@platform/registry";
 import { sharedPlatform, startTestPlatform, untilStarted, type SharedPlatform, type TestPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
@@ -43,12 +44,18 @@ describe("buf curl without --schema", () => {
   test("lists the gateway's public services and nothing internal", async () => {
     const { stdout } = await bufCurl(["--list-services", p.gatewayUrl]);
     const listed = stdout.trim().split("\n").sort();
-    assert.deepEqual(listed, [
-      "checkout.v1.CheckoutService",
-      "grpc.health.v1.Health",
-      "grpc.reflection.v1.ServerReflection",
-      "grpc.reflection.v1alpha.ServerReflection",
-    ]);
+    // Its own api, health and reflection, and each api it forwards (a service added with `npm run new-service -- NAME --public`).
+    const forwarded = forwardedApis(readServiceManifests(process.cwd())).map((f) => f.api);
+    assert.deepEqual(
+      listed,
+      [
+        "checkout.v1.CheckoutService",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+        ...forwarded,
+      ].sort(),
+    );
   });
 
   test("lists the methods of the public API", async () => {

@@ -12,7 +12,7 @@ export interface MethodAttempts {
   path: string[];
   factors: number[];
   total: number;
-  /** e.g. "pricing's database", or a service that calls nothing. */
+  /** e.g. "stock's database", or a service that calls nothing. */
   at: string;
   /** Under total failure the edge's retry budget allows about this many attempts per request (1 + share); undefined without a budget. */
   budgetCap: number | undefined;

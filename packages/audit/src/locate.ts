@@ -1,6 +1,6 @@
 import type { CallGraph } from "./call-graph.js";
 
-/** The prefix of a dependency's variables, as readDependencyConfig builds it ("pricing" -> PRICING). */
+/** The prefix of a dependency's variables, as readDependencyConfig builds it ("stock-level" -> STOCK_LEVEL). */
 export function variablePrefix(dependency: string): string {
   return dependency.toUpperCase().replace(/[^A-Z0-9]/g, "_");
 }

@@ -12,7 +12,7 @@ import { ScopedTx, type Tx } from "./tx.js";
 import { serverFaultNow, unreachableNow } from "./fault-now.js";
 
 export interface DatabaseOptions {
-  /** Dependency name used in error messages and the `db` metric label, e.g. "pricing-db". */
+  /** Dependency name used in error messages and the `db` metric label, e.g. "stock-db". */
   name: string;
   connectionString: string;
   /** Pool size: this dependency's bulkhead. */

@@ -22,7 +22,7 @@ function watch<T>(p: Promise<T>) {
 function setup(overrides: Partial<BulkheadOptions> = {}) {
   const clock = new FakeScheduler(1_000);
   const events: BulkheadEvent[] = [];
-  const bulkhead = new Bulkhead({ name: "pricing-db", maxConcurrent: 2, maxQueue: 2, clock, scheduler: clock, ...overrides });
+  const bulkhead = new Bulkhead({ name: "stock-db", maxConcurrent: 2, maxQueue: 2, clock, scheduler: clock, ...overrides });
   bulkhead.onEvent((e) => events.push(e));
   return { clock, bulkhead, events };
 }
@@ -77,13 +77,13 @@ describe("Bulkhead", () => {
     await flush();
     assert.equal(third.state, "rejected", "refused at once, not queued");
     const err = third.error;
-    assertConnectError(err, Code.Unavailable, /^pricing-db: bulkhead full \(2 in use, 2 queued\)$/);
+    assertConnectError(err, Code.Unavailable, /^stock-db: bulkhead full \(2 in use, 2 queued\)$/);
     // No history yet: the hint is the 1 ms floor ("0" would read as "at once").
-    assert.deepEqual(localRejection(err), { kind: "bulkhead_full", dependency: "pricing-db", retryAfterMs: 1 });
+    assert.deepEqual(localRejection(err), { kind: "bulkhead_full", dependency: "stock-db", retryAfterMs: 1 });
     assert.equal((err as ConnectError).metadata.get("grpc-retry-pushback-ms"), "1");
     assert.equal(bulkhead.stats().rejected, 1);
     assert.equal(bulkhead.stats().rejectedByReason.full, 1);
-    assert.deepEqual(events.at(-1), { type: "rejected", bulkhead: "pricing-db", reason: "full", waitedMs: 0 });
+    assert.deepEqual(events.at(-1), { type: "rejected", bulkhead: "stock-db", reason: "full", waitedMs: 0 });
   });
 
   it("with maxQueue 0 rejects as soon as all slots are busy", async () => {
@@ -106,12 +106,12 @@ describe("Bulkhead", () => {
     clock.advance(1);
     await flush();
     assert.equal(late.state, "rejected");
-    assertConnectError(late.error, Code.DeadlineExceeded, /^pricing-db: deadline passed while queued$/);
+    assertConnectError(late.error, Code.DeadlineExceeded, /^stock-db: deadline passed while queued$/);
     assert.equal(localRejection(late.error)?.kind, "bulkhead_deadline");
     assert.equal(bulkhead.stats().queued, 1);
     assert.deepEqual(
       events.find((e) => e.type === "rejected"),
-      { type: "rejected", bulkhead: "pricing-db", reason: "deadline", waitedMs: 100 },
+      { type: "rejected", bulkhead: "stock-db", reason: "deadline", waitedMs: 100 },
     );
     release();
     await flush();
@@ -151,7 +151,7 @@ describe("Bulkhead", () => {
     ac.abort("cancelled");
     await flush();
     assert.equal(gone.state, "rejected");
-    assertConnectError(gone.error, Code.Canceled, /^pricing-db: caller went away while queued$/);
+    assertConnectError(gone.error, Code.Canceled, /^stock-db: caller went away while queued$/);
     assert.equal(localRejection(gone.error)?.kind, "bulkhead_canceled");
     assert.equal(bulkhead.stats().queued, 1);
     release();
@@ -240,20 +240,20 @@ describe("Bulkhead", () => {
     clock.advance(5);
     r2();
     assert.deepEqual(events, [
-      { type: "acquired", bulkhead: "pricing-db", waitedMs: 0 },
-      { type: "queued", bulkhead: "pricing-db", queued: 1 },
-      { type: "released", bulkhead: "pricing-db", heldMs: 20 },
-      { type: "acquired", bulkhead: "pricing-db", waitedMs: 20 },
-      { type: "released", bulkhead: "pricing-db", heldMs: 5 },
+      { type: "acquired", bulkhead: "stock-db", waitedMs: 0 },
+      { type: "queued", bulkhead: "stock-db", queued: 1 },
+      { type: "released", bulkhead: "stock-db", heldMs: 20 },
+      { type: "acquired", bulkhead: "stock-db", waitedMs: 20 },
+      { type: "released", bulkhead: "stock-db", heldMs: 5 },
     ]);
   });
 
   it("keeps two dependencies independent (a slow one cannot starve the other)", async () => {
     const clock = new FakeScheduler();
-    const pricing = new Bulkhead({ name: "pricing", maxConcurrent: 1, maxQueue: 0, clock, scheduler: clock });
+    const stock = new Bulkhead({ name: "stock", maxConcurrent: 1, maxQueue: 0, clock, scheduler: clock });
     const orders = new Bulkhead({ name: "orders", maxConcurrent: 1, maxQueue: 0, clock, scheduler: clock });
-    await pricing.acquire();
-    await assert.rejects(pricing.acquire());
+    await stock.acquire();
+    await assert.rejects(stock.acquire());
     const r = await orders.acquire();
     r();
   });
@@ -277,19 +277,15 @@ describe("Bulkhead", () => {
       const first = watch(bulkhead.acquire({ deadlineAt: clock.now() + 160 }));
       // Position 2: 100 ms to wait + 100 to run; does not fit in 160.
       const err = await bulkhead.acquire({ deadlineAt: clock.now() + 160 }).catch((e: unknown) => e);
-      assertConnectError(
-        err,
-        Code.Unavailable,
-        /^pricing-db: expected wait for a slot 100 ms \+ 100 ms to run exceeds the 160 ms left \(2 in use, 1 queued\)$/,
-      );
+      assertConnectError(err, Code.Unavailable, /^stock-db: expected wait for a slot 100 ms \+ 100 ms to run exceeds the 160 ms left \(2 in use, 1 queued\)$/);
       // The hint: when a call arriving now could be done (wait + run).
-      assert.deepEqual(localRejection(err), { kind: "bulkhead_expected_wait", dependency: "pricing-db", retryAfterMs: 200 });
+      assert.deepEqual(localRejection(err), { kind: "bulkhead_expected_wait", dependency: "stock-db", retryAfterMs: 200 });
       assert.equal((err as ConnectError).metadata.get("grpc-retry-pushback-ms"), "200");
       assert.equal((err as ConnectError).metadata.get("retry-after"), "1");
       assert.equal(first.state, "pending");
       assert.equal(bulkhead.stats().queued, 1, "the refused call never queued");
       assert.equal(bulkhead.stats().rejectedByReason.expected_wait, 1);
-      assert.deepEqual(events.at(-1), { type: "rejected", bulkhead: "pricing-db", reason: "expected_wait", waitedMs: 0 });
+      assert.deepEqual(events.at(-1), { type: "rejected", bulkhead: "stock-db", reason: "expected_wait", waitedMs: 0 });
       // Without a deadline there is nothing to compare with: it queues.
       const patient = watch(bulkhead.acquire());
       await flush();
@@ -369,7 +365,7 @@ describe("Bulkhead", () => {
     it("takes its concurrency from the limiter at every decision", async () => {
       const clock = new FakeScheduler();
       const limiter = new ManualLimit(2);
-      const bulkhead = new Bulkhead({ name: "pricing", limiter, maxQueue: 10, clock, scheduler: clock });
+      const bulkhead = new Bulkhead({ name: "stock", limiter, maxQueue: 10, clock, scheduler: clock });
       const r1 = await bulkhead.acquire();
       const r2 = await bulkhead.acquire();
       const third = watch(bulkhead.acquire());
@@ -395,7 +391,7 @@ describe("Bulkhead", () => {
     it("feeds it each call's hold time and in-flight count: successes and timeouts, not ignored outcomes", async () => {
       const clock = new FakeScheduler();
       const limiter = new ManualLimit(4);
-      const bulkhead = new Bulkhead({ name: "pricing", limiter, maxQueue: 0, clock, scheduler: clock });
+      const bulkhead = new Bulkhead({ name: "stock", limiter, maxQueue: 0, clock, scheduler: clock });
       const a = await bulkhead.acquire();
       const b = await bulkhead.acquire();
       const c = await bulkhead.acquire();
@@ -416,7 +412,7 @@ describe("Bulkhead", () => {
     it("with an AdaptiveLimit: slow calls shrink the slots a dependency gets, fast ones give them back", async () => {
       const clock = new FakeScheduler();
       const limiter = new AdaptiveLimit({ minLimit: 2, maxLimit: 16, initialLimit: 8, clock, windowMs: 10, minWindowSamples: 4 });
-      const bulkhead = new Bulkhead({ name: "pricing", limiter, maxQueue: 0, clock, scheduler: clock });
+      const bulkhead = new Bulkhead({ name: "stock", limiter, maxQueue: 0, clock, scheduler: clock });
       /** `n` rounds of the limit's worth of concurrent calls that each take `ms`. */
       async function rounds(n: number, ms: number) {
         for (let i = 0; i < n; i++) {

@@ -9,7 +9,7 @@ import { WaitQueue } from "./wait-queue.js";
 
 /**
  * Bounded concurrency and a bounded FIFO wait queue for one dependency
- * (invariant 6, docs/architecture.md): a slow pricing database can fill pricing's bulkhead, but
+ * (invariant 6, docs/architecture.md): a slow database behind one dependency can fill that dependency's bulkhead, but
  * not the slots of call paths that do not need it.
  *
  * Bounded means the queue has a limit (size it as tolerable wait x

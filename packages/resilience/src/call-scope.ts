@@ -21,7 +21,7 @@ export interface CallScope {
   readonly signal: AbortSignal;
   /** Correlates log lines across hops; forwarded as `x-request-id`. */
   readonly requestId: string;
-  /** Fully qualified procedure that created this scope, e.g. `/pricing.v1.PricingService/GetPrices`. */
+  /** Fully qualified procedure that created this scope, e.g. `/stock.v1.StockService/GetLevels`. */
   readonly procedure: string;
   /** How expendable this work is under overload; forwarded to every downstream call. */
   readonly criticality?: "critical" | "sheddable";

@@ -12,7 +12,7 @@ import { localRejection, markLocalRejection } from "./local-rejection.js";
 function setup(t: TestContext, overrides: Partial<CircuitBreakerOptions> = {}) {
   t.mock.timers.enable({ apis: ["setTimeout", "setInterval", "Date"], now: 1_000_000 });
   const events: CircuitBreakerEvent[] = [];
-  const breaker = new CircuitBreaker({ name: "pricing", clock: { now: () => Date.now() }, ...overrides });
+  const breaker = new CircuitBreaker({ name: "stock", clock: { now: () => Date.now() }, ...overrides });
   breaker.onEvent((e) => events.push(e));
   t.after(() => breaker.dispose());
   let calls = 0;
@@ -66,7 +66,7 @@ describe("CircuitBreaker", () => {
     for (let i = 0; i < 10; i++) await fail();
     assert.equal(calls(), 10);
     const err = await call(async () => "never").catch((e: unknown) => e);
-    assertOpenRejection(err, /^pricing: circuit open, next trial in ~5s$/);
+    assertOpenRejection(err, /^stock: circuit open, next trial in ~5s$/);
     assert.equal(localRejection(err)?.retryAfterMs, 5_000);
     tick(2_100);
     const later = await call(async () => "never").catch((e: unknown) => e);
@@ -91,9 +91,9 @@ describe("CircuitBreaker", () => {
     for (let i = 0; i < 10; i++) {
       await call(() =>
         Promise.reject(
-          markLocalRejection(new ConnectError("pricing: bulkhead full (4 in use, 8 queued)", Code.ResourceExhausted), {
+          markLocalRejection(new ConnectError("stock: bulkhead full (4 in use, 8 queued)", Code.ResourceExhausted), {
             kind: "bulkhead_full",
-            dependency: "pricing",
+            dependency: "stock",
           }),
         ),
       ).catch(() => {});
@@ -133,7 +133,7 @@ describe("CircuitBreaker", () => {
     let finishTrial: (v: string) => void = () => {};
     const trial = call(() => new Promise<string>((resolve) => (finishTrial = resolve)));
     const concurrent = await call(async () => "no").catch((e: unknown) => e);
-    assertOpenRejection(concurrent, /^pricing: circuit half-open, trial call in flight$/);
+    assertOpenRejection(concurrent, /^stock: circuit half-open, trial call in flight$/);
     assert.equal(calls(), 11, "only the trial reached fn");
     finishTrial("ok");
     assert.equal(await trial, "ok");
@@ -171,7 +171,7 @@ describe("CircuitBreaker", () => {
     assert.equal(breaker.state(), "open");
     tick(5_000);
     await call(() =>
-      Promise.reject(markLocalRejection(new ConnectError("full", Code.ResourceExhausted), { kind: "bulkhead_full", dependency: "pricing" })),
+      Promise.reject(markLocalRejection(new ConnectError("full", Code.ResourceExhausted), { kind: "bulkhead_full", dependency: "stock" })),
     ).catch(() => {});
     assert.equal(breaker.state(), "open");
   });
@@ -210,7 +210,7 @@ describe("CircuitBreaker", () => {
     const { breaker, fail, call } = setup(t, { volumeThreshold: 2, isFailure: () => true });
     await fail(Code.NotFound);
     await call(() =>
-      Promise.reject(markLocalRejection(new ConnectError("full", Code.ResourceExhausted), { kind: "bulkhead_full", dependency: "pricing" })),
+      Promise.reject(markLocalRejection(new ConnectError("full", Code.ResourceExhausted), { kind: "bulkhead_full", dependency: "stock" })),
     ).catch(() => {});
     assert.equal(breaker.state(), "closed");
     await fail(Code.InvalidArgument);
@@ -232,7 +232,7 @@ describe("CircuitBreaker", () => {
       ["success", "not_counted", "failure", "failure", "transition", "failure", "rejected"],
     );
     assert.deepEqual(breaker.stats(), {
-      name: "pricing",
+      name: "stock",
       state: "open",
       successes: 1,
       failures: 3,

@@ -33,7 +33,7 @@ export interface DatabaseFaultSpec extends FaultSpec {
 export interface Faults {
   db?: DatabaseFaultSpec;
   handler?: FaultSpec;
-  /** Keyed by dependency name, e.g. "pricing". */
+  /** Keyed by dependency name, e.g. "stock". */
   dependencies?: Record<string, FaultSpec>;
 }
 

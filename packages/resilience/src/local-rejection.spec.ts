@@ -4,9 +4,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { localRejection, markLocalRejection } from "./local-rejection.js";
 
 it("marks an error as a local rejection without changing what it looks like", () => {
-  const err = new ConnectError("pricing: bulkhead full (1 in use, 0 queued)", Code.ResourceExhausted);
-  assert.equal(markLocalRejection(err, { kind: "bulkhead_full", dependency: "pricing" }), err);
-  assert.deepEqual(localRejection(err), { kind: "bulkhead_full", dependency: "pricing" });
+  const err = new ConnectError("stock: bulkhead full (1 in use, 0 queued)", Code.ResourceExhausted);
+  assert.equal(markLocalRejection(err, { kind: "bulkhead_full", dependency: "stock" }), err);
+  assert.deepEqual(localRejection(err), { kind: "bulkhead_full", dependency: "stock" });
   // Not enumerable: does not leak into logs or JSON.
   assert.deepEqual(Object.keys(err).includes("kind"), false);
   assert.equal(JSON.stringify(err).includes("bulkhead_full"), false);

@@ -15,7 +15,7 @@ function countingBudget(grant = true) {
 
 function input(overrides: Partial<RetryDecisionInput> = {}): RetryDecisionInput {
   return {
-    error: new ConnectError("pricing: unavailable", Code.Unavailable),
+    error: new ConnectError("stock: unavailable", Code.Unavailable),
     attempt: 1,
     policy: defaultRetryPolicy,
     remainingMs: 2_000,

@@ -24,13 +24,13 @@ function problems(fn: () => unknown): string[] {
 }
 
 test("<VAR>_FILE gives any variable from a file, its trailing newline dropped", (t) => {
-  const path = secrets(t, { level: "debug\n", port: "8099", url: "http://pricing:8083\r\n" });
-  const c = readEnv({ LOG_LEVEL_FILE: path("level"), PORT_FILE: path("port"), PRICING_URL_FILE: path("url") }, (r) => ({
+  const path = secrets(t, { level: "debug\n", port: "8099", url: "http://stock:8083\r\n" });
+  const c = readEnv({ LOG_LEVEL_FILE: path("level"), PORT_FILE: path("port"), STOCK_URL_FILE: path("url") }, (r) => ({
     level: r.string("LOG_LEVEL"),
     port: r.int("PORT", 1),
-    url: r.url("PRICING_URL"),
+    url: r.url("STOCK_URL"),
   }));
-  assert.deepEqual(c, { level: "debug", port: 8099, url: "http://pricing:8083" });
+  assert.deepEqual(c, { level: "debug", port: 8099, url: "http://stock:8083" });
 });
 
 test("a missing or unreadable file is an error naming the variable and the path, not the default", (t) => {
@@ -72,10 +72,10 @@ test("postgresUrl takes its password from DATABASE_PASSWORD_FILE, escaped, and n
     "postgres://orders@h/db",
   );
   // The whole URL can come from a file too (Kubernetes mounts the platform-database Secret).
-  const file = secrets(t, { url: "postgres://pricing:pw@db.example:5432/platform\n" });
+  const file = secrets(t, { url: "postgres://stock:pw@db.example:5432/platform\n" });
   assert.equal(
     readEnv({ DATABASE_URL_FILE: file("url") }, (r) => r.postgresUrl("DATABASE_URL")),
-    "postgres://pricing:pw@db.example:5432/platform",
+    "postgres://stock:pw@db.example:5432/platform",
   );
   const twice = problems(() =>
     readEnv({ DATABASE_URL: "postgres://o:inline@h/db", DATABASE_PASSWORD: "other" }, (r) =>

@@ -6,7 +6,7 @@ import { readDependencyConfig } from "./dependency-config.js";
 
 describe("configuration from the environment", () => {
   test("defaults when nothing is set", () => {
-    const c = readEnv({}, (r) => readServerConfig(r, "pricing", { port: 8083, adminPort: 9083 }));
+    const c = readEnv({}, (r) => readServerConfig(r, "stock", { port: 8083, adminPort: 9083 }));
     assert.equal(c.port, 8083);
     assert.equal(c.adminPort, 9083);
     assert.equal(c.deadline.edge, false);
@@ -19,7 +19,7 @@ describe("configuration from the environment", () => {
       readEnv({ PORT: "http", DEADLINE_MAX_MS: "-5", LOG_LEVEL: "loud", FAULTS: '{"db":{"latencyMs":-1}}', DATABASE_URL: "mysql://u:secret@h/db" }, (r) => ({
         server: readServerConfig(r, "orders", { port: 8082, adminPort: 9082 }),
         db: r.postgresUrl("DATABASE_URL"),
-        dep: readDependencyConfig(r, "pricing", "http://x"),
+        dep: readDependencyConfig(r, "stock", "http://x"),
         missing: r.string("SOMETHING_REQUIRED"),
       }));
       assert.fail("expected a ConfigError");
@@ -33,8 +33,8 @@ describe("configuration from the environment", () => {
   });
 
   test("a dependency's bulkhead is read from its own variables", () => {
-    const d = readEnv({ PRICING_URL: "http://pricing:8083/", PRICING_MAX_CONCURRENT: "7" }, (r) => readDependencyConfig(r, "pricing", "http://x"));
-    assert.equal(d.baseUrl, "http://pricing:8083");
+    const d = readEnv({ STOCK_URL: "http://stock:8083/", STOCK_MAX_CONCURRENT: "7" }, (r) => readDependencyConfig(r, "stock", "http://x"));
+    assert.equal(d.baseUrl, "http://stock:8083");
     assert.equal(d.isolation.maxConcurrent, 7);
   });
 });

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { ConfigError, readEnv } from "./config.js";
 import { defaultIsolation, readDependencyConfig } from "./dependency-config.js";
 
-const read = (env: Record<string, string>, defaults = defaultIsolation) => readEnv(env, (r) => readDependencyConfig(r, "pricing", "http://x", defaults));
+const read = (env: Record<string, string>, defaults = defaultIsolation) => readEnv(env, (r) => readDependencyConfig(r, "stock", "http://x", defaults));
 
 test("defaults: an adaptive limit per method class within the service's declared bounds", () => {
   const d = read({}, { maxConcurrent: 12, minConcurrent: 3, maxQueue: 6 });
@@ -22,11 +22,11 @@ test("defaults: an adaptive limit per method class within the service's declared
 
 test("fixed limits, bounds, queue and method classes from the dependency's own variables", () => {
   const d = read({
-    PRICING_LIMIT: "fixed",
-    PRICING_MAX_CONCURRENT: "7",
-    PRICING_MIN_CONCURRENT: "2",
-    PRICING_MAX_QUEUE: "0",
-    PRICING_METHOD_CLASSES: "GetPrices=read, Export=bulk",
+    STOCK_LIMIT: "fixed",
+    STOCK_MAX_CONCURRENT: "7",
+    STOCK_MIN_CONCURRENT: "2",
+    STOCK_MAX_QUEUE: "0",
+    STOCK_METHOD_CLASSES: "GetPrices=read, Export=bulk",
   });
   assert.equal(d.isolation.limit, "fixed");
   assert.equal(d.isolation.maxConcurrent, 7);
@@ -36,18 +36,18 @@ test("fixed limits, bounds, queue and method classes from the dependency's own v
 });
 
 test("a maximum below the default floor lowers the floor with it", () => {
-  const d = read({ PRICING_MAX_CONCURRENT: "1" });
+  const d = read({ STOCK_MAX_CONCURRENT: "1" });
   assert.equal(d.isolation.minConcurrent, 1);
 });
 
 test("refuses a floor above the ceiling, an unknown limit kind and malformed classes, naming each variable", () => {
   assert.throws(
-    () => read({ PRICING_MAX_CONCURRENT: "4", PRICING_MIN_CONCURRENT: "5", PRICING_LIMIT: "magic", PRICING_METHOD_CLASSES: "GetPrices=Read" }),
+    () => read({ STOCK_MAX_CONCURRENT: "4", STOCK_MIN_CONCURRENT: "5", STOCK_LIMIT: "magic", STOCK_METHOD_CLASSES: "GetPrices=Read" }),
     (e: unknown) =>
       e instanceof ConfigError &&
       e.problems.length === 3 &&
-      /PRICING_MIN_CONCURRENT \(5\) must not exceed PRICING_MAX_CONCURRENT \(4\)/.test(e.message) &&
-      /PRICING_LIMIT must be one of adaptive, fixed/.test(e.message) &&
-      /PRICING_METHOD_CLASSES must be Method=class pairs/.test(e.message),
+      /STOCK_MIN_CONCURRENT \(5\) must not exceed STOCK_MAX_CONCURRENT \(4\)/.test(e.message) &&
+      /STOCK_LIMIT must be one of adaptive, fixed/.test(e.message) &&
+      /STOCK_METHOD_CLASSES must be Method=class pairs/.test(e.message),
   );
 });

@@ -3,7 +3,7 @@ import type { IsolationConfig } from "./isolation-interceptor.js";
 
 /** Where a dependency is and how much of us it may take. */
 export interface DependencyConfig {
-  /** e.g. "pricing": names it in messages, metrics and its env variables. */
+  /** e.g. "stock": names it in messages, metrics and its env variables. */
   name: string;
   baseUrl: string;
   isolation: IsolationConfig;

@@ -7,7 +7,7 @@ import { connectNodeAdapter, createConnectTransport, createGrpcTransport } from 
 import { healthV1 } from "@platform/proto";
 import { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";
 
-const ctx = { dependency: "pricing", ownDeadlinePassed: false, callerCancelled: false };
+const ctx = { dependency: "stock", ownDeadlinePassed: false, callerCancelled: false };
 
 describe("mapping a dependency's error at each hop", () => {
   test("caller errors pass up unchanged, so the user reads the same message", () => {
@@ -17,9 +17,9 @@ describe("mapping a dependency's error at each hop", () => {
   });
 
   test("server-side failures name the dependency", () => {
-    const out = mapDownstreamError(new ConnectError("pricing-db: database unavailable", Code.Unavailable), ctx);
+    const out = mapDownstreamError(new ConnectError("stock-db: database unavailable", Code.Unavailable), ctx);
     assert.equal(out.code, Code.Unavailable);
-    assert.equal(out.rawMessage, "pricing: pricing-db: database unavailable");
+    assert.equal(out.rawMessage, "stock: stock-db: database unavailable");
   });
 
   test("a fresh error: only the pushback hint crosses the hop, never other wire headers", () => {
@@ -51,7 +51,7 @@ describe("mapping a dependency's error at each hop", () => {
     const reset = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
     const out = mapDownstreamError(new ConnectError("read ECONNRESET", Code.Aborted, undefined, undefined, reset), ctx);
     assert.equal(Code[out.code], Code[Code.Unavailable]);
-    assert.match(out.rawMessage, /^pricing: connection lost mid-call/);
+    assert.match(out.rawMessage, /^stock: connection lost mid-call/);
     assert.equal(wasNeverProcessed(out), false, "it may have been processed");
     const conflict = mapDownstreamError(new ConnectError("transaction aborted", Code.Aborted), ctx);
     assert.equal(Code[conflict.code], Code[Code.Aborted], "an ABORTED the dependency answered stays one");

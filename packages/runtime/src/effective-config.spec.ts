@@ -31,5 +31,5 @@ test("redaction keeps the shape: maps become objects, cycles and functions are d
   cyclic["self"] = cyclic;
   assert.deepEqual(redactConfig({ m: new Map([["x", 1]]), c: cyclic, n: 10n }), { m: { x: 1 }, c: { a: 1 }, n: "10" });
   assert.equal(redactConfig("postgres://u:p@[bad"), "postgres://[redacted]@[bad");
-  assert.equal(redactConfig("http://pricing:8083"), "http://pricing:8083");
+  assert.equal(redactConfig("http://stock:8083"), "http://stock:8083");
 });

@@ -32,7 +32,7 @@ test("breakers are per method: a failing method is cut off, a working one on the
   const reached: string[] = [];
   const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
     reached.push(req.method.name);
-    if (req.method.name === "CreateOrder") throw new ConnectError("orders: pricing down", Code.Unavailable);
+    if (req.method.name === "CreateOrder") throw new ConnectError("orders: stock down", Code.Unavailable);
     return {} as UnaryResponse;
   };
   const intercepted = isolationInterceptor("orders-test", config, 0)(next as never);
@@ -53,13 +53,13 @@ test("a full bulkhead refuses at once, naming the dependency and class, with a p
     await hold;
     return {} as UnaryResponse;
   };
-  const intercepted = isolationInterceptor("pricing-test", { ...config, maxConcurrent: 1, maxQueue: 0 }, 0)(next as never);
+  const intercepted = isolationInterceptor("stock-test", { ...config, maxConcurrent: 1, maxQueue: 0 }, 0)(next as never);
   const first = intercepted(read("GetPrices"));
   for (let i = 0; i < 10; i++) {
     await assert.rejects(
       intercepted(read("GetPrices")),
       (e: ConnectError) =>
-        e.code === Code.Unavailable && /^pricing-test \(GetPrices calls\): bulkhead full/.test(e.rawMessage) && e.metadata.has("grpc-retry-pushback-ms"),
+        e.code === Code.Unavailable && /^stock-test \(GetPrices calls\): bulkhead full/.test(e.rawMessage) && e.metadata.has("grpc-retry-pushback-ms"),
     );
   }
   release();
@@ -70,7 +70,7 @@ test("a full bulkhead refuses at once, naming the dependency and class, with a p
 test("method classes: each method of a dependency has its own slots, so a slow one cannot starve a fast one, even another read", async () => {
   const held: (() => void)[] = [];
   const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
-    if (req.method.name === "ListProducts") await new Promise<void>((r) => held.push(r)); // a read that needs a slow pricing
+    if (req.method.name === "ListProducts") await new Promise<void>((r) => held.push(r)); // a read behind a slow dependency
     return {} as UnaryResponse;
   };
   const intercepted = isolationInterceptor("checkout-classes", { ...config, maxConcurrent: 2, maxQueue: 0 }, 0)(next as never);
@@ -113,7 +113,7 @@ test("a call that cannot get a slot before its deadline is refused before queuei
     await new Promise<void>((r) => held.push(r));
     return {} as UnaryResponse;
   };
-  const intercepted = isolationInterceptor("pricing-wait", { ...config, limit: "fixed", maxConcurrent: 2, maxQueue: 10 }, 0, { clock, scheduler: clock })(
+  const intercepted = isolationInterceptor("stock-wait", { ...config, limit: "fixed", maxConcurrent: 2, maxQueue: 10 }, 0, { clock, scheduler: clock })(
     next as never,
   );
   const running = [intercepted(read("GetPrices")), intercepted(read("GetPrices"))];
@@ -123,7 +123,7 @@ test("a call that cannot get a slot before its deadline is refused before queuei
   const err = await runInScope(scopeUntil(clock, clock.now() + 500), () => intercepted(read("GetPrices"))).catch((e: unknown) => ConnectError.from(e));
   assert.ok(err instanceof ConnectError);
   assert.equal(err.code, Code.Unavailable);
-  assert.match(err.rawMessage, /^pricing-wait \(GetPrices calls\): expected wait for a slot 400 ms \+ 400 ms to run exceeds the 500 ms left/);
+  assert.match(err.rawMessage, /^stock-wait \(GetPrices calls\): expected wait for a slot 400 ms \+ 400 ms to run exceeds the 500 ms left/);
   assert.equal(err.metadata.get("grpc-retry-pushback-ms"), "800");
   for (const r of held) r();
   await Promise.all(running);
@@ -136,29 +136,29 @@ test("adaptive (the default): calls that run out of time shrink their class's li
   const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
     if (req.method.name === "GetPrices" && !req.header.has("x-fast")) {
       clock.advance(3_000);
-      throw new ConnectError("pricing: no answer before the deadline", Code.DeadlineExceeded);
+      throw new ConnectError("stock: no answer before the deadline", Code.DeadlineExceeded);
     }
     clock.advance(5);
     return {} as UnaryResponse;
   };
   const cfg = { ...config, maxConcurrent: 16, minConcurrent: 2, breaker: { ...config.breaker, volumeThreshold: 100_000 } };
-  const intercepted = isolationInterceptor("pricing-adaptive", cfg, 0, { clock, scheduler: clock })(next as never);
+  const intercepted = isolationInterceptor("stock-adaptive", cfg, 0, { clock, scheduler: clock })(next as never);
   for (let i = 0; i < 200; i++) await intercepted(read("GetPrices", true)); // 5 ms each: the baseline
-  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "GetPrices" }), 16, "starts at the ceiling");
+  assert.equal(await gauge("bulkhead_limit", { dependency: "stock-adaptive", class: "GetPrices" }), 16, "starts at the ceiling");
   const trace: number[] = [];
   for (let i = 0; i < 30; i++) {
     await intercepted(read("GetPrices")).catch(() => {});
-    trace.push((await gauge("bulkhead_limit", { dependency: "pricing-adaptive", class: "GetPrices" }))!);
+    trace.push((await gauge("bulkhead_limit", { dependency: "stock-adaptive", class: "GetPrices" }))!);
   }
   assert.ok(
     trace.every((x, i) => i === 0 || x <= trace[i - 1]!),
     `only shrinks: ${trace.join(",")}`,
   );
   assert.equal(trace.at(-1), 2, `down to the floor: ${trace.join(",")}`);
-  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "GetPrices", window: "recent" }), 3);
-  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "pricing-adaptive", class: "GetPrices", window: "baseline" }), 0.005);
+  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "stock-adaptive", class: "GetPrices", window: "recent" }), 3);
+  assert.equal(await gauge("bulkhead_latency_seconds", { dependency: "stock-adaptive", class: "GetPrices", window: "baseline" }), 0.005);
   // Fixed limits stay available, and never move.
-  const fixed = isolationInterceptor("pricing-fixed", { ...cfg, limit: "fixed" }, 0, { clock, scheduler: clock })(next as never);
+  const fixed = isolationInterceptor("stock-fixed", { ...cfg, limit: "fixed" }, 0, { clock, scheduler: clock })(next as never);
   for (let i = 0; i < 30; i++) await fixed(read("GetPrices")).catch(() => {});
-  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-fixed", class: "GetPrices" }), 16);
+  assert.equal(await gauge("bulkhead_limit", { dependency: "stock-fixed", class: "GetPrices" }), 16);
 });

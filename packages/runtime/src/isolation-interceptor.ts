@@ -52,8 +52,8 @@ export interface IsolationClock {
  * Circuit breakers (one per method) and bulkheads of this dependency's own,
  * one per method class, by default one per method (invariant 6, docs/architecture.md): a slow
  * dependency exhausts only its own slots, a slow method of it only its own
- * (a PlaceOrder or ListProducts stuck behind a slow pricing cannot starve
- * GetOrder behind the same dependency, at any hop), and a failing one is
+ * (a method stuck behind a slow downstream of the dependency cannot starve
+ * another method behind the same dependency, at any hop), and a failing one is
  * cut off quickly instead of being hammered. One HTTP/2 connection would
  * queue silently beyond the server's stream limit; these limiters are what
  * bound it. Every service calls its dependencies through this, so the
@@ -115,9 +115,9 @@ export function isolationInterceptor(
     return b;
   };
 
-  // One breaker per method of the dependency: a method that fails (orders'
-  // CreateOrder while pricing is down) must not cut off one that works
-  // (GetOrder, which never needs pricing).
+  // One breaker per method of the dependency: a method that fails (a write
+  // whose own downstream is down) must not cut off one that works (a read
+  // that never needs that downstream).
   const breakers = new Map<string, CircuitBreaker>();
   const breakerFor = (method: string): CircuitBreaker => {
     let b = breakers.get(method);
@@ -169,8 +169,7 @@ export function isolationInterceptor(
 /**
  * The method's class: from the map, else the method itself. Per method by
  * default, rather than reads apart from writes: two reads can be as unlike
- * as a catalogue read that needs a slow pricing and an order read that does
- * not, and each limit then adapts to one method's latency, not to a mix.
+ * as a read that needs a slow downstream and a read that does not, and each limit then adapts to one method's latency, not to a mix.
  */
 export function classOf(method: { name: string }, methodClasses: Record<string, string> | undefined): string {
   return methodClasses?.[method.name] ?? method.name;

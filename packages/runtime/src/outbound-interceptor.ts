@@ -22,7 +22,7 @@ import { clientSpanNeeded, endSpan, startClientSpan } from "./tracing.js";
 import { codeLabel } from "./code-label.js";
 
 export interface OutboundOptions {
-  /** Dependency name used in messages and metric labels, e.g. "pricing". */
+  /** Dependency name used in messages and metric labels, e.g. "stock". */
   dependency: string;
   /** Kept back from the remaining time so this hop can still write its own response. */
   hopReserveMs: number;

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { checkoutV1, pricingV1 } from "@platform/proto";
+import { checkoutV1, ordersV1 } from "@platform/proto";
 import { isReflectionService, ReflectionIndex } from "./reflection.js";
 
 type Answer = ReturnType<ReflectionIndex["answer"]>;
@@ -10,17 +10,17 @@ const fileNames = (a: Answer) =>
   a.case === "fileDescriptorResponse" ? a.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name) : a;
 
 test("a file comes with what it imports, and what a stream was already sent is not sent again unless asked for", () => {
-  const index = new ReflectionIndex([pricingV1.PricingService]);
+  const index = new ReflectionIndex([ordersV1.OrdersService]);
   const sent = new Set<string>();
-  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, sent)), [
-    "pricing/v1/pricing.proto",
+  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "orders.v1.OrdersService" }, sent)), [
+    "orders/v1/orders.proto",
     "platform/common/v1/common.proto",
   ]);
-  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, sent)), ["pricing/v1/pricing.proto"]);
+  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "orders.v1.OrdersService" }, sent)), ["orders/v1/orders.proto"]);
   assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "platform/common/v1/common.proto" }, sent)), ["platform/common/v1/common.proto"]);
   // A new stream starts from nothing.
-  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "pricing/v1/pricing.proto" }, new Set())), [
-    "pricing/v1/pricing.proto",
+  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "orders/v1/orders.proto" }, new Set())), [
+    "orders/v1/orders.proto",
     "platform/common/v1/common.proto",
   ]);
 });
@@ -58,21 +58,21 @@ test("only what the server was given is described", () => {
       ],
     },
   });
-  assert.deepEqual(index.answer({ case: "fileContainingSymbol", value: "pricing.v1.PricingService" }, new Set()), {
+  assert.deepEqual(index.answer({ case: "fileContainingSymbol", value: "orders.v1.OrdersService" }, new Set()), {
     case: "errorResponse",
-    value: { errorCode: 5, errorMessage: 'symbol "pricing.v1.PricingService" not found' },
+    value: { errorCode: 5, errorMessage: 'symbol "orders.v1.OrdersService" not found' },
   });
-  assert.deepEqual(index.answer({ case: "fileByFilename", value: "pricing/v1/pricing.proto" }, new Set()), {
+  assert.deepEqual(index.answer({ case: "fileByFilename", value: "orders/v1/orders.proto" }, new Set()), {
     case: "errorResponse",
-    value: { errorCode: 5, errorMessage: 'file "pricing/v1/pricing.proto" not found' },
+    value: { errorCode: 5, errorMessage: 'file "orders/v1/orders.proto" not found' },
   });
   assert.deepEqual(index.answer({ case: "fileContainingExtension", value: { containingType: "checkout.v1.Order", extensionNumber: 100 } }, new Set()), {
     case: "errorResponse",
     value: { errorCode: 5, errorMessage: 'extension 100 of "checkout.v1.Order" not found' },
   });
-  assert.deepEqual(index.answer({ case: "allExtensionNumbersOfType", value: "pricing.v1.GetPricesRequest" }, new Set()), {
+  assert.deepEqual(index.answer({ case: "allExtensionNumbersOfType", value: "orders.v1.GetOrderRequest" }, new Set()), {
     case: "errorResponse",
-    value: { errorCode: 5, errorMessage: 'message type "pricing.v1.GetPricesRequest" not found' },
+    value: { errorCode: 5, errorMessage: 'message type "orders.v1.GetOrderRequest" not found' },
   });
   assert.deepEqual(index.answer({ case: undefined }, new Set()), {
     case: "errorResponse",

@@ -24,7 +24,7 @@ export interface NodeExchange {
 export interface RequestContext {
   /** performance.now() when the headers arrived: the origin of the deadline. */
   readonly arrivedAt: number;
-  /** e.g. `/pricing.v1.PricingService/GetPrices`, from the request's path. */
+  /** e.g. `/stock.v1.StockService/GetLevels`, from the request's path. */
   readonly procedure: string;
   /** The caller's x-request-id when well-formed, else a fresh one. */
   readonly requestId: string;

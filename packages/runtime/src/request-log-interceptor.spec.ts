@@ -34,7 +34,7 @@ test("a failure of the server's own making is logged at warn with its message; a
   const { logger, lines } = capturingLogger();
   let code = Code.Unavailable;
   const get = inMemoryGet([requestLogInterceptor({ logger, deadline })], () => {
-    throw new ConnectError("pricing down", code);
+    throw new ConnectError("stock down", code);
   });
   await assert.rejects(get());
   code = Code.InvalidArgument;
@@ -42,8 +42,8 @@ test("a failure of the server's own making is logged at warn with its message; a
   assert.deepEqual(
     lines.map((l) => [l["code"], l["level"], l["error"]]),
     [
-      ["unavailable", 40, "pricing down"],
-      ["invalid_argument", 30, "pricing down"],
+      ["unavailable", 40, "stock down"],
+      ["invalid_argument", 30, "stock down"],
     ],
   );
 });

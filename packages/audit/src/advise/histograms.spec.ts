@@ -10,10 +10,10 @@ x_seconds_bucket{dependency="orders",le="1"} 100
 x_seconds_bucket{dependency="orders",le="+Inf"} 100
 x_seconds_sum{dependency="orders"} 1.5
 x_seconds_count{dependency="orders"} 100
-x_seconds_bucket{dependency="pricing",le="0.01"} 0
-x_seconds_bucket{dependency="pricing",le="+Inf"} 4
-x_seconds_count{dependency="pricing"} 4
-x_seconds_sum{dependency="pricing"} 40
+x_seconds_bucket{dependency="stock",le="0.01"} 0
+x_seconds_bucket{dependency="stock",le="+Inf"} 4
+x_seconds_count{dependency="stock"} 4
+x_seconds_sum{dependency="stock"} 40
 `;
 
 test("reads each series and interpolates quantiles within the bucket, like histogram_quantile", () => {
@@ -23,8 +23,8 @@ test("reads each series and interpolates quantiles within the bucket, like histo
   assert.equal(quantile(orders, 0.5), 0.01 * (50 / 90));
   assert.equal(quantile(orders, 0.99), 0.1, "rank 99 ends the second bucket");
   assert.ok(Math.abs(quantile(orders, 0.999)! - (0.1 + 0.9 * 0.9)) < 1e-9, "rank 99.9 is 90 % into the last bucket");
-  const pricing = hs.find((h) => h.labels["dependency"] === "pricing")!;
-  assert.equal(quantile(pricing, 0.5), 0.01, "in +Inf: the largest finite bound, a lower bound of the truth");
+  const stock = hs.find((h) => h.labels["dependency"] === "stock")!;
+  assert.equal(quantile(stock, 0.5), 0.01, "in +Inf: the largest finite bound, a lower bound of the truth");
 });
 
 test("the difference of two scrapes is what happened between them; no observations, no quantile", () => {

@@ -38,14 +38,14 @@ test("a compose file's services: only those naming a SERVICE; ${VAR:-x} takes it
         "      SERVICE: orders",
         "      DB_POOL_MAX: ${POOL:-7}",
         "      DATABASE_URL: postgres://orders:${ORDERS_DB_PASSWORD:?set it}@postgres:5432/platform",
-        "  pricing:",
-        "    environment: [SERVICE=pricing, PORT=8083]",
+        "  stock:",
+        "    environment: [SERVICE=stock, PORT=8083]",
       ].join("\n"),
     );
     const services = composeServices(file);
     assert.deepEqual(
       services.map((s) => s.name),
-      ["orders", "pricing"],
+      ["orders", "stock"],
     );
     const orders = services[0]!;
     assert.equal(orders.env["LOG_LEVEL"]!.value, "info", "YAML merge keys are applied");

@@ -19,7 +19,7 @@ describe("policy: environment", () => {
   flags(environment, "unnamed ports", /checkout.*needs container ports named rpc and admin/, (o) => {
     for (const p of container(o, "checkout").ports ?? []) delete p.name;
   });
-  flags(environment, "wrong SERVICE", /orders.*SERVICE must be orders/, (o) => setEnv(container(o, "orders"), "SERVICE", "pricing"));
+  flags(environment, "wrong SERVICE", /orders.*SERVICE must be orders/, (o) => setEnv(container(o, "orders"), "SERVICE", "stock"));
   flags(environment, "HOST on loopback", /gateway.*HOST=127\.0\.0\.1 is not reachable/, (o) => setEnv(container(o, "gateway"), "HOST", "127.0.0.1"));
   flags(environment, "misspelt variable", /gateway.*DRAIN_TIMEOUT is read by no config/, (o) => setEnv(container(o, "gateway"), "DRAIN_TIMEOUT", "5000"));
   flags(environment, "setting for a dependency the service does not call", /gateway.*ORDERS_MAX_QUEUE is read by no config/, (o) =>
@@ -35,7 +35,7 @@ describe("policy: environment", () => {
     (o) => {
       const volume = find<IDeployment>(o, "Deployment", "orders").spec?.template.spec?.volumes?.find((v) => v.secret?.secretName === "platform-database");
       assert.ok(volume?.secret?.items?.[0]);
-      volume.secret.items[0].key = "pricing-url";
+      volume.secret.items[0].key = "stock-url";
     },
   );
   flags(
