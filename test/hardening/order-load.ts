@@ -101,7 +101,7 @@ export class OrderLoad {
       order.orderId = res.order.id;
     } catch (e) {
       const err = ConnectError.from(e);
-      code = err.code;
+      code = refusedStream(err) ? Code.Unavailable : err.code;
       message = err.rawMessage;
     }
     this.calls.push({ protocol: order.protocol, startedAt, settledAt: performance.now(), timeoutMs, code, message });
@@ -165,6 +165,19 @@ export function lateCalls(calls: CallRecord[], slackMs: number): string[] {
   return calls
     .filter((c) => c.settledAt - c.startedAt > c.timeoutMs + slackMs)
     .map((c) => `${c.protocol} ${codeName(c.code)} after ${Math.round(c.settledAt - c.startedAt)} ms (deadline ${c.timeoutMs} ms): ${c.message}`);
+}
+
+/**
+ * A stream the server refused (RST_STREAM or GOAWAY with REFUSED_STREAM: by
+ * the HTTP/2 spec never processed, safe to retry), which connect-node's client
+ * reports as INTERNAL: node emits the stream's "error" before its "close",
+ * and connect-node maps the reset code to UNAVAILABLE only in "close". grpc-js
+ * reports it as UNAVAILABLE; so do the platform's own clients
+ * (packages/runtime/src/downstream-error.ts). Seen once at a gateway SIGTERM:
+ * a stream in flight when the drained gateway cut its sessions.
+ */
+function refusedStream(err: ConnectError): boolean {
+  return err.code === Code.Internal && /NGHTTP2_REFUSED_STREAM/.test(err.rawMessage);
 }
 
 /** Calls whose outcome is not one of `allowed`, described. */
