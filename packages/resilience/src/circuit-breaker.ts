@@ -144,7 +144,9 @@ export class CircuitBreaker {
     this.rotatedAt = this.clock.now();
     if (opts.onEvent) this.listeners.add(opts.onEvent);
 
-    const action: Action = async (fn) => fn();
+    // Not async: opossum takes the returned promise as it is (and catches a
+    // synchronous throw), so an async wrapper would only add a promise per call.
+    const action: Action = (fn) => fn();
     this.opossum = new Opossum(action, {
       name: opts.name,
       timeout: false,

@@ -42,12 +42,15 @@ export class MetricCells {
     return c;
   }
 
-  /** A counter's collect hook: adds what was counted since the last read. */
-  flushInto(counter: Counter<string>): void {
+  /**
+   * A counter's collect hook: adds what was counted since the last read.
+   * `fixed` labels (the same for every cell) are added to each series.
+   */
+  flushInto(counter: Counter<string>, fixed?: Record<string, string>): void {
     for (const inner of this.byFirst.values()) {
       for (const c of inner.values()) {
         if (c.value === 0) continue;
-        counter.inc(c.labels, c.value);
+        counter.inc(fixed ? { ...c.labels, ...fixed } : c.labels, c.value);
         c.value = 0;
       }
     }

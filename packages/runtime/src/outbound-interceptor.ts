@@ -13,7 +13,7 @@ import {
   formatGrpcTimeout,
   remainingMs,
 } from "@platform/resilience";
-import { deadlineMetrics, rpcClientMetrics } from "./metrics.js";
+import { deadlineMetrics, okCallCells, rpcClientMetrics } from "./metrics.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader } from "./headers.js";
 import { requestContextOfScope } from "./request-context.js";
@@ -94,6 +94,7 @@ export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
  */
 export function outboundInterceptor(opts: OutboundOptions): Interceptor {
   const client = rpcClientMetrics();
+  const okCalls = okCallCells(client.calls);
   return (next) => async (req) => {
     const procedure = procedureOf(req.method);
     const scope = currentScope();
@@ -138,7 +139,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       if (fault && shouldDropResponse(fault)) {
         throw new ConnectError(`injected fault: response from ${opts.dependency} lost`, Code.Unavailable);
       }
-      client.calls.inc({ dependency: opts.dependency, procedure, code: "ok" });
+      okCalls.cell(opts.dependency, procedure).value++;
       return res;
     } catch (e) {
       const mapped = mapDownstreamError(e, {

@@ -51,11 +51,12 @@ export function watchRequest(req: Req, res: Res, deadline: AbortSignal | number,
   // only once the deadline has passed.
   if (typeof deadline === "number") after(deadline, atDeadline);
   else if (deadline.aborted) atDeadline();
-  else {
-    deadline.addEventListener("abort", atDeadline, { once: true });
-    res.once("close", () => deadline.removeEventListener("abort", atDeadline));
-  }
-  res.once("close", () => clearTimeout(timer));
+  else deadline.addEventListener("abort", atDeadline, { once: true });
+  // One listener for both cleanups (a listener less per request).
+  res.once("close", () => {
+    if (typeof deadline !== "number") deadline.removeEventListener("abort", atDeadline);
+    clearTimeout(timer);
+  });
 
   function expire(message: string): void {
     if (res.headersSent) {

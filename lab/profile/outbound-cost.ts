@@ -1,0 +1,96 @@
+/**
+ * CPU time per call of the outbound chain a dependency client runs, in
+ * process: the gateway's client toward checkout (retry loop, budget gate,
+ * breaker and bulkhead, deadline propagation and metrics; the gateway's own
+ * default configuration) against the same call with no interceptors, over
+ * connect's in-memory router transport to a handler that does nothing.
+ * Each call runs inside a call scope, as a request's calls do. Rounds
+ * alternate between the two clients in one process, so whatever else the
+ * machine does falls on both; the cost is user+system CPU time
+ * (process.cpuUsage), which a loaded machine inflates far less than wall
+ * time.
+ *
+ *   node --import tsx lab/profile/outbound-cost.ts [calls per round] [concurrency] [rounds]
+ *
+ * Prints one JSON line: { platformUs, plainUs, addedUs } per call, medians
+ * over the rounds. Comparing two commits: run this file in each tree
+ * alternately (docs/performance.md).
+ */
+import { createClient, createRouterTransport, type Interceptor } from "@connectrpc/connect";
+import { createScope, RetryBudget, runInScope, systemClock } from "@platform/resilience";
+import { Counter } from "@platform/test-support";
+import { isolationInterceptor } from "../../packages/runtime/src/isolation-interceptor.js";
+import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/outbound-interceptor.js";
+import { retryInterceptor } from "../../packages/runtime/src/retry-interceptor.js";
+import { loadConfig } from "../../services/gateway/src/config.js";
+
+const calls = Number(process.argv[2] ?? 20_000);
+const concurrency = Number(process.argv[3] ?? 8);
+const rounds = Number(process.argv[4] ?? 6);
+if (![calls, concurrency, rounds].every((n) => Number.isInteger(n) && n > 0)) {
+  throw new Error("usage: outbound-cost.ts [calls per round] [concurrency] [rounds]");
+}
+
+const config = loadConfig({});
+const { deadline } = config.server;
+const propagation = { dependency: "checkout", hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
+// The chain createDependencyClient builds for the gateway (dependency-client.ts).
+const platformChain: Interceptor[] = [
+  retryInterceptor({
+    dependency: "checkout",
+    policy: config.retry.policy,
+    budget: new RetryBudget({ ...config.retry.budget, clock: systemClock }),
+  }),
+  budgetGateInterceptor(propagation),
+  isolationInterceptor("checkout", config.checkout.isolation, deadline.hopReserveMs + deadline.minBudgetMs),
+  outboundInterceptor(propagation),
+];
+
+type Get = (req: object) => Promise<unknown>;
+function clientWith(interceptors: Interceptor[]): Get {
+  const transport = createRouterTransport((router) => router.service(Counter, { get: () => ({}), async *count() {} } as never), {
+    transport: { interceptors },
+  });
+  const client = createClient(Counter, transport) as unknown as { get: Get };
+  return (req) => client.get(req);
+}
+const platform = clientWith(platformChain);
+const plain = clientWith([]);
+
+async function run(get: Get, n: number): Promise<number> {
+  let next = 0;
+  const before = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        const scope = createScope({ timeoutMs: 2000, requestId: `cost-${next}`, procedure: "/cost/Get" });
+        try {
+          await runInScope(scope, () => get({}));
+        } finally {
+          scope.dispose();
+        }
+      }
+    }),
+  );
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / n;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+// Warm-up: JIT, metric series, breakers and bulkheads.
+await run(platform, Math.min(5000, calls));
+await run(plain, Math.min(5000, calls));
+const platformUs: number[] = [];
+const plainUs: number[] = [];
+for (let i = 0; i < rounds; i++) {
+  platformUs.push(await run(platform, calls));
+  plainUs.push(await run(plain, calls));
+}
+const p = median(platformUs);
+const q = median(plainUs);
+process.stdout.write(
+  `${JSON.stringify({ platformUs: Math.round(p), plainUs: Math.round(q), addedUs: Math.round(p - q), rounds: platformUs.map((x, i) => [Math.round(x), Math.round(plainUs[i] ?? 0)]) })}\n`,
+);
+process.exit(0);
