@@ -174,7 +174,11 @@ export function lateCalls(calls: CallRecord[], slackMs: number): string[] {
  * and connect-node maps the reset code to UNAVAILABLE only in "close". grpc-js
  * reports it as UNAVAILABLE; so do the platform's own clients
  * (packages/runtime/src/downstream-error.ts). Seen once at a gateway SIGTERM:
- * a stream in flight when the drained gateway cut its sessions.
+ * a call the client sent after the gateway's shutdown notice left and before
+ * it arrived. nghttp2 ignores new streams once any GOAWAY is sent (node has
+ * no shutdown notice), so the final GOAWAY refuses it, however long the
+ * server waits (packages/runtime/src/listen.ts `closeGracefully`, pinned by
+ * listen.spec.ts).
  */
 function refusedStream(err: ConnectError): boolean {
   return err.code === Code.Internal && /NGHTTP2_REFUSED_STREAM/.test(err.rawMessage);

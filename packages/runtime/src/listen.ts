@@ -132,14 +132,20 @@ const shutdownNoticeMs = 1000;
 
 /**
  * HTTP/2 graceful shutdown in two steps (RFC 9113 section 6.8), as nghttp2,
- * Go and Envoy do it. A single GOAWAY names the last stream the server has
- * seen, so a request the client sent just before it arrived is refused
- * (REFUSED_STREAM, which clients report as INTERNAL) although nothing went
- * wrong. First a notice (GOAWAY with the largest stream id: open no new
- * streams, the ones on their way are still served), then a PING: its
- * acknowledgement comes after every stream the client opened before it saw
- * the notice, and only then the final GOAWAY. In-flight streams finish
- * either way.
+ * Go and Envoy do it: a notice (GOAWAY with the largest stream id: open no
+ * new streams), then a PING, and the final GOAWAY after its acknowledgement
+ * (or 1 s). In-flight streams finish either way.
+ *
+ * What it does not do in node: save a stream the client opened after the
+ * notice left and before it arrived. Node has no shutdown notice (nghttp2's
+ * `nghttp2_submit_shutdown_notice`); `goaway(NO_ERROR, 2 ** 31 - 1)` is a
+ * real GOAWAY to nghttp2, which ignores every new stream from then on, and
+ * the final GOAWAY names the last stream processed, so such a stream is
+ * refused (REFUSED_STREAM: never processed, safe to retry; connect-node's
+ * client reports it as INTERNAL). Waiting longer before the final GOAWAY or
+ * destroy() does not change that (listen.spec.ts pins it). The window is one
+ * trip of the notice to the client; the platform's clients read the refusal
+ * as UNAVAILABLE (downstream-error.ts).
  */
 function closeGracefully(session: http2.ServerHttp2Session): void {
   if (session.closed || session.destroyed) return;
