@@ -175,10 +175,9 @@ export function lateCalls(calls: CallRecord[], slackMs: number): string[] {
  * reports it as UNAVAILABLE; so do the platform's own clients
  * (packages/runtime/src/downstream-error.ts). Seen once at a gateway SIGTERM:
  * a call the client sent after the gateway's shutdown notice left and before
- * it arrived. nghttp2 ignores new streams once any GOAWAY is sent (node has
- * no shutdown notice), so the final GOAWAY refuses it, however long the
- * server waits (packages/runtime/src/listen.ts `closeGracefully`, pinned by
- * listen.spec.ts).
+ * it arrived, dropped by nghttp2 because node's goaway() was the notice
+ * (fixed in packages/runtime/src/listen.ts `closeGracefully`, docs/hardening.md);
+ * a session cut at serve()'s drain bound can still refuse one.
  */
 function refusedStream(err: ConnectError): boolean {
   return err.code === Code.Internal && /NGHTTP2_REFUSED_STREAM/.test(err.rawMessage);

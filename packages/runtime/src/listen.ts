@@ -54,7 +54,23 @@ export async function listen(opts: {
   const h2 = http2.createServer({ maxSessionMemory: 20, settings: { maxHeaderListSize: maxHeaderBytes } }, opts.handler);
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
+  /** The accepted socket each session runs on (the session only exposes a proxy of it), once its preface is out. */
+  const socketOf = new WeakMap<http2.ServerHttp2Session, net.Socket>();
+  let handingOver: net.Socket | undefined;
+  const toH2 = (socket: net.Socket) => {
+    // The server creates the session, and emits "session", synchronously.
+    handingOver = socket;
+    h2.emit("connection", socket);
+    handingOver = undefined;
+  };
   h2.on("session", (s) => {
+    // Once the peer's SETTINGS have been read, our own (the connection
+    // preface, which must come first) are out: the session writes them when
+    // it starts, before it reads anything. (Node reports the peer's
+    // acknowledgement of ours, "localSettings", only later, sometimes after
+    // the first requests.)
+    const socket = handingOver;
+    if (socket) s.once("remoteSettings", () => socketOf.set(s, socket));
     sessions.add(s);
     s.on("close", () => sessions.delete(s));
     // A misbehaving peer must never take the process down.
@@ -76,7 +92,7 @@ export async function listen(opts: {
       return;
     }
     if (!opts.http1) {
-      h2.emit("connection", socket);
+      toH2(socket);
       return;
     }
     let head = Buffer.alloc(0);
@@ -91,7 +107,7 @@ export async function listen(opts: {
       if (isH2) {
         // The session reads what is buffered (the preface) on its next tick,
         // then the native handle: no JavaScript stream in between.
-        h2.emit("connection", socket);
+        toH2(socket);
       } else {
         h1.emit("connection", socket);
         socket.resume();
@@ -117,7 +133,7 @@ export async function listen(opts: {
       server.close();
       h1.close();
       h1.closeIdleConnections();
-      for (const s of sessions) closeGracefully(s);
+      for (const s of sessions) closeGracefully(s, socketOf.get(s));
     },
     destroy() {
       for (const s of sessions) s.destroy();
@@ -130,24 +146,31 @@ export async function listen(opts: {
 /** Longest wait for the peer to acknowledge the shutdown notice. */
 const shutdownNoticeMs = 1000;
 
+/** GOAWAY, NO_ERROR, last stream id 2^31-1: RFC 9113 section 6.8's shutdown notice, as a frame. */
+const shutdownNotice = Buffer.from([0, 0, 8, 0x07, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+
 /**
  * HTTP/2 graceful shutdown in two steps (RFC 9113 section 6.8), as nghttp2,
- * Go and Envoy do it: a notice (GOAWAY with the largest stream id: open no
- * new streams), then a PING, and the final GOAWAY after its acknowledgement
- * (or 1 s). In-flight streams finish either way.
+ * Go and Envoy do it. A single GOAWAY names the last stream the server has
+ * seen, so a request the client sent just before it arrived is refused
+ * (REFUSED_STREAM, which connect-node's client reports as INTERNAL) although
+ * nothing went wrong. First a notice (GOAWAY with the largest stream id:
+ * open no new streams, the ones on their way are still served), then a
+ * PING: its acknowledgement comes after every stream the client opened
+ * before it saw the notice, and only then the final GOAWAY. In-flight
+ * streams finish either way.
  *
- * What it does not do in node: save a stream the client opened after the
- * notice left and before it arrived. Node has no shutdown notice (nghttp2's
- * `nghttp2_submit_shutdown_notice`); `goaway(NO_ERROR, 2 ** 31 - 1)` is a
- * real GOAWAY to nghttp2, which ignores every new stream from then on, and
- * the final GOAWAY names the last stream processed, so such a stream is
- * refused (REFUSED_STREAM: never processed, safe to retry; connect-node's
- * client reports it as INTERNAL). Waiting longer before the final GOAWAY or
- * destroy() does not change that (listen.spec.ts pins it). The window is one
- * trip of the notice to the client; the platform's clients read the refusal
- * as UNAVAILABLE (downstream-error.ts).
+ * The notice is written on the socket, not by the session: node has no
+ * shutdown notice (nghttp2's `nghttp2_submit_shutdown_notice`), and its
+ * `goaway(NO_ERROR, 2 ** 31 - 1)` is a real GOAWAY to nghttp2, which then
+ * drops every new stream, so the final GOAWAY refused exactly the streams
+ * the notice is for (listen.spec.ts). Node writes whole frames, so a frame
+ * written between its writes is one more frame on the connection; nghttp2
+ * does not know it was sent, and keeps serving new streams until the final
+ * GOAWAY. Only once our connection preface (SETTINGS), which must come
+ * first, is out; before that, node's goaway().
  */
-function closeGracefully(session: http2.ServerHttp2Session): void {
+function closeGracefully(session: http2.ServerHttp2Session, socket: net.Socket | undefined): void {
   if (session.closed || session.destroyed) return;
   let closed = false;
   const close = () => {
@@ -156,7 +179,8 @@ function closeGracefully(session: http2.ServerHttp2Session): void {
     session.close();
   };
   try {
-    session.goaway(http2.constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
+    if (socket?.writable) socket.write(shutdownNotice);
+    else session.goaway(http2.constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
     if (!session.ping(close)) close(); // too many pings unacknowledged: don't wait
   } catch {
     close();
