@@ -8,6 +8,13 @@ export interface Listener {
   readonly port: number;
   /** Stop accepting; tell HTTP/2 peers to go away (GOAWAY) and HTTP/1.1 peers to close. */
   stopAccepting(): void;
+  /**
+   * Resolves when every HTTP/2 session has closed: each has had its final
+   * GOAWAY (after the peer acknowledged the notice, or 1 s) and finished its
+   * streams. Destroying a session before then refuses the streams the peer
+   * sent before it saw the notice.
+   */
+  sessionsClosed(): Promise<void>;
   /** Destroy every remaining connection. */
   destroy(): void;
   /** Resolves when every connection is gone. */
@@ -54,6 +61,7 @@ export async function listen(opts: {
   const h2 = http2.createServer({ maxSessionMemory: 20, settings: { maxHeaderListSize: maxHeaderBytes } }, opts.handler);
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
+  const waitingForSessions: (() => void)[] = [];
   /** The accepted socket each session runs on (the session only exposes a proxy of it), once its preface is out. */
   const socketOf = new WeakMap<http2.ServerHttp2Session, net.Socket>();
   let handingOver: net.Socket | undefined;
@@ -72,7 +80,10 @@ export async function listen(opts: {
     const socket = handingOver;
     if (socket) s.once("remoteSettings", () => socketOf.set(s, socket));
     sessions.add(s);
-    s.on("close", () => sessions.delete(s));
+    s.on("close", () => {
+      sessions.delete(s);
+      if (sessions.size === 0) for (const resolve of waitingForSessions.splice(0)) resolve();
+    });
     // A misbehaving peer must never take the process down.
     s.on("error", () => {});
   });
@@ -134,6 +145,9 @@ export async function listen(opts: {
       h1.close();
       h1.closeIdleConnections();
       for (const s of sessions) closeGracefully(s, socketOf.get(s));
+    },
+    sessionsClosed() {
+      return sessions.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => waitingForSessions.push(resolve));
     },
     destroy() {
       for (const s of sessions) s.destroy();
