@@ -227,3 +227,38 @@ test("shutdown: a stream the client opened before the notice reached it is serve
     l.destroy();
   }
 });
+
+test("shutdown: an HTTP/1.1 answer in flight when the listener stops says Connection: close, and the connection closes (not kept alive for destroy() to cut)", async () => {
+  const answers: (() => void)[] = [];
+  const l = await listen({
+    host: "127.0.0.1",
+    port: 0,
+    http1: true,
+    handler: (_req, res) => {
+      answers.push(() => res.end("done"));
+    },
+  });
+  const agent = new http.Agent({ keepAlive: true });
+  const call = () =>
+    new Promise<{ connection: string | undefined; socketClosed: Promise<void> }>((resolve, reject) => {
+      http
+        .get({ host: "127.0.0.1", port: l.port, path: "/", agent }, (res) => {
+          const socketClosed = new Promise<void>((r) => res.socket.once("close", () => r()));
+          res.resume();
+          res.on("end", () => resolve({ connection: res.headers.connection, socketClosed }));
+        })
+        .on("error", reject);
+    });
+  try {
+    const inFlight = call();
+    while (answers.length === 0) await new Promise((r) => setImmediate(r));
+    l.stopAccepting();
+    answers[0]!();
+    const first = await inFlight;
+    assert.equal(first.connection, "close");
+    await first.socketClosed;
+  } finally {
+    agent.destroy();
+    l.destroy();
+  }
+});

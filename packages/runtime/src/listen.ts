@@ -56,7 +56,20 @@ export async function listen(opts: {
   maxHeaderBytes?: number;
 }): Promise<Listener> {
   const maxHeaderBytes = opts.maxHeaderBytes ?? 16 * 1024;
-  const h1 = http.createServer({ maxHeaderSize: maxHeaderBytes }, opts.handler);
+  let accepting = true;
+  /** HTTP/1.1 answers not yet started: told to close their connection once the listener stops. */
+  const h1Pending = new Set<http.ServerResponse>();
+  const h1 = http.createServer({ maxHeaderSize: maxHeaderBytes }, (req, res) => {
+    // Stopping: this answer says "Connection: close" and node closes the
+    // connection after it, so a keep-alive client does not send its next
+    // request on a connection destroy() is about to cut.
+    if (!accepting) res.shouldKeepAlive = false;
+    else {
+      h1Pending.add(res);
+      res.once("close", () => h1Pending.delete(res));
+    }
+    opts.handler(req, res);
+  });
   h1.keepAliveTimeout = 65_000;
   const h2 = http2.createServer({ maxSessionMemory: 20, settings: { maxHeaderListSize: maxHeaderBytes } }, opts.handler);
   const sockets = new Set<net.Socket>();
@@ -93,7 +106,6 @@ export async function listen(opts: {
     else socket.destroy();
   });
 
-  let accepting = true;
   const server = net.createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
@@ -144,6 +156,7 @@ export async function listen(opts: {
       server.close();
       h1.close();
       h1.closeIdleConnections();
+      for (const res of h1Pending) if (!res.headersSent) res.shouldKeepAlive = false;
       for (const s of sessions) closeGracefully(s, socketOf.get(s));
     },
     sessionsClosed() {
