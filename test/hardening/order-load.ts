@@ -174,7 +174,10 @@ export function lateCalls(calls: CallRecord[], slackMs: number): string[] {
  * and connect-node maps the reset code to UNAVAILABLE only in "close". grpc-js
  * reports it as UNAVAILABLE; so do the platform's own clients
  * (packages/runtime/src/downstream-error.ts). Seen once at a gateway SIGTERM:
- * a stream in flight when the drained gateway cut its sessions.
+ * a call the client sent after the gateway's shutdown notice left and before
+ * it arrived, dropped by nghttp2 because node's goaway() was the notice
+ * (fixed in packages/runtime/src/listen.ts `closeGracefully`, docs/hardening.md);
+ * a session cut at serve()'s drain bound can still refuse one.
  */
 function refusedStream(err: ConnectError): boolean {
   return err.code === Code.Internal && /NGHTTP2_REFUSED_STREAM/.test(err.rawMessage);

@@ -8,6 +8,13 @@ export interface Listener {
   readonly port: number;
   /** Stop accepting; tell HTTP/2 peers to go away (GOAWAY) and HTTP/1.1 peers to close. */
   stopAccepting(): void;
+  /**
+   * Resolves when every HTTP/2 session has closed: each has had its final
+   * GOAWAY (after the peer acknowledged the notice, or 1 s) and finished its
+   * streams. Destroying a session before then refuses the streams the peer
+   * sent before it saw the notice.
+   */
+  sessionsClosed(): Promise<void>;
   /** Destroy every remaining connection. */
   destroy(): void;
   /** Resolves when every connection is gone. */
@@ -49,14 +56,47 @@ export async function listen(opts: {
   maxHeaderBytes?: number;
 }): Promise<Listener> {
   const maxHeaderBytes = opts.maxHeaderBytes ?? 16 * 1024;
-  const h1 = http.createServer({ maxHeaderSize: maxHeaderBytes }, opts.handler);
+  let accepting = true;
+  /** HTTP/1.1 answers not yet started: told to close their connection once the listener stops. */
+  const h1Pending = new Set<http.ServerResponse>();
+  const h1 = http.createServer({ maxHeaderSize: maxHeaderBytes }, (req, res) => {
+    // Stopping: this answer says "Connection: close" and node closes the
+    // connection after it, so a keep-alive client does not send its next
+    // request on a connection destroy() is about to cut.
+    if (!accepting) res.shouldKeepAlive = false;
+    else {
+      h1Pending.add(res);
+      res.once("close", () => h1Pending.delete(res));
+    }
+    opts.handler(req, res);
+  });
   h1.keepAliveTimeout = 65_000;
   const h2 = http2.createServer({ maxSessionMemory: 20, settings: { maxHeaderListSize: maxHeaderBytes } }, opts.handler);
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
+  const waitingForSessions: (() => void)[] = [];
+  /** The accepted socket each session runs on (the session only exposes a proxy of it), once its preface is out. */
+  const socketOf = new WeakMap<http2.ServerHttp2Session, net.Socket>();
+  let handingOver: net.Socket | undefined;
+  const toH2 = (socket: net.Socket) => {
+    // The server creates the session, and emits "session", synchronously.
+    handingOver = socket;
+    h2.emit("connection", socket);
+    handingOver = undefined;
+  };
   h2.on("session", (s) => {
+    // Once the peer's SETTINGS have been read, our own (the connection
+    // preface, which must come first) are out: the session writes them when
+    // it starts, before it reads anything. (Node reports the peer's
+    // acknowledgement of ours, "localSettings", only later, sometimes after
+    // the first requests.)
+    const socket = handingOver;
+    if (socket) s.once("remoteSettings", () => socketOf.set(s, socket));
     sessions.add(s);
-    s.on("close", () => sessions.delete(s));
+    s.on("close", () => {
+      sessions.delete(s);
+      if (sessions.size === 0) for (const resolve of waitingForSessions.splice(0)) resolve();
+    });
     // A misbehaving peer must never take the process down.
     s.on("error", () => {});
   });
@@ -66,7 +106,6 @@ export async function listen(opts: {
     else socket.destroy();
   });
 
-  let accepting = true;
   const server = net.createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
@@ -76,7 +115,7 @@ export async function listen(opts: {
       return;
     }
     if (!opts.http1) {
-      h2.emit("connection", socket);
+      toH2(socket);
       return;
     }
     let head = Buffer.alloc(0);
@@ -91,7 +130,7 @@ export async function listen(opts: {
       if (isH2) {
         // The session reads what is buffered (the preface) on its next tick,
         // then the native handle: no JavaScript stream in between.
-        h2.emit("connection", socket);
+        toH2(socket);
       } else {
         h1.emit("connection", socket);
         socket.resume();
@@ -117,7 +156,11 @@ export async function listen(opts: {
       server.close();
       h1.close();
       h1.closeIdleConnections();
-      for (const s of sessions) closeGracefully(s);
+      for (const res of h1Pending) if (!res.headersSent) res.shouldKeepAlive = false;
+      for (const s of sessions) closeGracefully(s, socketOf.get(s));
+    },
+    sessionsClosed() {
+      return sessions.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => waitingForSessions.push(resolve));
     },
     destroy() {
       for (const s of sessions) s.destroy();
@@ -130,18 +173,31 @@ export async function listen(opts: {
 /** Longest wait for the peer to acknowledge the shutdown notice. */
 const shutdownNoticeMs = 1000;
 
+/** GOAWAY, NO_ERROR, last stream id 2^31-1: RFC 9113 section 6.8's shutdown notice, as a frame. */
+const shutdownNotice = Buffer.from([0, 0, 8, 0x07, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+
 /**
  * HTTP/2 graceful shutdown in two steps (RFC 9113 section 6.8), as nghttp2,
  * Go and Envoy do it. A single GOAWAY names the last stream the server has
  * seen, so a request the client sent just before it arrived is refused
- * (REFUSED_STREAM, which clients report as INTERNAL) although nothing went
- * wrong. First a notice (GOAWAY with the largest stream id: open no new
- * streams, the ones on their way are still served), then a PING: its
- * acknowledgement comes after every stream the client opened before it saw
- * the notice, and only then the final GOAWAY. In-flight streams finish
- * either way.
+ * (REFUSED_STREAM, which connect-node's client reports as INTERNAL) although
+ * nothing went wrong. First a notice (GOAWAY with the largest stream id:
+ * open no new streams, the ones on their way are still served), then a
+ * PING: its acknowledgement comes after every stream the client opened
+ * before it saw the notice, and only then the final GOAWAY. In-flight
+ * streams finish either way.
+ *
+ * The notice is written on the socket, not by the session: node has no
+ * shutdown notice (nghttp2's `nghttp2_submit_shutdown_notice`), and its
+ * `goaway(NO_ERROR, 2 ** 31 - 1)` is a real GOAWAY to nghttp2, which then
+ * drops every new stream, so the final GOAWAY refused exactly the streams
+ * the notice is for (listen.spec.ts). Node writes whole frames, so a frame
+ * written between its writes is one more frame on the connection; nghttp2
+ * does not know it was sent, and keeps serving new streams until the final
+ * GOAWAY. Only once our connection preface (SETTINGS), which must come
+ * first, is out; before that, node's goaway().
  */
-function closeGracefully(session: http2.ServerHttp2Session): void {
+function closeGracefully(session: http2.ServerHttp2Session, socket: net.Socket | undefined): void {
   if (session.closed || session.destroyed) return;
   let closed = false;
   const close = () => {
@@ -150,7 +206,8 @@ function closeGracefully(session: http2.ServerHttp2Session): void {
     session.close();
   };
   try {
-    session.goaway(http2.constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
+    if (socket?.writable) socket.write(shutdownNotice);
+    else session.goaway(http2.constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
     if (!session.ping(close)) close(); // too many pings unacknowledged: don't wait
   } catch {
     close();

@@ -21,6 +21,11 @@ import { checkConnectPatch } from "./connect-compat.js";
 import { requestCompressions } from "./request-compression.js";
 import { initTracing } from "./tracing.js";
 
+/** After the drain, how long aborted handlers get to write their answer. */
+const shutdownGraceMs = 500;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
 export interface ServeOptions {
   config: ServerConfig;
   /** Registers this service's implementations. */
@@ -221,6 +226,8 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const shutdown = (reason = "shutdown") => {
     shuttingDown ??= (async () => {
       logger.info({ reason, inFlight }, "shutting down: refusing new requests, draining in-flight ones");
+      /** Settles when the connections must be gone: the drain period plus the grace below. */
+      const bound = sleep(config.drainTimeoutMs + shutdownGraceMs);
       health.setAll(false);
       main.stopAccepting();
       if (inFlight > 0) {
@@ -231,8 +238,14 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       }
       if (inFlight > 0) logger.warn({ inFlight }, "drain period over: aborting the requests still running");
       shutdownController.abort("shutdown");
-      // Give aborted handlers a moment to write their error, then cut.
-      await Promise.race([main.closed, new Promise((r) => setTimeout(r, 500).unref())]);
+      // Give aborted handlers a moment to write their error.
+      await Promise.race([main.closed, sleep(shutdownGraceMs)]);
+      // An HTTP/2 session whose peer has not yet acknowledged the shutdown
+      // notice may have streams on their way: destroying it would refuse them
+      // (REFUSED_STREAM, INTERNAL to connect-node). Its final GOAWAY comes
+      // within 1 s of the notice (listen.ts): wait for it, up to the bound.
+      await Promise.race([main.sessionsClosed(), bound]);
+      // Then cut what is left (HTTP/1.1 keep-alive connections, stuck sessions).
       main.destroy();
       admin.stopAccepting();
       admin.destroy();
