@@ -22,7 +22,7 @@ describe("request watchdog", () => {
       http1: true,
       async handler(req, res) {
         res.once("close", () => closed.add(req.headers["x-id"]));
-        watchRequest(req, res, Number(req.headers["x-timeout"] ?? 200), 100);
+        watchRequest(req, res, Number(req.headers["x-timeout"] ?? 200), Number(req.headers["x-grace"] ?? 100));
         if (req.headers["x-mode"] === "early") {
           // As connect-node does past readMaxBytes: stop reading (without destroying), answer with trailers.
           await new Promise<void>((resolve) =>
@@ -64,7 +64,7 @@ describe("request watchdog", () => {
     });
   });
 
-  test("HTTP/1.1: a body that never completes is answered 504 at the deadline and the connection closed", async () => {
+  test("HTTP/1.1: a body that never completes is answered 504 after the deadline's grace period and the connection closed", async () => {
     const answer = await new Promise<string>((resolve) => {
       const s = net.connect(server.port, "127.0.0.1", () =>
         s.write("POST /x.v1.X/Y HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n{"),
@@ -76,6 +76,34 @@ describe("request watchdog", () => {
     assert.match(answer, /^HTTP\/1\.1 504 /);
     assert.match(answer, /"code":"deadline_exceeded"/);
     assert.match(answer, /before the request body arrived/);
+  });
+
+  test("HTTP/1.1: a body still arriving at the deadline is read to its end, then answered 504 on a connection that stays open (no reset under the upload)", async () => {
+    // Deadline 20 ms; the rest of the body comes 300 ms later (the server's timer, in this same
+    // process, expires first however busy the machine is), well inside the grace period (60 s).
+    const { answer, closedBeforeNext } = await new Promise<{ answer: string; closedBeforeNext: boolean }>((resolve, reject) => {
+      let got = "";
+      let closed = false;
+      const s = net.connect(server.port, "127.0.0.1", () => {
+        s.write("POST /x.v1.X/Y HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\nx-timeout: 20\r\nx-grace: 60000\r\ncontent-length: 2\r\n\r\n{");
+        setTimeout(() => s.write("}"), 300);
+      });
+      s.on("error", reject);
+      s.on("close", () => (closed = true));
+      s.on("data", (d: Buffer) => {
+        got += d.toString();
+        if (!got.includes("deadline_exceeded")) return;
+        // Answered: the connection is still usable (no "connection: close", not closed).
+        setImmediate(() => {
+          resolve({ answer: got, closedBeforeNext: closed });
+          s.destroy();
+        });
+      });
+    });
+    assert.match(answer, /^HTTP\/1\.1 504 /);
+    assert.match(answer, /before the request body arrived/);
+    assert.doesNotMatch(answer, /connection: close/i);
+    assert.equal(closedBeforeNext, false);
   });
 
   test("HTTP/1.1: after an answer given before the body was read to its end, the rest is discarded; the next request is answered", async () => {

@@ -14,7 +14,8 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
  *
  * - connect-node reads a request body without looking at the clock, so a
  *   client that sends its headers and then stalls (slowloris) is never
- *   answered: at its deadline it gets DEADLINE_EXCEEDED;
+ *   answered: at its deadline it gets DEADLINE_EXCEEDED (on HTTP/1.1 once
+ *   the body's rest has arrived, or `graceMs` later on a closed connection);
  * - an answer the Connect adapter never finishes writing (unpatched,
  *   connect-es up to 2.3.0 never answers a gRPC error whose message holds a
  *   lone UTF-16 surrogate; patches/README.md) gets DEADLINE_EXCEEDED `graceMs`
@@ -63,6 +64,24 @@ export function watchRequest(req: Req, res: Res, deadline: AbortSignal | number,
       // Too late for a status: cut the stream (or connection) instead of leaving it open.
       if (stream) stream.close(http2.constants.NGHTTP2_CANCEL);
       else req.socket.destroy();
+      return;
+    }
+    if (!stream && !req.complete && !req.destroyed) {
+      // HTTP/1.1 with the body still on its way (a deadline shorter than the
+      // upload, 1 ms say): an answer now would close the connection with the
+      // body's rest unread, which resets it under the client's upload, and
+      // the client reports its failed write ("write EPIPE", INTERNAL) instead
+      // of this answer. Read and discard the rest; answer once it has
+      // arrived, on a connection that stays usable, or after graceMs (a
+      // client that stalls, slowloris) and close it.
+      req.resume();
+      const answer = (close: boolean) => {
+        clearTimeout(stalled);
+        if (!res.headersSent && !res.writableEnded) writeRpcError(req, res, Code.DeadlineExceeded, message, close ? { connection: "close" } : {});
+      };
+      const stalled = setTimeout(() => answer(true), graceMs);
+      req.once("end", () => answer(false));
+      res.once("close", () => clearTimeout(stalled));
       return;
     }
     // On HTTP/1.1 the unread rest of a body makes the connection unusable.
