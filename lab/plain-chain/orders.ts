@@ -8,12 +8,12 @@
  * pricing at PRICING_URL.
  */
 import { randomUUID, createHash } from "node:crypto";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { type commonV1, ordersV1, pricingV1 } from "@platform/proto";
 import type pg from "pg";
 import { closer, grpcClient, portEnv, requiredEnv, runPlainService, serveH2c } from "./plain-runtime.js";
-import { getOrderStatement, insertOrderStatement } from "../../services/orders/src/order-statements.js";
+import { getOrderStatement, insertOrderParams, insertOrderStatement } from "../../services/orders/src/order-statements.js";
 import { plainPool, transaction } from "./plain-transaction.js";
 
 const retentionHours = 24;
@@ -68,23 +68,7 @@ async function insert(pool: pg.Pool, order: ordersV1.Order, key: string, hash: s
     receipt: create(ordersV1.ReceiptSchema, { state: ordersV1.ReceiptState.PENDING, attempts: 0 }),
   });
   return transaction(pool, async (c) => {
-    const r = await c.query<{ stored: boolean }>(insertOrderStatement, [
-      order.id,
-      order.customerId,
-      order.total!.currencyCode,
-      order.total!.amountMinor.toString(),
-      createdAt,
-      order.items.map((i) => i.sku),
-      order.items.map((i) => i.name),
-      order.items.map((i) => i.quantity),
-      order.items.map((i) => i.unitPrice!.currencyCode),
-      order.items.map((i) => i.unitPrice!.amountMinor.toString()),
-      order.items.map((i) => i.lineTotal!.amountMinor.toString()),
-      key,
-      hash,
-      Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
-      retentionHours,
-    ]);
+    const r = await c.query<{ stored: boolean }>(insertOrderStatement, insertOrderParams(order, stored, createdAt, key, hash, retentionHours));
     if (r.rows[0]!.stored) return stored;
     throw new KeyTaken();
   }).catch((e: unknown) => {

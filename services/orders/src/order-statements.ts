@@ -1,3 +1,6 @@
+import { toBinary } from "@bufbuild/protobuf";
+import { ordersV1 } from "@platform/proto";
+
 /**
  * The statements of one order, shared by the orders service
  * (order-store.ts), the bench's plain Connect chain (lab/plain-chain) and its
@@ -35,6 +38,37 @@ export const insertOrderStatement = `WITH o AS (
    -- the order or not at all (a key found taken rolls back both).
    -- Nothing slow happens here: the receipts worker sends it later.
    SELECT $12::text = '' OR EXISTS (SELECT 1 FROM k) AS stored, receipts.enqueue_receipt($1) AS queued`;
+
+/**
+ * `insertOrderStatement`'s parameters for `order` as stored (`stored`, its
+ * response bytes), kept `retentionHours` under `key` ("" for none).
+ */
+export function insertOrderParams(
+  order: ordersV1.Order,
+  stored: ordersV1.Order,
+  createdAt: Date,
+  key: string,
+  requestHash: string,
+  retentionHours: number,
+): unknown[] {
+  return [
+    order.id,
+    order.customerId,
+    order.total!.currencyCode,
+    order.total!.amountMinor.toString(),
+    createdAt,
+    order.items.map((i) => i.sku),
+    order.items.map((i) => i.name),
+    order.items.map((i) => i.quantity),
+    order.items.map((i) => i.unitPrice!.currencyCode),
+    order.items.map((i) => i.unitPrice!.amountMinor.toString()),
+    order.items.map((i) => i.lineTotal!.amountMinor.toString()),
+    key,
+    requestHash,
+    Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
+    retentionHours,
+  ];
+}
 
 /** The order ($1) with its lines and its receipt's state, one row per line in order. */
 export const getOrderStatement = `SELECT o.id, o.customer_id, o.currency_code, o.total_minor, o.created_at,

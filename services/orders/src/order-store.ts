@@ -1,8 +1,8 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Database, Tx } from "@platform/database";
 import { ordersV1 } from "@platform/proto";
-import { getOrderStatement, insertOrderStatement } from "./order-statements.js";
+import { getOrderStatement, insertOrderParams, insertOrderStatement } from "./order-statements.js";
 
 export interface IdempotencyRecord {
   requestHash: string;
@@ -70,23 +70,7 @@ export class OrderStore {
     });
     try {
       return await this.db.transaction(async (tx) => {
-        const r = await tx.query<{ stored: boolean }>(insertOrderStatement, [
-          order.id,
-          order.customerId,
-          order.total!.currencyCode,
-          order.total!.amountMinor.toString(),
-          createdAt,
-          order.items.map((i) => i.sku),
-          order.items.map((i) => i.name),
-          order.items.map((i) => i.quantity),
-          order.items.map((i) => i.unitPrice!.currencyCode),
-          order.items.map((i) => i.unitPrice!.amountMinor.toString()),
-          order.items.map((i) => i.lineTotal!.amountMinor.toString()),
-          key,
-          requestHash,
-          Buffer.from(toBinary(ordersV1.OrderSchema, stored)),
-          retentionHours,
-        ]);
+        const r = await tx.query<{ stored: boolean }>(insertOrderStatement, insertOrderParams(order, stored, createdAt, key, requestHash, retentionHours));
         // The key is live elsewhere: throwing rolls our order back.
         if (!r.rows[0]!.stored) throw new KeyTaken();
         return { kind: "created", order: stored } as const;
