@@ -26,6 +26,7 @@ import { Counter } from "@platform/test-support";
 import { createEdge } from "../../packages/runtime/src/edge.js";
 import { serve } from "../../packages/runtime/src/serve.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
+import { alternatingRounds } from "./alternating-rounds.js";
 
 const requests = Number(process.argv[2] ?? 5_000);
 const concurrency = Number(process.argv[3] ?? 8);
@@ -71,19 +72,6 @@ async function run(client: GetClient, n: number): Promise<number> {
   return (used.user + used.system) / n;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-
-await run(platform, Math.min(2000, requests));
-await run(plain, Math.min(2000, requests));
-const platformUs: number[] = [];
-const plainUs: number[] = [];
-for (let i = 0; i < rounds; i++) {
-  platformUs.push(await run(platform, requests));
-  plainUs.push(await run(plain, requests));
-}
-const p = median(platformUs);
-const q = median(plainUs);
-process.stderr.write(
-  `${JSON.stringify({ platformUs: Math.round(p), plainUs: Math.round(q), addedUs: Math.round(p - q), rounds: platformUs.map((x, i) => [Math.round(x), Math.round(plainUs[i] ?? 0)]) })}\n`,
-);
+const result = await alternatingRounds((side, n) => run(side === "platform" ? platform : plain, n), { n: requests, warmupN: Math.min(2000, requests), rounds });
+process.stderr.write(`${JSON.stringify(result)}\n`);
 process.exit(0);

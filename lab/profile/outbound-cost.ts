@@ -23,6 +23,7 @@ import { isolationInterceptor } from "../../packages/runtime/src/isolation-inter
 import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/outbound-interceptor.js";
 import { retryInterceptor } from "../../packages/runtime/src/retry-interceptor.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
+import { alternatingRounds } from "./alternating-rounds.js";
 
 const calls = Number(process.argv[2] ?? 20_000);
 const concurrency = Number(process.argv[3] ?? 8);
@@ -77,20 +78,6 @@ async function run(get: Get, n: number): Promise<number> {
   return (used.user + used.system) / n;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-
-// Warm-up: JIT, metric series, breakers and bulkheads.
-await run(platform, Math.min(5000, calls));
-await run(plain, Math.min(5000, calls));
-const platformUs: number[] = [];
-const plainUs: number[] = [];
-for (let i = 0; i < rounds; i++) {
-  platformUs.push(await run(platform, calls));
-  plainUs.push(await run(plain, calls));
-}
-const p = median(platformUs);
-const q = median(plainUs);
-process.stdout.write(
-  `${JSON.stringify({ platformUs: Math.round(p), plainUs: Math.round(q), addedUs: Math.round(p - q), rounds: platformUs.map((x, i) => [Math.round(x), Math.round(plainUs[i] ?? 0)]) })}\n`,
-);
+const result = await alternatingRounds((side, n) => run(side === "platform" ? platform : plain, n), { n: calls, warmupN: Math.min(5000, calls), rounds });
+process.stdout.write(`${JSON.stringify(result)}\n`);
 process.exit(0);
