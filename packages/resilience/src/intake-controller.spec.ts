@@ -278,11 +278,59 @@ describe("IntakeController", () => {
       const halved = t.ctl.snapshot();
       assert.equal(halved.state, "cut");
       assert.ok(Math.abs(halved.admitFraction - stepped.admitFraction / 2) < 1e-6);
-      assert.equal(halved.servedRatePerSec, 3, "the rate is measured again at each cut: 6 in 2 s");
+      // Measured again (6 in 2 s: 3/s), but a rate measured while the chain is jammed does not
+      // take it below half the rate noted before.
+      assert.equal(halved.servedRatePerSec, 10, "the rate at a halving: half the one noted at the cut (20), not of the stepped one");
       t.ctl.setManual(0.3);
       assert.equal(t.ctl.snapshot().servedRatePerSec, undefined);
       t.clock.advance(2_500);
       assert.ok(arrive(t, 40, 1) < 40, "an operator's fraction holds even when few requests arrive");
+    });
+  });
+
+  describe("a halving during a spike (the storm lab's metastable run)", () => {
+    /** Cut at 20 req/s still served (as above), then a step up and renewed trouble with `servedInWindow` successes in the 2 s window. */
+    function halveWith(t: ReturnType<typeof setup>, servedInWindow: number) {
+      t.clock.advance(3_000);
+      t.ctl.admit(); // the step up
+      t.clock.advance(2_100); // the rate window holds only what follows
+      t.ok(servedInWindow);
+      t.fail(servedInWindow + 21); // below 50% success with at least minVolume outcomes
+      assert.equal(t.ctl.snapshot().state, "cut");
+      return t.ctl.snapshot().servedRatePerSec ?? 0;
+    }
+    function cutAt20PerSec() {
+      const t = setup();
+      t.ok(40);
+      t.fail(41);
+      assert.equal(t.ctl.snapshot().servedRatePerSec, 20);
+      return t;
+    }
+
+    it("a chain jammed right after the cut serves almost nothing: the rate noted stays at half the one before, so intake is not held near zero after the spike", () => {
+      const t = cutAt20PerSec();
+      const noted = halveWith(t, 0);
+      // The cut noted 20/s; the halving halves that, whatever the step up since made of it.
+      assert.equal(noted, 10, "the rate after a halving that saw nothing served");
+      // Once the spike is over (arrivals back at 10/s, below the rate), every request is admitted.
+      t.clock.advance(2_100);
+      let admitted = 0;
+      for (let i = 0; i < 20; i++) {
+        if (t.ctl.admit()) admitted++;
+        t.clock.advance(100);
+      }
+      assert.equal(admitted, 20);
+    });
+
+    it("when capacity really fell, repeated halvings still take the rate down geometrically", () => {
+      const t = cutAt20PerSec();
+      // Each round steps up first (raising the rate with the fraction), then halves: the steps do not undo the halvings.
+      assert.deepEqual([halveWith(t, 0), halveWith(t, 0), halveWith(t, 0), halveWith(t, 0)], [10, 5, 2.5, 1.25]);
+    });
+
+    it("takes what is served now when that is more than half the rate before", () => {
+      const t = cutAt20PerSec();
+      assert.equal(halveWith(t, 60), 30, "60 served in the 2 s window");
     });
   });
 

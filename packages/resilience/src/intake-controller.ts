@@ -19,11 +19,11 @@ import { WindowedCounter } from "./windowed-counter.js";
  *   `maxMeanLatencyMs`), it cuts to `cutFraction`;
  * - cut / recovering: every `stepIntervalMs` without renewed trouble it
  *   raises the fraction by `stepFraction`, back to normal at 100%; renewed
- *   trouble halves the fraction (not below `minFraction`) and restarts the
- *   interval;
+ *   trouble halves the fraction (not below `minFraction`) and the rate
+ *   below (not below what is still served) and restarts the interval;
  * - while cut or recovering, a fraction is also a rate: at every cut it
- *   notes the rate of requests still being served (over `rateWindowMs`),
- *   and admits more than its fraction when fewer arrive than that rate
+ *   notes the rate of requests still being served (over `rateWindowMs`;
+ *   at a halving, not less than half the rate noted before), and admits more than its fraction when fewer arrive than that rate
  *   (which grows with each step up). A fraction alone is a share of
  *   whatever arrives: after a 5x spike is cut to the 20% still served, the
  *   return to normal load would be cut to 20% of it too, far below what
@@ -107,6 +107,8 @@ export class IntakeController {
   private readonly rateWindowSec: number;
   /** See the class comment; undefined in normal and manual operation. */
   private servedRate: number | undefined;
+  /** The rate noted at the latest cut or halving, before any step up scaled it. */
+  private rateAtCut: number | undefined;
   private readonly listeners = new Listeners<IntakeTransition>();
   private state: IntakeState = "normal";
   private fraction = 1;
@@ -190,12 +192,23 @@ export class IntakeController {
       const servedRate = this.served.sum() / this.rateWindowSec;
       this.change("cut", fraction, verdict);
       this.servedRate = servedRate > 0 ? servedRate : undefined;
+      this.rateAtCut = this.servedRate;
     } else {
-      // The share halves; the rate is measured again: what is still being
-      // served now, whatever share of a spike that is.
-      const servedRate = this.served.sum() / this.rateWindowSec;
+      // The share halves, and so, at most, does the rate: what is served
+      // now, but not less than half the rate noted before. Right after a
+      // cut the chain is still jammed with work admitted before it, so
+      // what it serves then (near zero during a spike) is not what it can
+      // serve once that work drains; noting it held intake near zero long
+      // after the spike (docs/storm-lab.md, "metastable on a slow host":
+      // 0.50 -> 0.12 -> 0.06 -> 0.05 of arrivals while users' retries kept
+      // them at 2-3x, some 16 s to climb back). Halved like the share, the
+      // rate still falls geometrically when capacity really fell.
+      // Half the rate noted at the last cut, not the one the steps since
+      // raised it to: those steps were a guess the renewed trouble refuted.
+      const servedRate = Math.max(this.served.sum() / this.rateWindowSec, (this.rateAtCut ?? 0) / 2);
       this.change("cut", Math.max(this.minFraction, this.fraction / 2), verdict);
       this.servedRate = servedRate > 0 ? servedRate : undefined;
+      this.rateAtCut = this.servedRate;
     }
   }
 
@@ -255,6 +268,7 @@ export class IntakeController {
     this.fraction = round(fraction);
     // Set again by the callers that keep a rate (cut, halving, step up).
     this.servedRate = undefined;
+    if (to === "normal" || to === "manual") this.rateAtCut = undefined;
     // Every change starts a new observation period (see the class comment).
     this.changedAt = at;
     this.countFrom = at;
