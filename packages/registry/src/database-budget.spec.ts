@@ -22,31 +22,32 @@ const servers: Record<string, PostgresServer> = {
   dev: { maxConnections: 100, reserved: 10, maxReplicas: 2 },
   production: { maxConnections: 200, reserved: 20, maxReplicas: "production" },
 };
+// Shaped like this repository's: a worker with its own pool, two services scaled to 4 (6 in production).
 const builtIns = [
-  service("receipts", { kubernetes: { maxReplicas: 2, productionMaxReplicas: 3, env: { DB_POOL_MAX: "4" } } }),
-  service("orders", { kubernetes: { maxReplicas: 4, productionMaxReplicas: 6 } }),
-  service("pricing", { kubernetes: { maxReplicas: 4, productionMaxReplicas: 6 } }),
+  service("worker", { kubernetes: { maxReplicas: 2, productionMaxReplicas: 3, env: { DB_POOL_MAX: "4" } } }),
+  service("ledger", { kubernetes: { maxReplicas: 4, productionMaxReplicas: 6 } }),
+  service("catalog", { kubernetes: { maxReplicas: 4, productionMaxReplicas: 6 } }),
 ];
 const added = (n: number) => Array.from({ length: n }, (_, i) => service(`a${i + 1}`));
 
 test("the default pool (5) while the servers have room; a pool set in the manifest is kept", () => {
   for (const n of [0, 3]) {
     const plan = planDatabasePools([...builtIns, ...added(n)], servers);
-    assert.equal(plan.pools["orders"], 5, `${n} added`);
-    assert.equal(plan.pools["receipts"], 4);
-    assert.equal(plan.fixed["receipts"], true);
+    assert.equal(plan.pools["ledger"], 5, `${n} added`);
+    assert.equal(plan.pools["worker"], 4);
+    assert.equal(plan.fixed["worker"], true);
   }
 });
 
 test("a fourth added service shares the budget instead of exceeding it (it went 102 of 90 in dev)", () => {
   const plan = planDatabasePools([...builtIns, ...added(4)], servers);
-  // dev: receipts 3 x 4 = 12, six derived services 3 x 4 each = 72: 84 of 90. production: 16 + 2 x 7 x 4 + 4 x 5 x 4 = 152 of 180.
-  assert.deepEqual(plan.pools, { receipts: 4, orders: 4, pricing: 4, a1: 4, a2: 4, a3: 4, a4: 4 });
+  // dev: the worker 3 x 4 = 12, six derived services 3 x 4 each = 72: 84 of 90. production: 16 + 2 x 7 x 4 + 4 x 5 x 4 = 152 of 180.
+  assert.deepEqual(plan.pools, { worker: 4, ledger: 4, catalog: 4, a1: 4, a2: 4, a3: 4, a4: 4 });
 });
 
 test("services not deployed, and services without a database, hold no connections", () => {
   const plan = planDatabasePools([...builtIns, service("notes", { deploy: false }), service("echo", { database: undefined })], servers);
-  assert.deepEqual(Object.keys(plan.pools).sort(), ["orders", "pricing", "receipts"]);
+  assert.deepEqual(Object.keys(plan.pools).sort(), ["catalog", "ledger", "worker"]);
 });
 
 test("more than the server allows even at a pool of 2 fails, naming the overlay, the server's numbers and each service", () => {
@@ -58,7 +59,7 @@ test("more than the server allows even at a pool of 2 fails, naming the overlay,
       assert.match(e.message, /need more than the server allows, even with DB_POOL_MAX 2 per pod/);
       assert.match(
         e.message,
-        /dev: its PostgreSQL allows 90 \(max_connections 100 less 10 reserved\), the services need 96 at their largest: receipts \(2 \+ 1\) x 4 = 12, orders \(2 \+ 1\) x 2 = 6, .*a12 \(2 \+ 1\) x 2 = 6/,
+        /dev: its PostgreSQL allows 90 \(max_connections 100 less 10 reserved\), the services need 96 at their largest: worker \(2 \+ 1\) x 4 = 12, ledger \(2 \+ 1\) x 2 = 6, .*a12 \(2 \+ 1\) x 2 = 6/,
       );
       assert.doesNotMatch(e.message, /production:/, "production still has room");
       assert.match(e.message, /Raise the server's max_connections and deploy\/k8s\/postgres\.json together/);
@@ -88,5 +89,5 @@ test("deploy/k8s/postgres.json: read and validated, every problem named", (t) =>
   );
   // This repository's file, with this repository's manifests: the plan the generated files carry.
   assert.deepEqual(readPostgresServers(repositoryRoot), servers);
-  assert.equal(planDatabasePools(readServiceManifests(repositoryRoot), servers).pools["orders"], 5);
+  assert.equal(planDatabasePools(readServiceManifests(repositoryRoot), servers).pools["orders"], 5, "this repository's orders keeps the default");
 });
