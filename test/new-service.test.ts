@@ -356,37 +356,37 @@ describe("npm run new-service", () => {
     // the new services compiled too), then one for both end-to-end files.
     let started: Promise<NpmStartResult>;
     let e2e: Promise<Result>;
-    let checks: Promise<Map<string, Result>>;
+    const checks = new Map<string, Promise<Result>>();
     before(() => {
       started = npmStart(copy, [withDb.name, published.name], published.name);
       // One process for both files (--test-isolation=none): they share one platform (startServiceUnderTest).
       const [cmd, args] = node("--test-isolation=none", "--test-timeout=120000", `test/e2e/${withDb.name}.test.ts`, `test/e2e/${published.name}.test.ts`);
       e2e = started.then(() => runAsync(cmd, [...args]));
-      checks = (async () => {
-        const results = new Map<string, Result>();
-        const overlays = readdirSync(join(copy, "deploy/k8s/overlays"));
-        // What the generator wrote or changed, with everything it imports (the whole program's check is npm test's).
-        const typeChecked = "tsconfig.new-services.json";
-        writeFileSync(join(copy, typeChecked), JSON.stringify({ extends: "./tsconfig.json", include: [], files: [...writtenTypeScript].sort() }));
-        for (const [title, [cmd, args]] of [
-          ["buf lint", ["npx", ["buf", "lint"]]],
-          ["buf format", ["npx", ["buf", "format", "--diff", "--exit-code"]]],
-          ["tsc", ["npx", ["tsc", "--noEmit", "-p", typeChecked]]],
-          ["unit", node(`services/${withDb.name}/src/${withDb.name}-service.spec.ts`, `services/${published.name}/src/${published.name}-service.spec.ts`)],
-          ...overlays.map((o) => [`kustomize ${o}`, [kubectlPath(), ["kustomize", `deploy/k8s/overlays/${o}`]]] as const),
-          ["kubernetes", node("test/kubernetes-manifests.test.ts")],
-          ["repository", node("test/repository.test.ts")],
-          ["observability", node("test/observability.test.ts")],
-          ["audit", ["npm", ["run", "--silent", "audit"]]],
-        ] as const) {
-          results.set(title, await runAsync(cmd, [...args]));
-        }
-        rmSync(join(copy, typeChecked));
-        return results;
-      })();
+      // One after another, each with its own promise: a test waits for its checks only, not for the whole chain.
+      const overlays = readdirSync(join(copy, "deploy/k8s/overlays"));
+      // What the generator wrote or changed, with everything it imports (the whole program's check is npm test's).
+      const typeChecked = "tsconfig.new-services.json";
+      writeFileSync(join(copy, typeChecked), JSON.stringify({ extends: "./tsconfig.json", include: [], files: [...writtenTypeScript].sort() }));
+      let previous: Promise<unknown> = Promise.resolve();
+      for (const [title, [cmd, args]] of [
+        ["buf lint", ["npx", ["buf", "lint"]]],
+        ["buf format", ["npx", ["buf", "format", "--diff", "--exit-code"]]],
+        ["tsc", ["npx", ["tsc", "--noEmit", "-p", typeChecked]]],
+        ["unit", node(`services/${withDb.name}/src/${withDb.name}-service.spec.ts`, `services/${published.name}/src/${published.name}-service.spec.ts`)],
+        ...overlays.map((o) => [`kustomize ${o}`, [kubectlPath(), ["kustomize", `deploy/k8s/overlays/${o}`]]] as const),
+        ["kubernetes", node("test/kubernetes-manifests.test.ts")],
+        ["repository", node("test/repository.test.ts")],
+        ["observability", node("test/observability.test.ts")],
+        ["audit", ["npm", ["run", "--silent", "audit"]]],
+      ] as const) {
+        const result = previous.then(() => runAsync(cmd, [...args]));
+        checks.set(title, result);
+        // The checks after it see the copy as the generator left it.
+        previous = title === "tsc" ? result.then(() => rmSync(join(copy, typeChecked))) : result;
+      }
     });
     const check = async (title: string) => {
-      const r = (await checks).get(title);
+      const r = await checks.get(title);
       assert.ok(r, `no check named ${title}`);
       return r;
     };
