@@ -60,7 +60,8 @@ interface Result {
 }
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Result {
-  return spawnSync(cmd, args, { cwd: copy, env: { ...childEnv(), ...env }, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+  // A bound for a hung tool, not a speed check: the generator takes ~10 s alone and over 120 s on two cores shared with a loaded suite.
+  return spawnSync(cmd, args, { cwd: copy, env: { ...childEnv(), ...env }, encoding: "utf8", timeout: 300_000, maxBuffer: 64 * 1024 * 1024 });
 }
 
 /** Like run, without blocking: for checks that run side by side. */

@@ -68,6 +68,8 @@ export interface PoolPlan {
   pools: Record<string, number>;
   /** Whether the pool was set in the manifest (kubernetes.env.DB_POOL_MAX) rather than derived. */
   fixed: Record<string, boolean>;
+  /** The pool of every service whose manifest sets none. */
+  derived: number;
 }
 
 /** The HPA ceiling of `m` in an overlay. */
@@ -107,6 +109,7 @@ export function planDatabasePools(manifests: readonly LoadedManifest[], servers:
   const plan: PoolPlan = {
     pools: Object.fromEntries(withDatabase.map((m) => [m.name, setInManifest(m) !== undefined ? Number(setInManifest(m)) : pool])),
     fixed: Object.fromEntries(withDatabase.map((m) => [m.name, setInManifest(m) !== undefined])),
+    derived: pool,
   };
   if (derived.length === 0 || pool >= minPoolMax) {
     const over = Object.entries(servers).filter(([, s]) => connectionsAtMost(s, withDatabase, plan) > connectionBudget(s));
