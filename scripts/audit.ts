@@ -13,22 +13,7 @@
 import "../packages/launcher/src/require-node.js";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import {
-  advise,
-  auditTarget,
-  samplePools,
-  composeTarget,
-  defaultsTarget,
-  formatAdvice,
-  formatTargetAudit,
-  kubernetesTarget,
-  liveTarget,
-  repoRoot,
-  scrape,
-  shippedOverlays,
-  type Target,
-} from "@platform/audit";
-import { runLoad } from "../lab/load/run-load.js";
+import type { Target } from "@platform/audit";
 
 const usage = "usage: npm run audit [-- --compose FILE | --k8s DIR | --live ADMIN_URL... | --advise [--seconds N] [--load REQ_PER_S] ADMIN_URL...]";
 // biome-ignore lint/suspicious/noImplicitAnyLet: TypeScript types it from the parseArgs call below (control-flow typing), which must sit in the try
@@ -65,6 +50,22 @@ if (!args.live && !args.advise && positionals.length > 0) {
   process.exit(2);
 }
 
+// Loaded once the arguments are known: bad usage is answered without a second of a core spent loading the audit.
+const {
+  advise,
+  auditTarget,
+  samplePools,
+  composeTarget,
+  defaultsTarget,
+  formatAdvice,
+  formatTargetAudit,
+  kubernetesTarget,
+  liveTarget,
+  repoRoot,
+  scrape,
+  shippedOverlays,
+} = await import("@platform/audit");
+
 const targets: (() => Promise<Target>)[] = [];
 if (args.live) targets.push(() => liveTarget(positionals));
 for (const f of args.compose ?? []) targets.push(() => composeTarget(resolve(f)));
@@ -94,6 +95,7 @@ if (args.advise) {
     } else {
       const gatewayUrl = edgeUrl(before.map((s) => s.config));
       process.stdout.write(`open-loop load: ${rate} req/s for ${seconds} s to ${gatewayUrl} (40 % PlaceOrder, 40 % ListProducts, 20 % GetOrder)...\n`);
+      const { runLoad } = await import("../lab/load/run-load.js");
       const result = await runLoad({
         gatewayUrl,
         mode: { kind: "open", phases: [{ durationMs: seconds * 1000, rate }] },

@@ -21,6 +21,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { planDatabasePools, postgresServersFile, readPostgresServers, readServiceManifests } from "@platform/registry";
 import { exampleFiles, exampleFor, examples } from "./new-service/examples.js";
 import { renderManifest } from "./new-service/manifest.js";
 import { deriveNames, nameProblems, type ServiceNames } from "./new-service/names.js";
@@ -165,6 +166,16 @@ function main(): void {
     throw e;
   }
   const { names, ports } = todo;
+  // The Kubernetes pool every service with a database gets unless its manifest sets one: a new one may shrink it.
+  // Reported only: a repository whose manifests or servers cannot be planned gets no line (generate:services names the problem).
+  const sharedPool = (): number | undefined => {
+    try {
+      return planDatabasePools(readServiceManifests(root), readPostgresServers(root)).derived;
+    } catch {
+      return undefined;
+    }
+  };
+  const poolBefore = sharedPool();
 
   // What the tools below rewrite, to put back exactly if one of them fails.
   const generated = ["packages/proto/src/gen", "packages/client/src/gen"];
@@ -207,6 +218,12 @@ function main(): void {
   for (const path of [...todo.create.keys(), `packages/proto/src/gen/${names.snake}/v1/${names.snake}_pb.ts`]) say(`  ${path}`);
   say("regenerated: packages/proto/src/index.ts, package-lock.json");
   say("regenerated from the service manifests: compose, Kubernetes, prometheus, the gateway's APIs (npm run generate:services)");
+  const poolAfter = sharedPool();
+  if (todo.example === examples.database && poolAfter !== undefined) {
+    say(
+      `  Kubernetes: DB_POOL_MAX ${poolAfter} per pod for each service with a database that sets none, its share of ${postgresServersFile}${poolAfter === poolBefore || poolBefore === undefined ? "" : ` (was ${poolBefore}: the server is shared by one more)`}`,
+    );
+  }
   say();
   say("next:");
   say(`  npm test -- services/${names.name}/src/${names.name}-service.spec.ts test/e2e/${names.name}.test.ts`);

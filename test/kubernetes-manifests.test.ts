@@ -24,7 +24,7 @@ import {
   unknownFieldErrors,
   type K8sObject,
 } from "@platform/k8s-check";
-import { callersOf, readServiceManifests } from "@platform/registry";
+import { callersOf, connectionBudget, readPostgresServers, readServiceManifests } from "@platform/registry";
 import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
 import type { IHorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
@@ -42,15 +42,16 @@ const expectedCallers: Record<string, string[]> = Object.fromEntries(
 
 const facts = readPlatformFacts(root, expectedCallers, "gateway");
 /**
- * Database connections each overlay may hold at its largest (docs/scaling.md).
- * dev: a PostgreSQL with the default max_connections (100, less the reserved
- * and maintenance ones: 90). production: a server with max_connections = 200
- * (180), which the production ceilings need once the receipts worker and
- * services added with `npm run new-service -- NAME --db` hold connections of
- * their own; put PgBouncer in between to go further.
+ * Database connections each overlay may hold at its largest (docs/scaling.md):
+ * its PostgreSQL's max_connections less what is reserved, as
+ * deploy/k8s/postgres.json declares the server (dev: the default 100, less
+ * 10; production: 200, less 20). The generator derives the pools from the
+ * same file; this checks what the overlays render, HPA ceilings included.
  */
-const connectionBudget: Record<string, number> = { dev: 90, production: 180 };
-const factsFor = (overlay: string) => ({ ...facts, databaseConnectionBudget: connectionBudget[overlay] ?? facts.databaseConnectionBudget });
+const connectionBudgets: Record<string, number> = Object.fromEntries(
+  Object.entries(readPostgresServers(root)).map(([overlay, server]) => [overlay, connectionBudget(server)]),
+);
+const factsFor = (overlay: string) => ({ ...facts, databaseConnectionBudget: connectionBudgets[overlay] ?? facts.databaseConnectionBudget });
 
 /** deploy/k8s/overlays/NAME -> NAME; every kustomization under deploy/ that nothing includes. */
 const overlays = new Map(findOverlays(join(root, "deploy")).map((dir) => [relative(join(root, "deploy", "k8s", "overlays"), dir), dir]));

@@ -17,8 +17,13 @@
  * The copy's node_modules is a directory of symlinks to this repository's
  * entries, except @platform/*, which point (relatively, as npm links them)
  * at the copy's own workspaces, so the copy runs its own code.
+ *
+ * Its cost, on two cores shared with other test files: one platform at a
+ * time (npm start's, then one for both copied end-to-end files, which run in
+ * one process and share it), and a type check of what the generator wrote
+ * or changed with everything it imports, not of the whole repository again
+ * (npm test's own type check covers the rest, the examples included).
  */
-// npm test: alone (the copy's own end-to-end tests start two whole platforms of every manifest's service at once; beside other files on 2 cores they missed the launcher's 60 s readiness bound)
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -55,7 +60,8 @@ interface Result {
 }
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Result {
-  return spawnSync(cmd, args, { cwd: copy, env: { ...childEnv(), ...env }, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+  // A bound for a hung tool, not a speed check: the generator takes ~10 s alone and over 120 s on two cores shared with a loaded suite.
+  return spawnSync(cmd, args, { cwd: copy, env: { ...childEnv(), ...env }, encoding: "utf8", timeout: 300_000, maxBuffer: 64 * 1024 * 1024 });
 }
 
 /** Like run, without blocking: for checks that run side by side. */
@@ -255,6 +261,8 @@ describe("npm run new-service", () => {
     }
   });
 
+  /** Every TypeScript file the generator wrote or changed, for the type check. */
+  const writtenTypeScript = new Set<string>();
   const withDb = { name: "", ports: { rpc: 0, admin: 0 } };
   const published = { name: "", ports: { rpc: 0, admin: 0 } };
 
@@ -291,6 +299,7 @@ describe("npm run new-service", () => {
       f.startsWith(`packages/proto/src/gen/${n.snake}/`) ||
       [`test/e2e/${name}.test.ts`, "packages/proto/src/index.ts", "package-lock.json"].includes(f);
     const changed = changedFiles(before, treeDigests());
+    for (const f of changed) if (f.endsWith(".ts") && existsSync(join(copy, f))) writtenTypeScript.add(f);
     assert.match(r.stdout, /regenerated from the service manifests/);
     // Every other changed file is one the registry's generator derives from the manifests; running it again must change nothing.
     for (const f of changed.filter((f) => !own(f)))
@@ -343,33 +352,42 @@ describe("npm run new-service", () => {
   describe("the copy with both services passes", () => {
     // TAP by name: node 22 and later report in the spec format even to a pipe, and the checks below read TAP's summary.
     const node = (...args: string[]) => [process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", ...args]] as const;
-    // The end-to-end tests (the long pole) run beside the static checks, which run one after another.
+    // One platform at a time, beside the static checks (which run one after
+    // another): npm start's (it builds the copy, so the end-to-end tests find
+    // the new services compiled too), then one for both end-to-end files.
+    let started: Promise<NpmStartResult>;
     let e2e: Promise<Result>;
-    let checks: Promise<Map<string, Result>>;
+    const checks = new Map<string, Promise<Result>>();
     before(() => {
-      const [cmd, args] = node("--test-timeout=120000", `test/e2e/${withDb.name}.test.ts`, `test/e2e/${published.name}.test.ts`);
-      e2e = runAsync(cmd, [...args]);
-      checks = (async () => {
-        const results = new Map<string, Result>();
-        const overlays = readdirSync(join(copy, "deploy/k8s/overlays"));
-        for (const [title, [cmd, args]] of [
-          ["buf lint", ["npx", ["buf", "lint"]]],
-          ["buf format", ["npx", ["buf", "format", "--diff", "--exit-code"]]],
-          ["tsc", ["npx", ["tsc", "--noEmit", "-p", "tsconfig.json"]]],
-          ["unit", node(`services/${withDb.name}/src/${withDb.name}-service.spec.ts`, `services/${published.name}/src/${published.name}-service.spec.ts`)],
-          ...overlays.map((o) => [`kustomize ${o}`, [kubectlPath(), ["kustomize", `deploy/k8s/overlays/${o}`]]] as const),
-          ["kubernetes", node("test/kubernetes-manifests.test.ts")],
-          ["repository", node("test/repository.test.ts")],
-          ["observability", node("test/observability.test.ts")],
-          ["audit", ["npm", ["run", "--silent", "audit"]]],
-        ] as const) {
-          results.set(title, await runAsync(cmd, [...args]));
-        }
-        return results;
-      })();
+      started = npmStart(copy, [withDb.name, published.name], published.name);
+      // One process for both files (--test-isolation=none): they share one platform (startServiceUnderTest).
+      const [cmd, args] = node("--test-isolation=none", "--test-timeout=120000", `test/e2e/${withDb.name}.test.ts`, `test/e2e/${published.name}.test.ts`);
+      e2e = started.then(() => runAsync(cmd, [...args]));
+      // One after another, each with its own promise: a test waits for its checks only, not for the whole chain.
+      const overlays = readdirSync(join(copy, "deploy/k8s/overlays"));
+      // What the generator wrote or changed, with everything it imports (the whole program's check is npm test's).
+      const typeChecked = "tsconfig.new-services.json";
+      writeFileSync(join(copy, typeChecked), JSON.stringify({ extends: "./tsconfig.json", include: [], files: [...writtenTypeScript].sort() }));
+      let previous: Promise<unknown> = Promise.resolve();
+      for (const [title, [cmd, args]] of [
+        ["buf lint", ["npx", ["buf", "lint"]]],
+        ["buf format", ["npx", ["buf", "format", "--diff", "--exit-code"]]],
+        ["tsc", ["npx", ["tsc", "--noEmit", "-p", typeChecked]]],
+        ["unit", node(`services/${withDb.name}/src/${withDb.name}-service.spec.ts`, `services/${published.name}/src/${published.name}-service.spec.ts`)],
+        ...overlays.map((o) => [`kustomize ${o}`, [kubectlPath(), ["kustomize", `deploy/k8s/overlays/${o}`]]] as const),
+        ["kubernetes", node("test/kubernetes-manifests.test.ts")],
+        ["repository", node("test/repository.test.ts")],
+        ["observability", node("test/observability.test.ts")],
+        ["audit", ["npm", ["run", "--silent", "audit"]]],
+      ] as const) {
+        const result = previous.then(() => runAsync(cmd, [...args]));
+        checks.set(title, result);
+        // The checks after it see the copy as the generator left it.
+        previous = title === "tsc" ? result.then(() => rmSync(join(copy, typeChecked))) : result;
+      }
     });
     const check = async (title: string) => {
-      const r = (await checks).get(title);
+      const r = await checks.get(title);
       assert.ok(r, `no check named ${title}`);
       return r;
     };
@@ -380,7 +398,9 @@ describe("npm run new-service", () => {
       ok(await check("buf format"), "buf format");
     });
 
-    test("the type check", async () => {
+    test("the type check of every TypeScript file the generator wrote or changed, and what they import", async () => {
+      for (const f of [`services/${withDb.name}/src/main.ts`, `test/e2e/${published.name}.test.ts`, "packages/proto/src/index.ts"])
+        assert.ok(writtenTypeScript.has(f), `${f} is type-checked: ${[...writtenTypeScript].join(", ")}`);
       const r = await check("tsc");
       if (r.status === 0) return;
       // Work in progress elsewhere in the working tree may not type-check;
@@ -405,55 +425,15 @@ describe("npm run new-service", () => {
     });
 
     test("npm start starts both with the platform, from their builds", async () => {
-      await e2e; // one platform at a time on two cores
-      const dataDir = mkdtempSync(join(tmpdir(), "new-service-start-"));
-      chmodSync(dataDir, 0o755); // the embedded database runs as an unprivileged user when we are root
-      // npm start itself: it builds the copy (the new services included), then runs it compiled.
-      const child = spawn("npm", ["start"], {
-        cwd: copy,
-        env: {
-          ...childEnv(),
-          DATA_DIR: dataDir,
-          FREE_PORTS: "1",
-          GATEWAY_PORT: String(await findFreePort("127.0.0.1")),
-          EMBEDDED_POSTGRES_PORT: String(await findFreePort("127.0.0.1")),
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let out = "";
-      child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-      child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
-      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-      try {
-        const started = await Promise.race([
-          exited.then(() => false),
-          (async () => {
-            for (let i = 0; i < 1200 && !/ready in \d+ ms: gateway listening on/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
-            return /ready in \d+ ms/.test(out);
-          })(),
-        ]);
-        assert.ok(started, `npm start did not get ready:\n${out}`);
-        for (const name of [withDb.name, published.name]) {
-          const pid = new RegExp(`^\\[platform\\] ${name} +ready on \\S+ \\(pid (\\d+)`, "m").exec(out)?.[1];
-          assert.ok(pid, `${name} started:\n${out}`);
-          if (existsSync("/proc/self/cmdline"))
-            assert.match(readFileSync(`/proc/${pid}/cmdline`, "utf8"), new RegExp(`services/${name}/dist/main\\.js`), `${name} runs from its build`);
-        }
-        const gatewayUrl = /gateway listening on (http:\/\/\S+)/.exec(out)?.[1];
-        const n = deriveNames(published.name);
-        const res = await fetch(`${gatewayUrl}/${n.protoPackage}.${n.pascal}Service/Echo`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ message: "through the gateway" }),
-        });
-        assert.equal(res.status, 200);
-        assert.deepEqual(await res.json(), { message: "through the gateway" });
-      } finally {
-        child.kill("SIGTERM");
-        const code = await exited;
-        rmSync(dataDir, { recursive: true, force: true });
-        assert.equal(code, 0, out.slice(-3000));
+      const r = await started;
+      assert.ok(r.ready, `npm start did not get ready:\n${r.out}`);
+      for (const name of [withDb.name, published.name]) {
+        const cmdline = r.cmdlines.get(name);
+        assert.ok(cmdline !== undefined, `${name} started:\n${r.out}`);
+        if (cmdline !== "") assert.match(cmdline, new RegExp(`services/${name}/dist/main\\.js`), `${name} runs from its build`);
       }
+      assert.deepEqual(r.throughGateway, { status: 200, body: { message: "through the gateway" } });
+      assert.equal(r.exitCode, 0, r.out.slice(-3000));
     });
 
     test("Kubernetes: every overlay renders with kubectl kustomize, and the manifest checks pass", async () => {
@@ -494,4 +474,67 @@ describe("npm run new-service", () => {
 function composeSecretsFor(root: string): Record<string, string> {
   const text = readFileSync(join(root, "docker-compose.yml"), "utf8");
   return Object.fromEntries([...text.matchAll(/\$\{([A-Z0-9_]+):\?/g)].map((m) => [m[1]!, `test-only-${m[1]!.toLowerCase()}`]));
+}
+
+interface NpmStartResult {
+  ready: boolean;
+  /** Each named service's command line while it ran ("" where /proc is missing); absent: it did not start. */
+  cmdlines: Map<string, string>;
+  /** The public service's Echo through the gateway. */
+  throughGateway?: { status: number; body: unknown };
+  exitCode: number | null;
+  out: string;
+}
+
+/**
+ * `npm start` in `root` itself (it builds the copy, the new services
+ * included, then runs it compiled): what it started, the public service
+ * called through the gateway, and its exit status on SIGTERM. Facts only;
+ * the test asserts them.
+ */
+async function npmStart(root: string, names: string[], publicName: string): Promise<NpmStartResult> {
+  const dataDir = mkdtempSync(join(tmpdir(), "new-service-start-"));
+  chmodSync(dataDir, 0o755); // the embedded database runs as an unprivileged user when we are root
+  const child = spawn("npm", ["start"], {
+    cwd: root,
+    env: {
+      ...childEnv(),
+      DATA_DIR: dataDir,
+      FREE_PORTS: "1",
+      GATEWAY_PORT: String(await findFreePort("127.0.0.1")),
+      EMBEDDED_POSTGRES_PORT: String(await findFreePort("127.0.0.1")),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const result: NpmStartResult = { ready: false, cmdlines: new Map(), exitCode: null, out: "" };
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (result.out += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (result.out += d));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  try {
+    result.ready = await Promise.race([
+      exited.then(() => false),
+      (async () => {
+        for (let i = 0; i < 1200 && !/ready in \d+ ms: gateway listening on/.test(result.out); i++) await new Promise((r) => setTimeout(r, 100));
+        return /ready in \d+ ms/.test(result.out);
+      })(),
+    ]);
+    if (!result.ready) return result;
+    for (const name of names) {
+      const pid = new RegExp(`^\\[platform\\] ${name} +ready on \\S+ \\(pid (\\d+)`, "m").exec(result.out)?.[1];
+      if (pid !== undefined) result.cmdlines.set(name, existsSync("/proc/self/cmdline") ? readFileSync(`/proc/${pid}/cmdline`, "utf8") : "");
+    }
+    const gatewayUrl = /gateway listening on (http:\/\/\S+)/.exec(result.out)?.[1];
+    const n = deriveNames(publicName);
+    const res = await fetch(`${gatewayUrl}/${n.protoPackage}.${n.pascal}Service/Echo`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message: "through the gateway" }),
+    });
+    result.throughGateway = { status: res.status, body: await res.json() };
+    return result;
+  } finally {
+    child.kill("SIGTERM");
+    result.exitCode = await exited;
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }

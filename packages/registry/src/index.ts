@@ -4,3 +4,13 @@ export { dependencyOrder, findCycle, registryProblems } from "./check-registry.j
 export { protoApis } from "./proto-apis.js";
 export { ManifestError, readServiceManifests, repositoryRoot } from "./read-manifests.js";
 export { callersOf, effectiveDependencies, forwardedApis, passwordSecret } from "./graph.js";
+export {
+  connectionBudget,
+  defaultPoolMax,
+  minPoolMax,
+  planDatabasePools,
+  postgresServersFile,
+  readPostgresServers,
+  type PoolPlan,
+  type PostgresServer,
+} from "./database-budget.js";

@@ -29,11 +29,37 @@ export interface ServiceUnderTest {
   service: RunningService;
 }
 
+/**
+ * The platforms this process started for services under test, with how many
+ * files still use each. Test files run in one process (`node --test
+ * --test-isolation=none`, as test/new-service.test.ts runs the end-to-end
+ * tests of the services it generated) share one platform when it runs their
+ * service; the last close() stops it. Run the usual way, one process per
+ * file, each file starts its own.
+ */
+const started: { platform: Promise<TestPlatform>; users: number }[] = [];
+
 export async function startServiceUnderTest(name: string): Promise<ServiceUnderTest> {
   const manifest = readServiceManifest(name);
-  // The examples are started only when asked for; a copy (npm run new-service) is deployed and starts anyway.
-  const platform = await startTestPlatform({ undeployed: [name] });
+  let entry: (typeof started)[number] | undefined;
+  for (const candidate of started) {
+    const running = await candidate.platform.catch(() => undefined);
+    if (running && name in running.services) entry = candidate;
+  }
+  if (entry === undefined) {
+    // The examples are started only when asked for; a copy (npm run new-service) is deployed and starts anyway.
+    entry = { platform: startTestPlatform({ undeployed: [name] }), users: 0 };
+    started.push(entry);
+  }
+  entry.users++;
+  const shared = entry;
+  const platform = await shared.platform;
   const service = (platform.services as Record<string, RunningService | undefined>)[name];
   assert.ok(service, `${name} was started`);
-  return { manifest, platform, service };
+  const close = async () => {
+    if (--shared.users > 0) return;
+    started.splice(started.indexOf(shared), 1);
+    await platform.close();
+  };
+  return { manifest, platform: { ...platform, close }, service };
 }

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { planDatabasePools, readPostgresServers } from "../database-budget.js";
 import type { LoadedManifest } from "../manifest.js";
 import { readServiceManifests } from "../read-manifests.js";
 import { composePostgresSecrets, composeSecrets, composeServiceBlocks } from "./compose.js";
@@ -31,6 +32,8 @@ export function renderServiceArtifacts(root: string, manifests: readonly LoadedM
   manifests = manifests.filter((m) => m.deploy);
   const edgeTemplate = read("deploy/k8s/templates/edge.yaml");
   const backendTemplate = read("deploy/k8s/templates/backend.yaml");
+  // Throws, naming the services and numbers, when they need more connections than a server allows.
+  const pools = planDatabasePools(manifests, readPostgresServers(root));
   return [
     regions("docker-compose.yml", [
       ["postgres", composePostgresSecrets(manifests)],
@@ -42,8 +45,11 @@ export function renderServiceArtifacts(root: string, manifests: readonly LoadedM
     regions("observability/prometheus.yml", [["targets", prometheusTargets(manifests)]]),
     { path: "deploy/k8s/base/kustomization.yaml", content: baseKustomization(manifests) },
     { path: "deploy/k8s/base/network-policies.yaml", content: networkPolicies(manifests) },
-    ...manifests.map((m) => ({ path: `deploy/k8s/base/${m.name}.yaml`, content: kubernetesService(m, manifests, m.edge ? edgeTemplate : backendTemplate) })),
-    regions("deploy/k8s/overlays/production/kustomization.yaml", [["replicas", productionReplicaPatches(manifests)]]),
+    ...manifests.map((m) => ({
+      path: `deploy/k8s/base/${m.name}.yaml`,
+      content: kubernetesService(m, manifests, m.edge ? edgeTemplate : backendTemplate, pools),
+    })),
+    regions("deploy/k8s/overlays/production/kustomization.yaml", [["replicas", productionReplicaPatches(manifests, pools)]]),
     ...manifests
       .filter((m) => m.edge)
       .map((edge) => ({ path: `services/${edge.name}/src/forwarded-apis.generated.ts`, content: forwardedApisModule(manifests) })),

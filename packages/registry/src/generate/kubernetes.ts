@@ -1,6 +1,7 @@
 import { envPrefix, type LoadedManifest } from "../manifest.js";
 import { callersOf, effectiveDependencies } from "../graph.js";
 import { hashHeader } from "./header.js";
+import { postgresServersFile, type PoolPlan } from "../database-budget.js";
 
 /** Where a service's database URL is mounted from the platform-database Secret. */
 export const databaseSecretDir = "/var/run/secrets/platform-database";
@@ -12,7 +13,7 @@ export const databaseSecretDir = "/var/run/secrets/platform-database";
  * the database URL as a file from the platform-database Secret, literal
  * settings from "kubernetes.env").
  */
-export function kubernetesService(m: LoadedManifest, all: readonly LoadedManifest[], template: string): string {
+export function kubernetesService(m: LoadedManifest, all: readonly LoadedManifest[], template: string, pools: PoolPlan): string {
   // `#!` lines document the template itself; every other line is the output.
   const body = template.replace(/^#!.*\n/gm, "");
   const env: string[] = [];
@@ -33,10 +34,11 @@ export function kubernetesService(m: LoadedManifest, all: readonly LoadedManifes
     // The manifest's kubernetes.env may set its own (a worker with a pool of its own, docs/outbox.md).
     if (m.kubernetes.env["DB_POOL_MAX"] === undefined) {
       env.push(
-        `# Per process: replicas x DB_POOL_MAX connections in total, which`,
-        `# must stay below max_connections (docs/scaling.md).`,
+        `# Per process: (maxReplicas + maxSurge) x DB_POOL_MAX connections at`,
+        `# most, over every service with a database within max_connections: this`,
+        `# service's share of ${postgresServersFile} (docs/scaling.md).`,
         `- name: DB_POOL_MAX`,
-        `  value: "${defaultPoolMax}"`,
+        `  value: "${pools.pools[m.name]}"`,
       );
     }
     mounts.push(`- name: database`, `  mountPath: ${databaseSecretDir}`, `  readOnly: true`);
@@ -166,22 +168,19 @@ export function networkPolicies(manifests: readonly LoadedManifest[]): string {
   return `${header + docs.join("\n---\n")}\n`;
 }
 
-/** DB_POOL_MAX per pod in Kubernetes unless a manifest's kubernetes.env sets it (docs/scaling.md). */
-const defaultPoolMax = 5;
-const poolMax = (m: LoadedManifest) => Number(m.kubernetes.env["DB_POOL_MAX"] ?? defaultPoolMax);
-
 /** overlays/production/kustomization.yaml's per-service HPA ceilings. */
-export function productionReplicaPatches(manifests: readonly LoadedManifest[]): string {
+export function productionReplicaPatches(manifests: readonly LoadedManifest[], pools: PoolPlan): string {
   const lines: string[] = [];
   const withDb = manifests.toReversed().filter((m) => m.database);
   for (const m of manifests.toReversed()) {
     if (m === withDb[0]) {
+      const poolMax = (x: LoadedManifest) => pools.pools[x.name] ?? 0;
       const total = withDb.map((x) => `(${x.kubernetes.productionMaxReplicas} + 1) x ${poolMax(x)}`).join(" + ");
       const sum = withDb.reduce((n, x) => n + (x.kubernetes.productionMaxReplicas + 1) * poolMax(x), 0);
       lines.push(
         `  # ${withDb.map((x) => x.name).join(" and ")} hold database connections: (maxReplicas + maxSurge) x`,
-        `  # DB_POOL_MAX for each must stay below PostgreSQL's max_connections, here`,
-        `  # ${total} = ${sum} (docs/scaling.md; the manifest test checks it).`,
+        `  # DB_POOL_MAX for each must stay within the server's budget (${postgresServersFile}),`,
+        `  # here ${total} = ${sum} (docs/scaling.md; the manifest test checks it).`,
       );
     }
     lines.push(
