@@ -1,7 +1,7 @@
 import { analyze, type RunResult } from "./analyze.js";
 import type { Profile } from "./platform/lab-platform.js";
 import { runScenario, type RunOptions } from "./run-scenario.js";
-import { timingOf, type Scenario } from "./scenarios.js";
+import { hasFixedRates, timingOf, type Scenario } from "./scenarios.js";
 import { ablations, naive, platform, platformNoBreakers, type Variant } from "./variants.js";
 
 export interface StormOptions {
@@ -19,6 +19,18 @@ export interface StormOptions {
   /** Repetitions of the whole plan. */
   repeat: number;
   user?: RunOptions["user"];
+  /** Services from their build (`npm run build` first) or their sources. Default: "source". */
+  from?: RunOptions["from"];
+  /**
+   * Start the runs whose rates are fixed (quick mode's `quickRates`: they
+   * measure no capacity) all at once, each on its own platform, before the
+   * capacity-sized runs, which still run one at a time on a machine the lab
+   * otherwise leaves alone. Their claims are counts per request, which
+   * neighbours on the same cores do not change; what a neighbour could
+   * change (a chain stretched past the outage by a starved machine) is what
+   * their assertions already allow for.
+   */
+  sideBySide?: boolean;
   log(line: string): void;
 }
 
@@ -61,6 +73,7 @@ export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "a
         if (scenario.attribution && variant.profile === "naive") estimateMs += naiveSettleMs[mode];
         if (
           opts.capacity === undefined &&
+          !hasFixedRates(scenario, opts.quick) &&
           (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition || scenario.sizedPerVariant)
         ) {
           estimateMs += capacityMs[mode];
@@ -86,14 +99,37 @@ export const formatDuration = (ms: number) => {
  */
 export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   const plan = planStorm(opts);
-  const results: RunResult[] = [];
-  const total = plan.reduce((s, r) => s + r.estimateMs, 0);
+  const results = new Map<PlannedRun, RunResult>();
+  const together = opts.sideBySide ? plan.filter((r) => hasFixedRates(r.scenario, opts.quick)) : [];
+  const oneByOne = plan.filter((r) => !together.includes(r));
+  const total = oneByOne.reduce((s, r) => s + r.estimateMs, 0) + Math.max(0, ...together.map((r) => r.estimateMs));
   opts.log(`${plan.length} runs, estimated ${formatDuration(total)} (m:ss)`);
   const started = performance.now();
-  let estimatedDone = 0;
+  const runOne = async (run: PlannedRun, reference: number | undefined) => {
+    const raw = await runScenario(run.scenario, run.variant, {
+      quick: opts.quick,
+      clientTimeoutMs: opts.clientTimeoutMs,
+      ...(reference !== undefined ? { referenceCapacity: reference } : {}),
+      measureCapacity: opts.measureEachRun || reference === undefined,
+      failover: opts.failover,
+      ...(opts.user ? { user: opts.user } : {}),
+      ...(opts.from ? { from: opts.from } : {}),
+      log: opts.log,
+    });
+    results.set(run, { ...analyze(raw), repetition: run.repetition });
+    return raw;
+  };
+  if (together.length > 0) {
+    opts.log(`${together.map((r) => `${r.scenario.name} / ${r.variant.name}`).join(", ")}: side by side (fixed rates)`);
+    // Every run to its end, even when one fails: none may outlive the storm.
+    const outcomes = await Promise.allSettled(together.map((run) => runOne(run, undefined)));
+    const failed = outcomes.find((o) => o.status === "rejected");
+    if (failed) throw failed.reason;
+  }
+  let estimatedDone = Math.max(0, ...together.map((r) => r.estimateMs));
   let reference = opts.capacity;
   let current: PlannedRun | undefined;
-  for (const [i, run] of plan.entries()) {
+  for (const [i, run] of oneByOne.entries()) {
     // Each scenario measures the capacity at its start, in its first run (the platform's), and
     // every variant of it uses that number: measured seconds, not minutes, before it is used,
     // so that what the machine can do (others may be using it) has little time to change.
@@ -106,21 +142,14 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
     const left = (total - estimatedDone) * pace;
     const rep = opts.repeat > 1 ? ` repetition ${run.repetition}/${opts.repeat}` : "";
     opts.log(
-      `[${i + 1}/${plan.length}] ${run.scenario.name} / ${run.variant.name}${opts.quick ? " (quick)" : ""}${rep}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`,
+      `[${together.length + i + 1}/${plan.length}] ${run.scenario.name} / ${run.variant.name}${opts.quick ? " (quick)" : ""}${rep}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`,
     );
-    const raw = await runScenario(run.scenario, run.variant, {
-      quick: opts.quick,
-      clientTimeoutMs: opts.clientTimeoutMs,
-      ...(reference !== undefined ? { referenceCapacity: reference } : {}),
-      measureCapacity: opts.measureEachRun || reference === undefined,
-      failover: opts.failover,
-      ...(opts.user ? { user: opts.user } : {}),
-      log: opts.log,
-    });
-    reference ??= raw.capacity.referencePerSec;
-    results.push({ ...analyze(raw), repetition: run.repetition });
+    const raw = await runOne(run, reference);
+    // A fixed-rate run (not side by side) sizes nothing: the next run measures.
+    if (!hasFixedRates(run.scenario, opts.quick)) reference ??= raw.capacity.referencePerSec;
     estimatedDone += run.estimateMs;
   }
   opts.log(`done in ${formatDuration(performance.now() - started)} (estimated ${formatDuration(total)})`);
-  return results;
+  // In the plan's order, whichever ran first.
+  return plan.map((run) => results.get(run)!);
 }
