@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import { analyze, type RunResult } from "./analyze.js";
 import type { Profile } from "./platform/lab-platform.js";
 import { runScenario, type RunOptions } from "./run-scenario.js";
@@ -85,6 +86,17 @@ export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "a
   return runs;
 }
 
+/** Resolves every caller's promise once `parties` calls have been made. */
+function barrier(parties: number): () => Promise<void> {
+  let arrived = 0;
+  let open: () => void = () => {};
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return () => {
+    if (++arrived >= parties) open();
+    return opened;
+  };
+}
+
 export const formatDuration = (ms: number) => {
   const s = Math.max(0, Math.round(ms / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
@@ -105,7 +117,7 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   const total = oneByOne.reduce((s, r) => s + r.estimateMs, 0) + Math.max(0, ...together.map((r) => r.estimateMs));
   opts.log(`${plan.length} runs, estimated ${formatDuration(total)} (m:ss)`);
   const started = performance.now();
-  const runOne = async (run: PlannedRun, reference: number | undefined) => {
+  const runOne = async (run: PlannedRun, reference: number | undefined, platformsReady?: () => Promise<void>) => {
     const raw = await runScenario(run.scenario, run.variant, {
       quick: opts.quick,
       clientTimeoutMs: opts.clientTimeoutMs,
@@ -114,6 +126,7 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
       failover: opts.failover,
       ...(opts.user ? { user: opts.user } : {}),
       ...(opts.from ? { from: opts.from } : {}),
+      ...(platformsReady ? { platformsReady } : {}),
       log: opts.log,
     });
     results.set(run, { ...analyze(raw), repetition: run.repetition });
@@ -122,9 +135,12 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   if (together.length > 0) {
     opts.log(`${together.map((r) => `${r.scenario.name} / ${r.variant.name}`).join(", ")}: side by side (fixed rates)`);
     // Every run to its end, even when one fails: none may outlive the storm.
-    const outcomes = await Promise.allSettled(together.map((run) => runOne(run, undefined)));
-    const failed = outcomes.find((o) => o.status === "rejected");
-    if (failed) throw failed.reason;
+    const ready = barrier(together.length);
+    const outcomes = await Promise.allSettled(together.map((run) => runOne(run, undefined, ready)));
+    const failures = outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ run: together[i]!, error: o.reason as unknown }] : []));
+    for (const f of failures) opts.log(`${f.run.scenario.name} / ${f.run.variant.name} failed: ${inspect(f.error)}`);
+    if (failures.length > 0)
+      throw new Error(`${failures.map((f) => `${f.run.scenario.name} / ${f.run.variant.name}`).join(", ")} failed`, { cause: failures[0]!.error });
   }
   let estimatedDone = Math.max(0, ...together.map((r) => r.estimateMs));
   let reference = opts.capacity;

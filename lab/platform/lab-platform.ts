@@ -99,7 +99,9 @@ export async function startLabPlatform(
       method: "PUT",
       headers: { authorization: `Bearer ${faultToken}` },
       body: JSON.stringify(faults),
-      signal: AbortSignal.timeout(5000),
+      // Long: on a starved machine (load 30+ on 2 cores) an admin PUT took over 5 s, and a fault
+      // that could not be set fails the whole run; the times a trigger actually took are recorded.
+      signal: AbortSignal.timeout(30_000),
     });
     if (!res.ok) throw new Error(`setting faults on ${service}: ${res.status} ${await res.text()}`);
   };
