@@ -54,9 +54,10 @@ describe("storm lab (quick)", () => {
       measureEachRun: false,
       ablation: false,
       repeat: 1,
-      // The full outage's three runs and the receipts outage offer fixed low rates (their claims
-      // are counts per request): they run at once, then the metastable runs, sized from their
-      // own capacity, one at a time on a machine the lab leaves to them.
+      // The full outage and the receipts outage offer fixed low rates (their claims are counts per
+      // request): the platform's three such runs go at once, then the naive full outage alone (its
+      // storm would load its neighbours' trigger windows), then the metastable runs, each sized
+      // from its own capacity, one at a time (lab/storm.ts, `sideBySide`).
       sideBySide: true,
       // Compiled services (what `npm start` runs): tsx costs each service seconds of CPU at start.
       from: "build",
