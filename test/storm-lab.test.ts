@@ -43,38 +43,44 @@ function context(...runs: RunResult[]): string {
 }
 
 describe("storm lab (quick)", () => {
-  before(async () => {
-    storm = runStorm({
-      scenarios: [scenarioNamed("full-outage"), scenarioNamed("metastable"), scenarioNamed("receipts-outage")],
-      profiles: ["naive", "platform"],
-      quick: true,
-      clientTimeoutMs: 2000,
-      failover: "stop",
-      // One measurement (the first run's) sets the rates of every run.
-      measureEachRun: false,
-      ablation: false,
-      repeat: 1,
-      // The full outage and the receipts outage offer fixed low rates (their claims are counts per
-      // request): the platform's three such runs go at once, then the naive full outage alone (its
-      // storm would load its neighbours' trigger windows), then the metastable runs, each sized
-      // from its own capacity, one at a time (lab/storm.ts, `sideBySide`).
-      sideBySide: true,
-      // Compiled services (what `npm start` runs): tsx costs each service seconds of CPU at start.
-      from: "build",
-      log: (line) => console.log(`[storm] ${line}`),
-    });
-    results = await storm;
-    const table = fullReport(results);
-    console.log(`[storm]\n${table}`);
-    writeReport(
-      join(process.cwd(), "reports", "storm", "test-quick"),
-      results,
-      table,
-      Object.fromEntries(scenarios.map((s) => [s.name, s.title])),
-      { generatedAt: new Date().toISOString(), quick: true },
-      [...columnHelp, "", ...attributionHelp],
-    );
-  });
+  before(
+    async () => {
+      storm = runStorm({
+        scenarios: [scenarioNamed("full-outage"), scenarioNamed("metastable"), scenarioNamed("receipts-outage")],
+        profiles: ["naive", "platform"],
+        quick: true,
+        clientTimeoutMs: 2000,
+        failover: "stop",
+        // One measurement (the first run's) sets the rates of every run.
+        measureEachRun: false,
+        ablation: false,
+        repeat: 1,
+        // The full outage and the receipts outage offer fixed low rates (their claims are counts per
+        // request): the platform's three such runs go at once, then the naive full outage alone (its
+        // storm would load its neighbours' trigger windows), then the metastable runs, each sized
+        // from its own capacity, one at a time (lab/storm.ts, `sideBySide`).
+        sideBySide: true,
+        // Compiled services (what `npm start` runs): tsx costs each service seconds of CPU at start.
+        from: "build",
+        log: (line) => console.log(`[storm] ${line}`),
+      });
+      results = await storm;
+      const table = fullReport(results);
+      console.log(`[storm]\n${table}`);
+      writeReport(
+        join(process.cwd(), "reports", "storm", "test-quick"),
+        results,
+        table,
+        Object.fromEntries(scenarios.map((s) => [s.name, s.title])),
+        { generatedAt: new Date().toISOString(), quick: true },
+        [...columnHelp, "", ...attributionHelp],
+      );
+      // Every run of the file is in this one hook now (the receipts run too, beside the full outage's):
+      // the two hooks' 300 s each that the runs had before, as one bound. A machine at a load average
+      // of 30 took over 300 s.
+    },
+    { timeout: 600_000 },
+  );
 
   test("full outage: every naive hop retries 3 times, so each catalogue read costs 3 x 3 x 3 = 27 attempts at pricing's database", () => {
     const { r, a } = attributed("naive");
