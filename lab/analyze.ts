@@ -3,7 +3,19 @@ import type { Attribution } from "./attribution.js";
 import type { Bucket, UserModel } from "./load/protocol.js";
 import type { ReceiptCounts } from "./receipts/receipt-counts.js";
 import type { RawRun } from "./run-scenario.js";
+import { sumOf } from "./metrics/prometheus.js";
 import { mean, percentile, ratio, round, sum } from "./stats.js";
+
+/** The gateway's intake_admit_fraction: its lowest value in the run's scrapes, and when the last user left (undefined: never scraped). */
+function intakeSeen(raw: RawRun): { lowest: number; atEnd: number } | undefined {
+  const values = raw.recorder.snapshots.flatMap((s) => {
+    const gateway = s.services.gateway;
+    return gateway?.some((x) => x.name === "intake_admit_fraction") ? [{ at: s.at, fraction: sumOf(gateway, "intake_admit_fraction") }] : [];
+  });
+  if (values.length === 0) return undefined;
+  const end = values.reduce((best, v) => (Math.abs(v.at - raw.marks.usersGoneAt) < Math.abs(best.at - raw.marks.usersGoneAt) ? v : best));
+  return { lowest: Math.min(...values.map((v) => v.fraction)), atEnd: end.fraction };
+}
 
 /** Numbers for one window of a run (rates per second, ratios per user request sent in the window). */
 export interface WindowStats {
@@ -214,6 +226,13 @@ export function analyze(raw: RawRun): RunResult {
   }
   for (const e of raw.serviceExits) warnings.push(`${e}: that service's counters restarted from zero, so its counts are too low`);
   if (!marks.settled) warnings.push("still busy when the settle time ran out: work after the users left is undercounted");
+  const intake = intakeSeen(raw);
+  if (intake && intake.atEnd < 1) {
+    // A recovery that falls short is then the edge's own cut, readmitting step by step, not the chain's backlog.
+    warnings.push(
+      `the gateway's intake controller admitted ${Math.round(intake.atEnd * 100)}% of new requests when the users left (lowest in the run ${Math.round(intake.lowest * 100)}%)`,
+    );
+  }
   if (raw.receipts && !raw.receipts.exactlyOnce) {
     const c = raw.receipts;
     warnings.push(

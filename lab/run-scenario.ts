@@ -8,7 +8,7 @@ import { attribute, transactionsAfterCallerLeft, workByRequest, type Attribution
 import { defaultUserModel, type UserModel } from "./load/protocol.js";
 import { countReceipts, type ReceiptCounts } from "./receipts/receipt-counts.js";
 import { startLabPlatform, type LabPlatform, type Profile } from "./platform/lab-platform.js";
-import { failoverByFault, timingOf, type Scenario, type ScenarioTiming, type Trigger } from "./scenarios.js";
+import { failoverByFault, hasFixedRates, timingOf, type Scenario, type ScenarioTiming, type Trigger } from "./scenarios.js";
 import type { Variant } from "./variants.js";
 
 export interface RunOptions {
@@ -21,6 +21,14 @@ export interface RunOptions {
   measureCapacity?: boolean;
   /** "stop": stop and restart the real PostgreSQL; "fault": db.unreachable on pricing and orders. */
   failover: "stop" | "fault";
+  /**
+   * Awaited once the platform is up, before anything is sent to it: runs
+   * side by side start their load together, after every platform's start
+   * (a start is seconds of CPU that would land on a neighbour's windows).
+   */
+  platformsReady?: () => Promise<void>;
+  /** Services from their build (`npm run build` first) or their sources through tsx. Default: "source". */
+  from?: "build" | "source";
   /** The users (the same for every profile); patience is clientTimeoutMs. Default: defaultUserModel. */
   user?: Omit<UserModel, "patienceMs">;
   log(line: string): void;
@@ -139,7 +147,7 @@ async function measureCapacity(
  */
 export async function runScenario(scenario: Scenario, variant: Variant, opts: RunOptions): Promise<RawRun> {
   const profile = variant.profile;
-  const label = variant.name;
+  const label = `${scenario.name}/${variant.name}`;
   const timing = timingOf(scenario, profile, opts.quick);
   const tag = `${profile}-${randomBytes(4).toString("hex")}`;
   const started = performance.now();
@@ -152,27 +160,41 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
   const user = scenario.maxTries === undefined ? base : { ...base, maxTries: scenario.maxTries };
   // Request logs (and the database's per-transaction lines) only where work is attributed per request: they cost CPU.
   const readsLogs = scenario.attribution !== undefined || scenario.logWork === true;
-  const p = await startLabPlatform(profile, {
-    env: { ...variant.env, ...scenario.env?.[opts.quick ? "quick" : "full"] },
-    ...(readsLogs ? { logLevel: "debug" } : {}),
-  });
-  opts.log(`  ${label}: platform up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  // A run that fails to start still arrives at the barrier (finally), so that its neighbours go on.
+  let p: LabPlatform;
+  let upMs = 0;
+  try {
+    p = await startLabPlatform(profile, {
+      from: opts.from ?? "source",
+      env: { ...variant.env, ...scenario.env?.[opts.quick ? "quick" : "full"] },
+      ...(readsLogs ? { logLevel: "debug" } : {}),
+    });
+    upMs = performance.now() - started;
+  } finally {
+    await opts.platformsReady?.();
+  }
+  opts.log(`  ${label}: platform up in ${(upMs / 1000).toFixed(1)} s`);
+  const fixed = hasFixedRates(scenario, opts.quick) ? scenario.quickRates : undefined;
   let raw: RawRun | undefined;
+  let watchers: { recorder: MetricsRecorder; observer: DatabaseObserver } | undefined;
   let readAttribution: (() => void) | undefined;
   try {
-    const cap = await measureCapacity(p, opts, tag);
-    const reference = opts.referenceCapacity ?? cap.perSec;
-    if (!(reference > 0)) throw new Error(`${profile}: measured capacity is 0 req/s; is the platform serving?`);
+    // Fixed rates size nothing from a capacity: no warm-up, no measurement (and no warm-up
+    // requests banked by the gateway's retry budget).
+    const cap = fixed ? { perSec: Number.NaN, concurrency: 0, durationMs: 0, requestsBefore: 0 } : await measureCapacity(p, opts, tag);
+    const reference = fixed ? Number.NaN : (opts.referenceCapacity ?? cap.perSec);
+    if (!fixed && !(reference > 0)) throw new Error(`${profile}: measured capacity is 0 req/s; is the platform serving?`);
     const spike = opts.quick && scenario.load.duringQuick !== undefined ? scenario.load.duringQuick : scenario.load.during;
-    const rates = { base: scenario.load.base * reference, during: spike * reference };
+    const rates = fixed ?? { base: scenario.load.base * reference, during: spike * reference };
     const measured = Number.isNaN(cap.perSec) ? "not measured" : `${cap.perSec.toFixed(0)} req/s (closed loop, ${cap.concurrency} users)`;
     opts.log(
-      `  ${label}: capacity ${measured}, reference ${reference.toFixed(0)} req/s; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`,
+      `  ${label}: ${fixed ? "fixed rates" : `capacity ${measured}, reference ${reference.toFixed(0)} req/s`}; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`,
     );
 
     await waitQuiet(new MetricsRecorder(targets(p)), opts.quick ? 3000 : 10_000);
     const recorder = new MetricsRecorder(targets(p));
     const observer = new DatabaseObserver(p.databaseUrl, opts.clientTimeoutMs);
+    watchers = { recorder, observer };
     const customerPrefix = `storm-${tag}-`;
 
     let onStart: (startAt: number) => void = () => {};
@@ -236,7 +258,10 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
     // Work still going on now is work for users who have all left. Where
     // work is attributed per request, wait for it all: a naive retry chain
     // goes on long after its user left.
-    const settleMs = scenario.attribution ? (opts.quick ? 12_000 : 40_000) : opts.quick ? 4000 : 12_000;
+    // A bound on a wait for an event (a quiet platform ends it at once), not a sleep: where work is
+    // attributed, quick mode allows nearly as long as the full lab, since a starved machine (or the
+    // runs beside this one) stretches a naive chain well past its 9 s (12 s left 7.5 of 27 counted).
+    const settleMs = scenario.attribution ? (opts.quick ? 30_000 : 40_000) : opts.quick ? 4000 : 12_000;
     const settled = await waitQuiet(recorder, settleMs);
     const endAt = Date.now();
     observer.stop();
@@ -307,6 +332,10 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
     };
     return raw;
   } finally {
+    // A run that failed midway (a fault that could not be set) must not leave the scrape
+    // interval or the database sampler behind: either would keep the process alive for ever.
+    await watchers?.recorder.stop();
+    await watchers?.observer.close().catch(() => {});
     // Never leave a fault behind (the platform is thrown away anyway, but a stop can take a while).
     await p.clearAllFaults().catch(() => {});
     // The logs are complete once the services have exited.

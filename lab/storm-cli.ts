@@ -7,6 +7,7 @@
  *   npm run storm -- --repeat 3
  *   npm run storm -- --scenario full-outage --profile naive
  *   npm run storm -- --quick
+ *   npm run build && npm run storm -- --quick --from build --side-by-side   # as the test runs it
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -18,7 +19,8 @@ import { formatDuration, planStorm, runStorm } from "./storm.js";
 
 const usage = `usage: npm run storm -- [--scenario NAME[,NAME]] [--profile naive|platform] [--quick] [--repeat N]
                           [--no-ablation] [--client-timeout-ms 2000] [--tries 3] [--capacity REQ_PER_SEC]
-                          [--measure-each-run] [--failover stop|fault] [--out DIR] [--dry-run]
+                          [--measure-each-run] [--failover stop|fault] [--from source|build] [--side-by-side]
+                          [--out DIR] [--dry-run]
 scenarios: ${allScenarios.map((s) => s.name).join(", ")}`;
 
 function list(values: string[] | undefined): string[] {
@@ -44,6 +46,8 @@ async function main(): Promise<void> {
       "client-timeout-ms": { type: "string" },
       capacity: { type: "string" },
       failover: { type: "string", default: "stop" },
+      from: { type: "string", default: "source" },
+      "side-by-side": { type: "boolean", default: false },
       "measure-each-run": { type: "boolean", default: false },
       out: { type: "string" },
       repeat: { type: "string" },
@@ -64,6 +68,7 @@ async function main(): Promise<void> {
     return p;
   });
   if (values.failover !== "stop" && values.failover !== "fault") throw new Error(`--failover must be stop or fault`);
+  if (values.from !== "source" && values.from !== "build") throw new Error(`--from must be source or build (build: \`npm run build\` first)`);
   const capacity = positiveNumber(values.capacity, "capacity");
   const clientTimeoutMs = positiveNumber(values["client-timeout-ms"], "client-timeout-ms") ?? 2000;
 
@@ -77,6 +82,8 @@ async function main(): Promise<void> {
     ...(capacity !== undefined ? { capacity } : {}),
     failover: values.failover as "stop" | "fault",
     measureEachRun: values["measure-each-run"],
+    from: values.from as "source" | "build",
+    sideBySide: values["side-by-side"],
     ablation: !values["no-ablation"],
     repeat,
     user: { maxTries: tries, errorPauseMs: 500, honourRetryAfter: true, maxRetryAfterMs: 5000 },

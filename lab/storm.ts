@@ -1,7 +1,8 @@
+import { inspect } from "node:util";
 import { analyze, type RunResult } from "./analyze.js";
 import type { Profile } from "./platform/lab-platform.js";
 import { runScenario, type RunOptions } from "./run-scenario.js";
-import { timingOf, type Scenario } from "./scenarios.js";
+import { hasFixedRates, timingOf, type Scenario } from "./scenarios.js";
 import { ablations, naive, platform, platformNoBreakers, type Variant } from "./variants.js";
 
 export interface StormOptions {
@@ -19,6 +20,22 @@ export interface StormOptions {
   /** Repetitions of the whole plan. */
   repeat: number;
   user?: RunOptions["user"];
+  /** Services from their build (`npm run build` first) or their sources. Default: "source". */
+  from?: RunOptions["from"];
+  /**
+   * Start the platform's runs whose rates are fixed (quick mode's
+   * `quickRates`: they measure no capacity) all at once, each on its own
+   * platform, before the others, which run one at a time on a machine the
+   * lab otherwise leaves alone. Their claims are counts per request, which
+   * neighbours on the same cores do not change. The naive stack's
+   * fixed-rate run (the full outage) is not among them: its storm is 27
+   * attempts per read, whose CPU would land exactly in its neighbours'
+   * trigger windows (all loads start together), and neighbours stretch its
+   * own chains past the settle time, so that their work goes uncounted
+   * (both seen on a loaded machine: users served during the mailer's
+   * outage 0.67 against 1 before; 9 of 27 attempts per read counted).
+   */
+  sideBySide?: boolean;
   log(line: string): void;
 }
 
@@ -61,6 +78,7 @@ export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "a
         if (scenario.attribution && variant.profile === "naive") estimateMs += naiveSettleMs[mode];
         if (
           opts.capacity === undefined &&
+          !hasFixedRates(scenario, opts.quick) &&
           (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition || scenario.sizedPerVariant)
         ) {
           estimateMs += capacityMs[mode];
@@ -70,6 +88,17 @@ export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "a
     }
   }
   return runs;
+}
+
+/** Resolves every caller's promise once `parties` calls have been made. */
+function barrier(parties: number): () => Promise<void> {
+  let arrived = 0;
+  let open: () => void = () => {};
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return () => {
+    if (++arrived >= parties) open();
+    return opened;
+  };
 }
 
 export const formatDuration = (ms: number) => {
@@ -86,14 +115,41 @@ export const formatDuration = (ms: number) => {
  */
 export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   const plan = planStorm(opts);
-  const results: RunResult[] = [];
-  const total = plan.reduce((s, r) => s + r.estimateMs, 0);
+  const results = new Map<PlannedRun, RunResult>();
+  const together = opts.sideBySide ? plan.filter((r) => hasFixedRates(r.scenario, opts.quick) && r.variant.profile === "platform") : [];
+  const oneByOne = plan.filter((r) => !together.includes(r));
+  const total = oneByOne.reduce((s, r) => s + r.estimateMs, 0) + Math.max(0, ...together.map((r) => r.estimateMs));
   opts.log(`${plan.length} runs, estimated ${formatDuration(total)} (m:ss)`);
   const started = performance.now();
-  let estimatedDone = 0;
+  const runOne = async (run: PlannedRun, reference: number | undefined, platformsReady?: () => Promise<void>) => {
+    const raw = await runScenario(run.scenario, run.variant, {
+      quick: opts.quick,
+      clientTimeoutMs: opts.clientTimeoutMs,
+      ...(reference !== undefined ? { referenceCapacity: reference } : {}),
+      measureCapacity: opts.measureEachRun || reference === undefined,
+      failover: opts.failover,
+      ...(opts.user ? { user: opts.user } : {}),
+      ...(opts.from ? { from: opts.from } : {}),
+      ...(platformsReady ? { platformsReady } : {}),
+      log: opts.log,
+    });
+    results.set(run, { ...analyze(raw), repetition: run.repetition });
+    return raw;
+  };
+  if (together.length > 0) {
+    opts.log(`${together.map((r) => `${r.scenario.name} / ${r.variant.name}`).join(", ")}: side by side (fixed rates)`);
+    // Every run to its end, even when one fails: none may outlive the storm.
+    const ready = barrier(together.length);
+    const outcomes = await Promise.allSettled(together.map((run) => runOne(run, undefined, ready)));
+    const failures = outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ run: together[i]!, error: o.reason as unknown }] : []));
+    for (const f of failures) opts.log(`${f.run.scenario.name} / ${f.run.variant.name} failed: ${inspect(f.error)}`);
+    if (failures.length > 0)
+      throw new Error(`${failures.map((f) => `${f.run.scenario.name} / ${f.run.variant.name}`).join(", ")} failed`, { cause: failures[0]!.error });
+  }
+  let estimatedDone = Math.max(0, ...together.map((r) => r.estimateMs));
   let reference = opts.capacity;
   let current: PlannedRun | undefined;
-  for (const [i, run] of plan.entries()) {
+  for (const [i, run] of oneByOne.entries()) {
     // Each scenario measures the capacity at its start, in its first run (the platform's), and
     // every variant of it uses that number: measured seconds, not minutes, before it is used,
     // so that what the machine can do (others may be using it) has little time to change.
@@ -106,21 +162,14 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
     const left = (total - estimatedDone) * pace;
     const rep = opts.repeat > 1 ? ` repetition ${run.repetition}/${opts.repeat}` : "";
     opts.log(
-      `[${i + 1}/${plan.length}] ${run.scenario.name} / ${run.variant.name}${opts.quick ? " (quick)" : ""}${rep}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`,
+      `[${together.length + i + 1}/${plan.length}] ${run.scenario.name} / ${run.variant.name}${opts.quick ? " (quick)" : ""}${rep}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`,
     );
-    const raw = await runScenario(run.scenario, run.variant, {
-      quick: opts.quick,
-      clientTimeoutMs: opts.clientTimeoutMs,
-      ...(reference !== undefined ? { referenceCapacity: reference } : {}),
-      measureCapacity: opts.measureEachRun || reference === undefined,
-      failover: opts.failover,
-      ...(opts.user ? { user: opts.user } : {}),
-      log: opts.log,
-    });
-    reference ??= raw.capacity.referencePerSec;
-    results.push({ ...analyze(raw), repetition: run.repetition });
+    const raw = await runOne(run, reference);
+    // A fixed-rate run (not side by side) sizes nothing: the next run measures.
+    if (!hasFixedRates(run.scenario, opts.quick)) reference ??= raw.capacity.referencePerSec;
     estimatedDone += run.estimateMs;
   }
   opts.log(`done in ${formatDuration(performance.now() - started)} (estimated ${formatDuration(total)})`);
-  return results;
+  // In the plan's order, whichever ran first.
+  return plan.map((run) => results.get(run)!);
 }

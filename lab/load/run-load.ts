@@ -68,7 +68,10 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
       else finish(() => reject(new Error(`load process failed: ${m.message}`)));
     });
     child.on("error", (e) => finish(() => reject(e)));
-    child.on("exit", (code, signal) => finish(() => reject(new Error(`load process exited (${signal ?? code}) without a result`))));
+    // "close", not "exit": a process's exit can be seen before its last IPC message (the result, large
+    // where every try is recorded) has been read; "close" comes after the channel is drained and
+    // closed. On a loaded machine "exit" won that race: "exited (0) without a result".
+    child.on("close", (code, signal) => finish(() => reject(new Error(`load process exited (${signal ?? code}) without a result`))));
     child.send({ type: "prepare", config: cfg } satisfies ToLoad);
   });
 }

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
 import { startPlatform, type Platform } from "@platform/launcher";
+import { compiledNaivePlugin } from "../naive/compiled-plugin.js";
 import { chainManifests, chainServices as serviceNames, type ChainService as ServiceName } from "../chain.js";
 
 export type Profile = "naive" | "platform";
@@ -56,6 +57,8 @@ export async function startLabPlatform(
      * the bench passes false to measure exactly what ships.
      */
     faultInjection?: boolean;
+    /** Services from their compiled dist/ ("build", `npm run build` first) or their sources through tsx (default: the launcher's). */
+    from?: "build" | "source";
   } = {},
 ): Promise<LabPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
@@ -68,8 +71,10 @@ export async function startLabPlatform(
       dataDir,
       manifests: chainManifests(),
       freePorts: true,
+      ...(opts.from ? { from: opts.from } : {}),
       env: {
-        ...(profile === "naive" ? { PLATFORM_PLUGINS: naivePlugin } : {}),
+        // A service from its build is plain node: it loads the plug-in compiled (lab/naive/compiled-plugin.ts).
+        ...(profile === "naive" ? { PLATFORM_PLUGINS: opts.from === "build" ? compiledNaivePlugin() : naivePlugin } : {}),
         // The lab's triggers inject faults: enabled here, explicitly, with a fresh token (off everywhere else).
         ...(opts.faultInjection === false ? {} : { FAULT_INJECTION: "enabled", FAULT_INJECTION_TOKEN: faultToken }),
         ...(opts.logLevel === "shipped" ? {} : { LOG_LEVEL: opts.logLevel ?? "warn" }),
@@ -94,7 +99,9 @@ export async function startLabPlatform(
       method: "PUT",
       headers: { authorization: `Bearer ${faultToken}` },
       body: JSON.stringify(faults),
-      signal: AbortSignal.timeout(5000),
+      // Long: on a starved machine (load 30+ on 2 cores) an admin PUT took over 5 s, and a fault
+      // that could not be set fails the whole run; the times a trigger actually took are recorded.
+      signal: AbortSignal.timeout(30_000),
     });
     if (!res.ok) throw new Error(`setting faults on ${service}: ${res.status} ${await res.text()}`);
   };
