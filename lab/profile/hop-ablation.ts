@@ -102,7 +102,8 @@ const layers = {
 type Layer = keyof typeof layers;
 const layerNames = Object.keys(layers) as Layer[];
 
-const interceptorLayers = ["requestLog", "requestId", "deadline", "tracing", "errors", "faults"] as const satisfies readonly (Layer & keyof ServerInterceptors)[];
+const interceptorLayers = ["requestLog", "requestId", "deadline", "tracing", "errors", "faults"] as const satisfies readonly (Layer &
+  keyof ServerInterceptors)[];
 const passThrough: Interceptor = (next) => next;
 
 const routes = (router: ConnectRouter) => router.service(Counter, { get: () => ({}), async *count() {} } as never);
@@ -161,7 +162,9 @@ async function composeHop(off: ReadonlySet<Layer>): Promise<number> {
     },
   });
   const publicEndpoints = probeEndpoints(health);
+  // serve()'s drain bookkeeping, as it is there.
   let inFlight = 0;
+  const drained: (() => void) | undefined = undefined;
   const main = await listen({
     host: "127.0.0.1",
     port: 0,
@@ -185,7 +188,7 @@ async function composeHop(off: ReadonlySet<Layer>): Promise<number> {
       if (!off.has("cors") && edge.answerHttp(req, res)) return;
       inFlight++;
       res.once("close", () => {
-        inFlight--;
+        if (--inFlight === 0) (drained as (() => void) | undefined)?.();
       });
       // With the admission gate but without the watchdog, the watchdog's own call is what is missing.
       if (off.has("admission") && !off.has("watchdog") && !off.has("requestGate")) watchRequest(req, res, context.deadline);
