@@ -56,6 +56,8 @@ export async function startLabPlatform(
      * the bench passes false to measure exactly what ships.
      */
     faultInjection?: boolean;
+    /** The services from their dist/ ("build") or through tsx ("source"); default: as the launcher runs (startPlatform's `from`). */
+    from?: "build" | "source";
   } = {},
 ): Promise<LabPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
@@ -68,6 +70,7 @@ export async function startLabPlatform(
       dataDir,
       manifests: chainManifests(),
       freePorts: true,
+      ...(opts.from ? { from: opts.from } : {}),
       env: {
         ...(profile === "naive" ? { PLATFORM_PLUGINS: naivePlugin } : {}),
         // The lab's triggers inject faults: enabled here, explicitly, with a fresh token (off everywhere else).
