@@ -20,11 +20,12 @@
  *
  *   node --import tsx lab/profile/hop-ablation.ts [requests per round] [concurrency] [rounds] [variants] [before-tree]
  *
- * `variants`: comma-separated subset (default: all; "all" is always one of
- * them). `before-tree`: another checkout of this repository (with this
- * tool and its node_modules); its "serve" and "all" run beside ours as
- * "serve@before" and "all@before", in the same rounds: a change's
- * before/after in one run.
+ * `variants`: comma-separated subset (default: all; "all" and "plain" are
+ * always among them). `before-tree`: another checkout of this repository
+ * (with this tool; node_modules may be a link to ours); each variant also
+ * runs from there as "<variant>@before", in the same rounds, and the table
+ * gets a column for it: a change's before and after, layer by layer, in
+ * one run.
  *
  * Two layers are switched off without recomposing anything: the log line
  * (the same logger at level warn: the line is built, pino drops it) and
@@ -181,15 +182,15 @@ async function composeHop(off: ReadonlySet<Layer>): Promise<number> {
         trustCaller: !config.server.deadline.edge,
         exchange: { req, res },
       });
+      let counted = false;
       res.once("close", () => {
         context.dispose();
+        if (counted && --inFlight === 0) (drained as (() => void) | undefined)?.();
         if (!context.logged) logger.info({ procedure, status: res.statusCode }, "rpc refused before the handler");
       });
       if (!off.has("cors") && edge.answerHttp(req, res)) return;
       inFlight++;
-      res.once("close", () => {
-        if (--inFlight === 0) (drained as (() => void) | undefined)?.();
-      });
+      counted = true;
       // With the admission gate but without the watchdog, the watchdog's own call is what is missing.
       if (off.has("admission") && !off.has("watchdog") && !off.has("requestGate")) watchRequest(req, res, context.deadline);
       adapter(req, res, context);
@@ -231,15 +232,13 @@ const base = {
 } as const;
 type Base = keyof typeof base;
 type Own = Base | `-${Layer}`;
-type Variant = Own | "serve@before" | "all@before";
+type Variant = Own | `${Own}@before`;
 const ownVariants: Own[] = ["plain", "listener", "bare", "all", "serve", ...layerNames.map((l) => `-${l}` as const)];
 const chosen = process.argv[5] && process.argv[5] !== "all" ? new Set(process.argv[5].split(",")) : undefined;
 for (const v of chosen ?? []) if (!ownVariants.includes(v as Own)) throw new Error(`unknown variant ${v}; known: ${ownVariants.join(", ")}`);
 const beforeTree = process.argv[6];
-const variants: Variant[] = [
-  ...ownVariants.filter((v) => v === "all" || v === "plain" || !chosen || chosen.has(v)),
-  ...(beforeTree ? (["serve@before", "all@before"] as const).filter((v) => !chosen || chosen.has(v.split("@")[0]!)) : []),
-];
+const afterVariants = ownVariants.filter((v) => v === "all" || v === "plain" || !chosen || chosen.has(v));
+const variants: Variant[] = beforeTree ? afterVariants.flatMap((v): Variant[] => [v, `${v}@before`]) : afterVariants;
 
 function startVariant(variant: Own): Promise<number> {
   if (variant === "plain") return plainHttp2();
@@ -275,7 +274,7 @@ interface ServerProcess {
 }
 
 async function spawnVariant(variant: Variant): Promise<ServerProcess> {
-  const [own, tree] = variant.endsWith("@before") ? [variant.split("@")[0]!, beforeTree!] : [variant, undefined];
+  const [own, tree] = variant.endsWith("@before") ? [variant.split("@")[0] as Own, beforeTree!] : [variant as Own, undefined];
   const child = fork(tree ? join(tree, "lab", "profile", "hop-ablation.ts") : fileURLToPath(import.meta.url), [], {
     execArgv: process.execArgv,
     // tsx reads the tsconfig (the workspaces' paths) from the working directory.
@@ -327,32 +326,39 @@ async function runParent(): Promise<void> {
   const us = (x: number) => Math.round(x);
   const has = (v: Variant) => results[v] !== undefined;
   const diff = (a: Variant, b: Variant) => (has(a) && has(b) ? us(medianDifference(results[a], results[b])) : undefined);
-  const rows: { layer: string; addedUs: number | undefined; buys: string }[] = [];
-  rows.push({ layer: "listener: listen() vs http2.createServer", addedUs: diff("listener", "plain"), buys: base.listener });
-  rows.push({ layer: "serve()'s handler + createRpcAdapter + request context", addedUs: diff("bare", "listener"), buys: base.bare });
-  for (const layer of layerNames) rows.push({ layer, addedUs: diff("all", `-${layer}`), buys: layers[layer] });
+  /** One table row per layer: its price after (this tree) and, with a before-tree, before. */
+  const row = (layer: string, a: Own, b: Own, buys: string) => ({
+    layer,
+    addedUs: diff(a, b),
+    ...(beforeTree ? { beforeUs: diff(`${a}@before`, `${b}@before`) } : {}),
+    buys,
+  });
+  const rows = [
+    row("listener: listen() vs http2.createServer", "listener", "plain", base.listener),
+    row("serve()'s handler + createRpcAdapter + request context", "bare", "listener", base.bare),
+    ...layerNames.map((layer) => row(layer, "all", `-${layer}`, layers[layer])),
+    row("serve() over plain (total added)", "serve", "plain", base.serve),
+    row("composed, every layer, over plain", "all", "plain", base.all),
+  ];
   const totals = {
     plainUs: us(median(results.plain)),
-    allUs: us(median(results.all)),
-    composedAddedUs: diff("all", "plain"),
-    serveAddedUs: diff("serve", "plain"),
-    layersOverBareUs: diff("all", "bare"),
-    serveBeforeAddedUs: diff("serve@before", "plain"),
-    allBeforeAddedUs: diff("all@before", "plain"),
-    serveAfterMinusBeforeUs: diff("serve", "serve@before"),
-    allAfterMinusBeforeUs: diff("all", "all@before"),
+    ...(beforeTree ? { plainBeforeUs: us(median(results["plain@before"])) } : {}),
+    serveAfterMinusBeforeUs: beforeTree ? diff("serve", "serve@before") : undefined,
+    allAfterMinusBeforeUs: beforeTree ? diff("all", "all@before") : undefined,
   };
   const lines = [
     `server CPU µs per request, median over ${rounds} rounds of ${requests} requests at ${concurrency} concurrent, one process per variant`,
     "",
-    "| layer | µs added | what it buys |",
-    "| --- | --- | --- |",
-    ...rows.filter((r) => r.addedUs !== undefined).map((r) => `| ${r.layer} | ${r.addedUs} | ${r.buys} |`),
+    beforeTree ? "| layer | µs added before | µs added after | what it buys |" : "| layer | µs added | what it buys |",
+    beforeTree ? "| --- | --- | --- | --- |" : "| --- | --- | --- |",
+    ...rows
+      .filter((r) => r.addedUs !== undefined)
+      .map((r) => (beforeTree ? `| ${r.layer} | ${r.beforeUs} | ${r.addedUs} | ${r.buys} |` : `| ${r.layer} | ${r.addedUs} | ${r.buys} |`)),
     "",
-    `added over plain (${totals.plainUs} µs), µs per request: ${Object.entries(totals)
-      .filter(([k, v]) => k !== "plainUs" && v !== undefined)
+    Object.entries(totals)
+      .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${k} ${v}`)
-      .join(", ")}`,
+      .join(", "),
   ];
   process.stderr.write(`${lines.join("\n")}\n`);
   process.stderr.write(`${JSON.stringify({ rows, totals, rounds: Object.fromEntries(variants.map((v) => [v, results[v].map(us)])) })}\n`);

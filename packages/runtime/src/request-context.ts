@@ -89,8 +89,11 @@ export interface RequestContextInput {
  * connect-adapter.ts), resolves the deadline from arrival and arms the one
  * timer that fires at it.
  */
+/** performance.now, bound once (not per request). */
+const performanceNow = () => performance.now();
+
 export function createRequestContext(input: RequestContextInput): RequestContext {
-  const now = input.now ?? performance.now.bind(performance);
+  const now = input.now ?? performanceNow;
   const sent = timeoutFromHeaders(input.header, input.parse ?? parseTimeoutHeader);
   const resolved = resolveInboundDeadline({ headerMs: sent.ms, ...input.deadline });
   const deadlineAt = input.arrivedAt + resolved.timeoutMs;
