@@ -109,20 +109,22 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     }
     s.addEventListener("abort", onParentAbort, { once: true });
   }
-  return {
+  // Built by assignment: a conditional spread costs an allocation and a copy, once per request.
+  const scope: { -readonly [K in keyof CallScope]: CallScope[K] } & { dispose(): void } = {
     deadlineAt,
     clock,
     signal: controller.signal,
     requestId: opts.requestId,
     procedure: opts.procedure,
-    ...(opts.criticality ? { criticality: opts.criticality } : {}),
-    ...(opts.caller ? { caller: opts.caller } : {}),
     dispose() {
       clearTimeout(timer);
       deadlineSignal?.removeEventListener("abort", onDeadline);
       for (const s of opts.parentSignals ?? []) s.removeEventListener("abort", onParentAbort);
     },
   };
+  if (opts.criticality) scope.criticality = opts.criticality;
+  if (opts.caller) scope.caller = opts.caller;
+  return scope;
 }
 
 /**

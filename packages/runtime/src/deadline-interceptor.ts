@@ -55,7 +55,7 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     requestId: context.requestId,
     procedure: context.procedure,
     criticality: context.criticality,
-    ...(context.caller ? { caller: context.caller } : {}),
+    caller: context.caller,
     parentSignals,
   });
   context.scope = scope;

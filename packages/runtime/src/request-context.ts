@@ -99,13 +99,18 @@ export function createRequestContext(input: RequestContextInput): RequestContext
   const deadlineAt = input.arrivedAt + resolved.timeoutMs;
   const callsEndAt = deadlineAt - (input.deadline.hopReserveMs ?? 0);
   const controller = new AbortController();
-  const calls = new AbortController();
+  // The calls' end is read only by a hop that calls a dependency (the
+  // outbound interceptor): its controller is made on first read, not per
+  // request (a leaf service never reads it), already aborted when read late.
+  let calls: AbortController | undefined;
+  let callsEnded = false;
   // One timer at a time: first at the end of the calls, then (re-armed for
   // the hop reserve) at the deadline.
   let timer: NodeJS.Timeout;
   const atDeadline = () => controller.abort("deadline");
   const atCallsEnd = () => {
-    calls.abort("deadline");
+    callsEnded = true;
+    calls?.abort("deadline");
     const left = deadlineAt - now();
     if (left <= 0 || callsEndAt >= deadlineAt) atDeadline();
     else arm(atDeadline, left);
@@ -125,7 +130,13 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     remainingMs: () => deadlineAt - now(),
     invalidTimeouts: sent.invalid,
     deadline: controller.signal,
-    callsEnd: calls.signal,
+    get callsEnd() {
+      if (calls === undefined) {
+        calls = new AbortController();
+        if (callsEnded) calls.abort("deadline");
+      }
+      return calls.signal;
+    },
     criticality: "critical",
     caller: input.trustCaller ? input.header(callerHeader) : undefined,
     logged: false,

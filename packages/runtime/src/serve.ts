@@ -163,7 +163,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         deadline: config.deadline,
         trustCaller: !config.deadline.edge,
         exchange: { req, res },
-        ...(opts.parseTimeout ? { parse: opts.parseTimeout } : {}),
+        parse: opts.parseTimeout,
       });
       // One listener for the request's end (one closure less per request): the
       // context's timer, the in-flight count (once counted), the refusal line.
