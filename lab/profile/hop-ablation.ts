@@ -16,7 +16,7 @@
  * order, so the machine's other load falls on all alike; a server's cost is
  * its own process's CPU time (user + system) per request, and a layer's
  * price is the median over the rounds of (every layer - every layer but
- * this one).
+ * this one), "every layer" measured again right before each "but this one".
  *
  *   node --import tsx lab/profile/hop-ablation.ts [requests per round] [concurrency] [rounds] [variants] [before-tree]
  *
@@ -299,8 +299,10 @@ async function runParent(): Promise<void> {
   const servers = new Map<Variant, ServerProcess>();
   for (const v of variants) servers.set(v, await spawnVariant(v));
 
-  /** The server's CPU per request (its process alone; the client's work is in this one). */
-  async function run(variant: Variant, n: number): Promise<number> {
+  /** The server's CPU per request (its process alone; the client's work is in this one). `all#-x`: "all", measured just before "-x". */
+  async function run(measured: string, n: number): Promise<number> {
+    const [head, tail] = measured.split("#");
+    const variant = (tail?.endsWith("@before") ? `${head}@before` : head) as Variant;
     const server = servers.get(variant)!;
     let next = 0;
     const before = await server.cpuUs();
@@ -320,7 +322,10 @@ async function runParent(): Promise<void> {
   }
   const failures = new Map<Variant, number>();
 
-  const results = await alternatingVariants(variants, run, {
+  // Every "-layer" right after a measurement of "all" of its own: the two share that moment's
+  // noise (a loaded machine moves one variant's CPU per request by a third from round to round).
+  const sequence = variants.flatMap((v) => (v.startsWith("-") ? [`all#${v}`, v] : [v]));
+  const results: Record<string, number[]> = await alternatingVariants(sequence, run, {
     n: requests,
     warmupN: Math.min(2000, requests),
     rounds,
@@ -329,10 +334,10 @@ async function runParent(): Promise<void> {
   for (const s of servers.values()) s.child.kill();
 
   const us = (x: number) => Math.round(x);
-  const has = (v: Variant) => results[v] !== undefined;
-  const diff = (a: Variant, b: Variant) => (has(a) && has(b) ? us(medianDifference(results[a], results[b])) : undefined);
+  const has = (v: string) => results[v] !== undefined;
+  const diff = (a: string, b: string) => (has(a) && has(b) ? us(medianDifference(results[a]!, results[b]!)) : undefined);
   /** One table row per layer: its price after (this tree) and, with a before-tree, before. */
-  const row = (layer: string, a: Own, b: Own, buys: string) => ({
+  const row = (layer: string, a: string, b: string, buys: string) => ({
     layer,
     addedUs: diff(a, b),
     ...(beforeTree ? { beforeUs: diff(`${a}@before`, `${b}@before`) } : {}),
@@ -341,13 +346,13 @@ async function runParent(): Promise<void> {
   const rows = [
     row("listener: listen() vs http2.createServer", "listener", "plain", base.listener),
     row("serve()'s handler + createRpcAdapter + request context", "bare", "listener", base.bare),
-    ...layerNames.map((layer) => row(layer, "all", `-${layer}`, layers[layer])),
+    ...layerNames.map((layer) => row(layer, `all#-${layer}`, `-${layer}`, layers[layer])),
     row("serve() over plain (total added)", "serve", "plain", base.serve),
     row("composed, every layer, over plain", "all", "plain", base.all),
   ];
   const totals = {
-    plainUs: us(median(results.plain)),
-    ...(beforeTree ? { plainBeforeUs: us(median(results["plain@before"])) } : {}),
+    plainUs: us(median(results.plain!)),
+    ...(beforeTree ? { plainBeforeUs: us(median(results["plain@before"]!)) } : {}),
     serveAfterMinusBeforeUs: beforeTree ? diff("serve", "serve@before") : undefined,
     allAfterMinusBeforeUs: beforeTree ? diff("all", "all@before") : undefined,
   };
@@ -367,6 +372,6 @@ async function runParent(): Promise<void> {
     `failed requests: ${failures.size === 0 ? "none" : [...failures].map(([v, n]) => `${v} ${n}`).join(", ")}`,
   ];
   process.stderr.write(`${lines.join("\n")}\n`);
-  process.stderr.write(`${JSON.stringify({ rows, totals, rounds: Object.fromEntries(variants.map((v) => [v, results[v].map(us)])) })}\n`);
+  process.stderr.write(`${JSON.stringify({ rows, totals, rounds: Object.fromEntries(Object.entries(results).map(([v, r]) => [v, r.map(us)])) })}\n`);
   process.exit(0);
 }
