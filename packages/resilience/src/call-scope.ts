@@ -109,22 +109,20 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     }
     s.addEventListener("abort", onParentAbort, { once: true });
   }
-  // Built by assignment: a conditional spread costs an allocation and a copy, once per request.
-  const scope: { -readonly [K in keyof CallScope]: CallScope[K] } & { dispose(): void } = {
+  return {
     deadlineAt,
     clock,
     signal: controller.signal,
     requestId: opts.requestId,
     procedure: opts.procedure,
+    ...(opts.criticality ? { criticality: opts.criticality } : {}),
+    ...(opts.caller ? { caller: opts.caller } : {}),
     dispose() {
       clearTimeout(timer);
       deadlineSignal?.removeEventListener("abort", onDeadline);
       for (const s of opts.parentSignals ?? []) s.removeEventListener("abort", onParentAbort);
     },
   };
-  if (opts.criticality) scope.criticality = opts.criticality;
-  if (opts.caller) scope.caller = opts.caller;
-  return scope;
 }
 
 /**

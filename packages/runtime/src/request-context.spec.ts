@@ -109,7 +109,7 @@ describe("createRequestContext", () => {
     c.dispose();
   });
 
-  test("the calls' end read only after it passed (its signal made on first read) is already aborted, with the same reason", () => {
+  test("the calls' end read only after it passed is aborted, with the deadline as its reason", () => {
     const c = createRequestContext({
       header: headers({ "connect-timeout-ms": "100" }),
       procedure: "/x",
