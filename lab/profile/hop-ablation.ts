@@ -331,7 +331,9 @@ async function runParent(): Promise<void> {
   const sequence = variants.flatMap((v) => (v.startsWith("-") ? [`all#${v}`, v] : [v]));
   const results: Record<string, number[]> = await alternatingVariants(sequence, run, {
     n: requests,
-    warmupN: Math.min(2000, requests),
+    // Long enough for every process to reach optimized code: with a few thousand requests, a variant
+    // measured less often than another still ran partly unoptimized and looked dearer.
+    warmupN: Math.max(5_000, requests),
     rounds,
     onRound: (r) => process.stderr.write(`round ${r}/${rounds}\n`),
   });
