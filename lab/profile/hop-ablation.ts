@@ -16,7 +16,7 @@
  * order, so the machine's other load falls on all alike; a server's cost is
  * its own process's CPU time (user + system) per request, and a layer's
  * price is the median over the rounds of (every layer - every layer but
- * this one), "every layer" measured again right before each "but this one".
+ * this one).
  *
  *   node --import tsx lab/profile/hop-ablation.ts [requests per round] [concurrency] [rounds] [variants] [before-tree]
  *
@@ -299,10 +299,8 @@ async function runParent(): Promise<void> {
   const servers = new Map<Variant, ServerProcess>();
   for (const v of variants) servers.set(v, await spawnVariant(v));
 
-  /** The server's CPU per request (its process alone; the client's work is in this one). `all#-x`: "all", measured just before "-x". */
-  async function run(measured: string, n: number): Promise<number> {
-    const [head, tail] = measured.split("#");
-    const variant = (tail?.endsWith("@before") ? `${head}@before` : head) as Variant;
+  /** The server's CPU per request (its process alone; the client's work is in this one). */
+  async function run(variant: Variant, n: number): Promise<number> {
     const server = servers.get(variant)!;
     // Warm again first: a server process left idle while the others ran comes back with cold
     // caches (and V8 may have flushed its code); measured at once, the variant measured most
@@ -326,10 +324,9 @@ async function runParent(): Promise<void> {
   }
   const failures = new Map<Variant, number>();
 
-  // Every "-layer" right after a measurement of "all" of its own: the two share that moment's
-  // noise (a loaded machine moves one variant's CPU per request by a third from round to round).
-  const sequence = variants.flatMap((v) => (v.startsWith("-") ? [`all#${v}`, v] : [v]));
-  const results: Record<string, number[]> = await alternatingVariants(sequence, run, {
+  // Every variant measured equally often: measuring "all" again before each "-layer" (to share
+  // a moment's noise) made it the cheapest variant of all, below plain (docs/performance.md).
+  const results: Record<string, number[]> = await alternatingVariants(variants, run, {
     n: requests,
     // Long enough for every process to reach optimized code: with a few thousand requests, a variant
     // measured less often than another still ran partly unoptimized and looked dearer.
@@ -352,7 +349,7 @@ async function runParent(): Promise<void> {
   const rows = [
     row("listener: listen() vs http2.createServer", "listener", "plain", base.listener),
     row("serve()'s handler + createRpcAdapter + request context", "bare", "listener", base.bare),
-    ...layerNames.map((layer) => row(layer, `all#-${layer}`, `-${layer}`, layers[layer])),
+    ...layerNames.map((layer) => row(layer, "all", `-${layer}`, layers[layer])),
     row("serve() over plain (total added)", "serve", "plain", base.serve),
     row("composed, every layer, over plain", "all", "plain", base.all),
   ];
