@@ -5,7 +5,11 @@
  * this command line) to docs/bench/results.md.
  *
  *   npm run bench -- [--seconds 2] [--rounds 3] [--warmup-seconds 0.5] [--concurrency 32] [--quick] [--no-docs]
- *                    [--platform-log-level warn]
+ *                    [--platform-log-level warn] [--from build|source]
+ *
+ * --from: both chains from compiled JavaScript ("build", the default: `npm
+ * run build` and the plain chain compiled with tsc first, compiled-chains.ts;
+ * what `npm start` runs) or their TypeScript through tsx ("source").
  *
  * --quick: one round of short legs through the gateway only (no hops, no
  * database ceiling), as test/bench.test.ts runs it; it does not touch docs/.
@@ -44,6 +48,7 @@ async function main(): Promise<void> {
       quick: { type: "boolean" },
       "no-docs": { type: "boolean" },
       "platform-log-level": { type: "string" },
+      from: { type: "string" },
     },
     strict: true,
   });

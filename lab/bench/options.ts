@@ -14,8 +14,22 @@ function positive(v: string | undefined, name: string, dflt: number, integer: bo
   return n;
 }
 
+/** Both chains from compiled JavaScript unless asked otherwise (compiled-chains.ts). */
+function fromOption(v: string | undefined): "build" | "source" {
+  if (v === undefined || v === "build" || v === "source") return v ?? "build";
+  throw new Error(`--from must be "build" or "source", not ${JSON.stringify(v)}`);
+}
+
 export function benchOptions(
-  values: { seconds?: string; rounds?: string; "warmup-seconds"?: string; concurrency?: string; quick?: boolean; "platform-log-level"?: string },
+  values: {
+    seconds?: string;
+    rounds?: string;
+    "warmup-seconds"?: string;
+    concurrency?: string;
+    quick?: boolean;
+    "platform-log-level"?: string;
+    from?: string;
+  },
   log: (line: string) => void,
 ): BenchOptions {
   const base = values.quick ? quick : defaults;
@@ -28,6 +42,7 @@ export function benchOptions(
     hops: !values.quick,
     ceiling: !values.quick,
     platformLogLevel: values["platform-log-level"] ?? "shipped",
+    from: fromOption(values.from),
     log,
   };
 }

@@ -12,6 +12,7 @@ import type { LegResult, LegSpec, TargetResult } from "./leg.js";
 import { LoadWorker } from "./load-worker-client.js";
 import { ProcessTreeCpu, cpuMs, machineBusyMs, memory, type Memory } from "./proc-stats.js";
 import { startSystems, type Systems } from "./systems.js";
+import { buildChains } from "./compiled-chains.js";
 
 export interface BenchOptions {
   /** Length of each measured leg. */
@@ -27,6 +28,12 @@ export interface BenchOptions {
   ceiling: boolean;
   /** The platform's LOG_LEVEL: "shipped" (its default), or e.g. "warn" to see what request logs cost. */
   platformLogLevel: string;
+  /**
+   * "build": both chains from compiled JavaScript, built first (what `npm
+   * start` and the image run; compiled-chains.ts); "source": through tsx,
+   * as the tests run (quicker to start, a little dearer per request).
+   */
+  from: "build" | "source";
   log: (line: string) => void;
 }
 
@@ -108,7 +115,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   const measurements = benchMeasurements(opts.concurrency, opts.hops);
   const cells = measurements.flat();
   const log = opts.log;
-  const sys = await startSystems(log, opts.platformLogLevel);
+  const plainCompiledDir = opts.from === "build" ? buildChains(log) : undefined;
+  const sys = await startSystems(log, { platformLogLevel: opts.platformLogLevel, from: opts.from, ...(plainCompiledDir ? { plainCompiledDir } : {}) });
   const worker = LoadWorker.start();
   const postgres = new ProcessTreeCpu(sys.postgresPid);
   const legs: LegRecord[] = [];

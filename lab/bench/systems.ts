@@ -60,17 +60,30 @@ function queueWatch(databaseUrl: string): { drained(): Promise<void>; close(): P
   };
 }
 
-/** `platformLogLevel`: "shipped" (the services' default, one line per request) unless an experiment asks otherwise. */
-export async function startSystems(log: (line: string) => void, platformLogLevel = "shipped"): Promise<Systems> {
+export interface SystemsOptions {
+  /** "shipped" (the services' default, one line per request) unless an experiment asks otherwise. */
+  platformLogLevel?: string;
+  /** The platform's services from their dist/ ("build", `npm run build` done) or through tsx ("source"). */
+  from?: "build" | "source";
+  /** The plain chain's compiled entries (compiled-chains.ts); absent: its TypeScript through tsx. */
+  plainCompiledDir?: string;
+}
+
+export async function startSystems(log: (line: string) => void, opts: SystemsOptions = {}): Promise<Systems> {
   const platform: LabPlatform = await startLabPlatform("platform", {
     faultInjection: false,
-    logLevel: platformLogLevel,
+    logLevel: opts.platformLogLevel ?? "shipped",
+    ...(opts.from ? { from: opts.from } : {}),
     onProgress: (l) => log(`platform: ${l}`),
   });
   let plain: PlainChain | undefined;
   const plainLogs = mkdtempSync(join(tmpdir(), "bench-plain-"));
   try {
-    plain = await startPlainChain({ databaseUrl: platform.databaseUrl, logDir: plainLogs });
+    plain = await startPlainChain({
+      databaseUrl: platform.databaseUrl,
+      logDir: plainLogs,
+      ...(opts.plainCompiledDir ? { compiledDir: opts.plainCompiledDir } : {}),
+    });
     log(`plain chain ready: gateway ${plain.gatewayHttp1Url} (HTTP/1.1) and ${plain.gatewayH2cUrl} (h2c)`);
     const postgresPid = await postmasterPid(platform.databaseUrl);
     const p = plain;

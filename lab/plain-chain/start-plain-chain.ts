@@ -32,7 +32,14 @@ export interface PlainChain {
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 
-export async function startPlainChain(opts: { databaseUrl: string; logDir: string; host?: string; readyTimeoutMs?: number }): Promise<PlainChain> {
+export async function startPlainChain(opts: {
+  databaseUrl: string;
+  logDir: string;
+  host?: string;
+  readyTimeoutMs?: number;
+  /** Run each service from `<compiledDir>/lab/plain-chain/<name>.js` (compiled by the bench, lab/bench/compiled-chains.ts) instead of its TypeScript through tsx. */
+  compiledDir?: string;
+}): Promise<PlainChain> {
   const host = opts.host ?? "127.0.0.1";
   mkdirSync(opts.logDir, { recursive: true });
   const port = {} as Record<PlainServiceName, number>;
@@ -52,7 +59,12 @@ export async function startPlainChain(opts: { databaseUrl: string; logDir: strin
   const processes = Object.fromEntries(
     plainServiceNames.map((name) => [
       name,
-      new ServiceProcess({ name: `plain-${name}`, entry: join(here, `${name}.ts`), env: env[name], logFile: join(opts.logDir, `plain-${name}.log`) }),
+      new ServiceProcess({
+        name: `plain-${name}`,
+        entry: opts.compiledDir ? join(opts.compiledDir, "lab", "plain-chain", `${name}.js`) : join(here, `${name}.ts`),
+        env: env[name],
+        logFile: join(opts.logDir, `plain-${name}.log`),
+      }),
     ]),
   ) as Record<PlainServiceName, ServiceProcess>;
   const stop = async () => {

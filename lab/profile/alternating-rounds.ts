@@ -18,16 +18,40 @@ export async function alternatingRounds(
   measure: (side: "platform" | "plain", n: number) => Promise<number>,
   opts: { n: number; warmupN: number; rounds: number },
 ): Promise<AlternatingResult> {
-  await measure("platform", opts.warmupN);
-  await measure("plain", opts.warmupN);
-  const rounds: [number, number][] = [];
-  for (let i = 0; i < opts.rounds; i++) rounds.push([await measure("platform", opts.n), await measure("plain", opts.n)]);
-  const platformUs = median(rounds.map((r) => r[0]));
-  const plainUs = median(rounds.map((r) => r[1]));
+  const byVariant = await alternatingVariants(["platform", "plain"] as const, measure, opts);
+  const rounds = byVariant.platform.map((p, i): [number, number] => [p, byVariant.plain[i]!]);
+  const platformUs = median(byVariant.platform);
+  const plainUs = median(byVariant.plain);
   return {
     platformUs: Math.round(platformUs),
     plainUs: Math.round(plainUs),
     addedUs: Math.round(platformUs - plainUs),
     rounds: rounds.map(([a, b]) => [Math.round(a), Math.round(b)]),
   };
+}
+
+/**
+ * The same loop over any number of variants: a warm-up round of each, then
+ * `rounds` rounds in which every variant is measured once, in the same
+ * order. Returns each variant's per-round results (unrounded), so that a
+ * caller can take the median of per-round differences: two variants
+ * measured seconds apart in the same round share that moment's noise.
+ */
+export async function alternatingVariants<V extends string>(
+  variants: readonly V[],
+  measure: (variant: V, n: number) => Promise<number>,
+  opts: { n: number; warmupN: number; rounds: number; onRound?: (round: number) => void },
+): Promise<Record<V, number[]>> {
+  for (const v of variants) await measure(v, opts.warmupN);
+  const out = Object.fromEntries(variants.map((v) => [v, [] as number[]])) as Record<V, number[]>;
+  for (let i = 0; i < opts.rounds; i++) {
+    for (const v of variants) out[v].push(await measure(v, opts.n));
+    opts.onRound?.(i + 1);
+  }
+  return out;
+}
+
+/** Median over the rounds of `a[i] - b[i]`: what `a` adds over `b`, each round's noise shared by both. */
+export function medianDifference(a: readonly number[], b: readonly number[]): number {
+  return median(a.map((x, i) => x - b[i]!));
 }

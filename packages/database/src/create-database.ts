@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type CallScope, abortReason, createScope, currentScope, remainingMs, shouldFail } from "@platform/resilience";
+import { type CallScope, abortReason, cellsOf, createScope, currentScope, histogramCellsOf, remainingMs, shouldFail } from "@platform/resilience";
 import pg from "pg";
 import { acquireConnection } from "./acquire-connection.js";
 import { type ConnectionLoss, type DatabaseLogger, lossCauses, lossOf, markUse, reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
@@ -110,6 +110,9 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
   const metrics = databaseMetrics();
   const target = statementTarget(opts.connectionString, name);
   for (const cause of lossCauses) metrics.connectionsLost.inc({ db: name, cause }, 0);
+  // Counted on every transaction, in cells (metrics.ts).
+  const poolWait = histogramCellsOf(metrics.poolWait, ["db"]).cell(name);
+  const transactions = cellsOf(metrics.transactions, ["db"]).cell(name);
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
     max: opts.maxConnections,
@@ -166,7 +169,7 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
         }
         throw reject("pool_wait", "timed out waiting for a connection");
       } finally {
-        metrics.poolWait.observe({ db: name }, (performance.now() - waitStarted) / 1000);
+        poolWait.observe((performance.now() - waitStarted) / 1000);
       }
       // Lost before we sent anything on it (terminated right after it was
       // opened, in the same read as its ReadyForQuery): destroy it and take
@@ -198,7 +201,7 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
     try {
       await tx.begin(txOpts?.readOnly ?? false);
       begun = true;
-      metrics.transactions.inc({ db: name });
+      transactions.value++;
       // Read when the statement runs, not before the pool wait: a
       // transaction that queued while a fault was on and starts after it
       // was cleared runs as the database now is.

@@ -1,3 +1,4 @@
+import { cellsOf } from "@platform/resilience";
 import { Counter, Gauge, Histogram, type Metric, register } from "prom-client";
 
 export type StatementOutcome = "ok" | "error" | "cancelled_deadline" | "cancelled_caller";
@@ -40,8 +41,8 @@ export function databaseMetrics(): DatabaseMetrics {
   if (metrics) return metrics;
   once("db_pool_connections", () => new Gauge({ ...POOL_GAUGE, collect: collectPoolStats }));
   metrics = {
-    statements: once("db_statements_total", () => new Counter(STATEMENTS)),
-    transactions: once("db_transactions_total", () => new Counter(TRANSACTIONS)),
+    statements: once("db_statements_total", () => new Counter({ ...STATEMENTS, collect: flushCells(["db", "outcome"]) })),
+    transactions: once("db_transactions_total", () => new Counter({ ...TRANSACTIONS, collect: flushCells(["db"]) })),
     rejected: once("db_transactions_rejected_total", () => new Counter(REJECTED)),
     poolWait: once("db_pool_wait_seconds", () => new Histogram(POOL_WAIT)),
     statementSeconds: once("db_statement_seconds", () => new Histogram(STATEMENT_SECONDS)),
@@ -49,6 +50,18 @@ export function databaseMetrics(): DatabaseMetrics {
     sources,
   };
   return metrics;
+}
+
+/**
+ * The statements and transactions are counted on every request, in cells
+ * (@platform/resilience metric-cells.ts; `cellsOf(metric, labelNames)`),
+ * and added to the counter when it is read; `inc` on it directly still
+ * adds up. The two histograms are observed through `histogramCellsOf`.
+ */
+function flushCells(labelNames: readonly [string] | readonly [string, string]) {
+  return function collect(this: Counter<string>) {
+    cellsOf(this, labelNames).flushInto(this);
+  };
 }
 
 const STATEMENTS = {

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type CallScope, abortReason, remainingMs } from "@platform/resilience";
+import { type CallScope, abortReason, cellsOf, histogramCellsOf, remainingMs } from "@platform/resilience";
 import type pg from "pg";
 import { cancelTargetOf, sendCancelRequest } from "./cancel-request.js";
 import type { DatabaseMetrics, StatementOutcome } from "./metrics.js";
@@ -115,8 +115,11 @@ export class ScopedTx implements Tx {
       throw err;
     } finally {
       endStatementSpan(span, outcome, failure);
-      metrics.statements.inc({ db: dbName, outcome });
-      metrics.statementSeconds.observe({ db: dbName }, (performance.now() - started) / 1000);
+      // In cells, not prom-client's labelled calls: every statement of every request (metrics.ts).
+      cellsOf(metrics.statements, ["db", "outcome"]).cell(dbName, outcome).value++;
+      histogramCellsOf(metrics.statementSeconds, ["db"])
+        .cell(dbName)
+        .observe((performance.now() - started) / 1000);
     }
   }
 

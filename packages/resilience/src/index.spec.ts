@@ -60,6 +60,9 @@ it("exports the curated public surface", () => {
     "injectedDelay",
     "setScopeTelemetry",
     "scopeTelemetry",
+    // hot-path metric cells, shared by the runtime and the database package
+    "cellsOf",
+    "histogramCellsOf",
   ];
   assert.deepEqual(Object.keys(resilience).sort(), [...expected].sort());
 });

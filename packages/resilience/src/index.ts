@@ -91,3 +91,4 @@ export {
 
 // Admission control at every server.
 export { AdmissionController, type AdmissionOptions, type AdmissionOutcome, type Criticality, type ShedReason } from "./admission.js";
+export { cellsOf, histogramCellsOf, type MetricCells, type MetricCell, type HistogramCell, type HistogramCells } from "./metric-cells.js";

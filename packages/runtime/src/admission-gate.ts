@@ -1,6 +1,7 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { AdmissionController, pushbackHeaders, type Criticality, type IntakeController } from "@platform/resilience";
 import { admissionMetrics } from "./metrics.js";
+import { cellsOf, histogramCellsOf } from "./metric-cells.js";
 import { watchRequest } from "./request-watchdog.js";
 import type { RequestContext } from "./request-context.js";
 import type { AdmissionConfig } from "./server-config.js";
@@ -46,6 +47,9 @@ export function createAdmissionGate(opts: {
 }): AdmissionGate {
   const controller = new AdmissionController(opts.config);
   const metrics = admissionMetrics(controller);
+  // Every admitted request counts here, at every hop: in cells (metric-cells.ts).
+  const admitted = cellsOf(metrics.admitted, ["criticality"]);
+  const queueWait = histogramCellsOf(metrics.queueWait, []).cell();
 
   return {
     controller,
@@ -70,8 +74,8 @@ export function createAdmissionGate(opts: {
         opts.onShed?.();
         throw new ConnectError(o.message, o.code, o.pushbackMs === undefined ? {} : pushbackHeaders(o.pushbackMs));
       }
-      metrics.admitted.inc({ criticality });
-      metrics.queueWait.observe(o.waitedMs / 1000);
+      admitted.cell(criticality).value++;
+      queueWait.observe(o.waitedMs / 1000);
       // The handler is done (or the deadline passed, or the caller left):
       // Connect aborts the context's signal in every case.
       if (context.signal.aborted) o.release();

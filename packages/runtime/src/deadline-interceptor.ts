@@ -3,6 +3,7 @@ import { abortReason, createScope, remainingMs, runInScope, type CallScope } fro
 import type { Logger } from "./logger.js";
 import type { DeadlineConfig } from "./server-config.js";
 import { deadlineMetrics } from "./metrics.js";
+import { cellsOf, histogramCellsOf } from "./metric-cells.js";
 import { bindScope, requestContextOf, type RequestContext } from "./request-context.js";
 
 export interface DeadlineInterceptorOptions {
@@ -27,9 +28,10 @@ export interface DeadlineInterceptorOptions {
  */
 export function deadlineInterceptor(opts: DeadlineInterceptorOptions): Interceptor {
   const late = deadlineMetrics().finishedAfterDeadline;
+  const count = inboundDeadlineCounter(opts);
   return (next) => async (req) => {
     const { context, built } = requestContextOf(req, opts.deadline);
-    countInboundDeadline(context, opts);
+    count(context);
     const scope = scopeFor(context, [req.signal, opts.shutdownSignal]);
     try {
       return await runInScope(scope, () => raceScope(next(req), scope, () => late.inc({ procedure: context.procedure })));
@@ -53,7 +55,7 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     requestId: context.requestId,
     procedure: context.procedure,
     criticality: context.criticality,
-    ...(context.caller ? { caller: context.caller } : {}),
+    caller: context.caller,
     parentSignals,
   });
   context.scope = scope;
@@ -68,16 +70,32 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
  * is counted.
  */
 export function countInboundDeadline(context: RequestContext, opts: Pick<DeadlineInterceptorOptions, "deadline" | "logger">): void {
+  inboundDeadlineCounter(opts)(context);
+}
+
+/**
+ * `countInboundDeadline` with its metrics looked up once: the missing
+ * deadlines (every request at the edge) and the remaining time at arrival
+ * (every request at every hop) are counted in cells (metric-cells.ts).
+ */
+export function inboundDeadlineCounter(opts: Pick<DeadlineInterceptorOptions, "deadline" | "logger">): (context: RequestContext) => void {
   const dl = deadlineMetrics();
-  const { procedure } = context;
-  if (context.deadlineSource === "default") {
-    dl.missing.inc({ procedure });
-    if (!opts.deadline.edge)
-      opts.logger.warn({ procedure, requestId: context.requestId, fallbackMs: context.timeoutMs }, "request arrived without a deadline; applied the fallback");
-  } else if (context.deadlineSource === "capped") {
-    dl.capped.inc({ procedure });
-  }
-  dl.remainingAtArrival.observe({ procedure }, context.timeoutMs / 1000);
+  const missing = cellsOf(dl.missing, ["procedure"]);
+  const remaining = histogramCellsOf(dl.remainingAtArrival, ["procedure"]);
+  return (context) => {
+    const { procedure } = context;
+    if (context.deadlineSource === "default") {
+      missing.cell(procedure).value++;
+      if (!opts.deadline.edge)
+        opts.logger.warn(
+          { procedure, requestId: context.requestId, fallbackMs: context.timeoutMs },
+          "request arrived without a deadline; applied the fallback",
+        );
+    } else if (context.deadlineSource === "capped") {
+      dl.capped.inc({ procedure });
+    }
+    remaining.cell(procedure).observe(context.timeoutMs / 1000);
+  };
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   type Scheduler,
 } from "@platform/resilience";
 import { isolationMetrics } from "./metrics.js";
+import { histogramCellsOf } from "./metric-cells.js";
 
 export interface IsolationConfig {
   /**
@@ -90,6 +91,7 @@ export function isolationInterceptor(
       ? new AdaptiveLimit({ minLimit: minConcurrent, maxLimit: config.maxConcurrent, initialLimit: config.maxConcurrent, clock: time.clock })
       : undefined;
     const labels = { dependency, class: methodClass };
+    const bulkheadWait = histogramCellsOf(metrics.bulkheadWait, ["dependency", "class"]).cell(dependency, methodClass);
     b = new Bulkhead({
       name: `${dependency} (${methodClass} calls)`,
       ...(limiter ? { limiter } : { maxConcurrent: config.maxConcurrent }),
@@ -98,7 +100,7 @@ export function isolationInterceptor(
       ...(time.scheduler ? { scheduler: time.scheduler } : {}),
       onEvent(e) {
         if (e.type === "rejected") metrics.bulkheadRejected.inc({ ...labels, reason: e.reason });
-        if (e.type === "acquired") metrics.bulkheadWait.observe(labels, e.waitedMs / 1000);
+        if (e.type === "acquired") bulkheadWait.observe(e.waitedMs / 1000);
       },
     });
     const bulkhead = b;

@@ -96,6 +96,7 @@ export function okCallCells(calls: object): MetricCells {
 
 export function deadlineMetrics() {
   return {
+    /** Counted through `cellsOf(missing, ["procedure"])` on the request path; `inc` on it directly still adds up. */
     missing: once(
       "deadline_missing_total",
       () =>
@@ -103,6 +104,9 @@ export function deadlineMetrics() {
           name: "deadline_missing_total",
           help: "Inbound requests that arrived without a deadline and got the configured default/fallback.",
           labelNames: ["procedure"],
+          collect() {
+            cellsOf(this, ["procedure"]).flushInto(this);
+          },
         }),
     ),
     capped: once(
@@ -191,9 +195,18 @@ export function retryMetrics() {
 
 export function admissionMetrics(controller: { stats(): { inFlight: number; queuedCritical: number; queuedSheddable: number } }) {
   const m = {
+    /** Counted through `cellsOf(admitted, ["criticality"])` on the request path; `inc` on it directly still adds up. */
     admitted: once(
       "admission_admitted_total",
-      () => new Counter({ name: "admission_admitted_total", help: "Requests admitted by admission control.", labelNames: ["criticality"] }),
+      () =>
+        new Counter({
+          name: "admission_admitted_total",
+          help: "Requests admitted by admission control.",
+          labelNames: ["criticality"],
+          collect() {
+            cellsOf(this, ["criticality"]).flushInto(this);
+          },
+        }),
     ),
     shed: once(
       "admission_shed_total",

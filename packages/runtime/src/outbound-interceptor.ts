@@ -14,6 +14,7 @@ import {
   remainingMs,
 } from "@platform/resilience";
 import { deadlineMetrics, okCallCells, rpcClientMetrics } from "./metrics.js";
+import { histogramCellsOf } from "./metric-cells.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader } from "./headers.js";
 import { requestContextOfScope } from "./request-context.js";
@@ -95,6 +96,7 @@ export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
 export function outboundInterceptor(opts: OutboundOptions): Interceptor {
   const client = rpcClientMetrics();
   const okCalls = okCallCells(client.calls);
+  const durations = histogramCellsOf(client.duration, ["dependency", "procedure"]);
   return (next) => async (req) => {
     const procedure = procedureOf(req.method);
     const scope = currentScope();
@@ -154,7 +156,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
     } finally {
       release();
       if (span) endSpan(span, outcome, failure);
-      client.duration.observe({ dependency: opts.dependency, procedure }, (performance.now() - started) / 1000);
+      durations.cell(opts.dependency, procedure).observe((performance.now() - started) / 1000);
     }
   };
 }

@@ -109,6 +109,21 @@ describe("createRequestContext", () => {
     c.dispose();
   });
 
+  test("the calls' end read only after it passed is aborted, with the deadline as its reason", () => {
+    const c = createRequestContext({
+      header: headers({ "connect-timeout-ms": "100" }),
+      procedure: "/x",
+      arrivedAt: 0,
+      deadline: { ...deadline, hopReserveMs: 5 },
+      trustCaller: true,
+      now,
+    });
+    advance(96);
+    assert.deepEqual([c.callsEnd.aborted, c.callsEnd.reason, c.deadline.aborted], [true, "deadline", false]);
+    assert.equal(c.callsEnd, c.callsEnd, "one signal, however often read");
+    c.dispose();
+  });
+
   test("takes the caller's request id when well-formed and the caller identity only where trusted", () => {
     const h = headers({ "x-request-id": "req-1", "x-caller-id": "mallory" });
     const inner = createRequestContext({ header: h, procedure: "/x", arrivedAt: 0, deadline, trustCaller: true });

@@ -89,8 +89,11 @@ export interface RequestContextInput {
  * connect-adapter.ts), resolves the deadline from arrival and arms the one
  * timer that fires at it.
  */
+/** performance.now, bound once (not per request). */
+const performanceNow = () => performance.now();
+
 export function createRequestContext(input: RequestContextInput): RequestContext {
-  const now = input.now ?? performance.now.bind(performance);
+  const now = input.now ?? performanceNow;
   const sent = timeoutFromHeaders(input.header, input.parse ?? parseTimeoutHeader);
   const resolved = resolveInboundDeadline({ headerMs: sent.ms, ...input.deadline });
   const deadlineAt = input.arrivedAt + resolved.timeoutMs;
@@ -122,6 +125,8 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     remainingMs: () => deadlineAt - now(),
     invalidTimeouts: sent.invalid,
     deadline: controller.signal,
+    // A plain property, not a lazy getter: an accessor in an object literal is defined through
+    // V8's runtime on every creation, dearer than the controller it would save (context-cost.ts).
     callsEnd: calls.signal,
     criticality: "critical",
     caller: input.trustCaller ? input.header(callerHeader) : undefined,

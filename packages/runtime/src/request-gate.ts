@@ -42,32 +42,15 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
     // Built by serve() when the headers arrived (request-context.ts).
     const request = requestContext(context);
     if (!request) throw new ConnectError("request gate: no request context; the gate runs only inside serve()", Code.Internal);
-    const { exchange, requestId } = request;
-    const procedure = `/${context.service.typeName}/${context.method.name}`;
-    /** The error to answer with (Connect writes it in the caller's protocol), logged as a refusal. */
-    const refused = (e: unknown): ConnectError => {
-      const error = ConnectError.from(e);
-      context.responseHeader.set(requestIdHeader, requestId);
-      request.logged = true;
-      opts.logger.info(
-        {
-          procedure,
-          code: codeLabel(error.code),
-          error: error.rawMessage,
-          requestId,
-          durationMs: Math.round((performance.now() - request.arrivedAt) * 10) / 10,
-        },
-        "rpc refused before the handler",
-      );
-      return error;
-    };
+    const { exchange } = request;
     const badTimeout = timeoutRefusal(request, context.protocolName);
-    if (badTimeout) throw refused(badTimeout);
+    if (badTimeout) throw refused(badTimeout, context, request, opts.logger);
     if (context.service.typeName === healthService) {
       if (exchange) endUnreadBody(exchange.req, exchange.res);
       return;
     }
-    request.criticality = opts.criticality(procedure, context.requestHeader);
+    // The request's path, which named this method (connect-adapter.ts routes by it).
+    request.criticality = opts.criticality(request.procedure, context.requestHeader);
     try {
       opts.edgeCheck?.(context, request);
       // Server reflection is answered while starting and never queued or
@@ -78,7 +61,26 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
       if (waitingFor !== undefined) throw new ConnectError(`starting: waiting for ${waitingFor}`, Code.Unavailable);
       await opts.admission?.admit(context, request);
     } catch (e) {
-      throw refused(e);
+      throw refused(e, context, request, opts.logger);
     }
   };
+}
+
+/** The error to answer with (Connect writes it in the caller's protocol), logged as a refusal. */
+function refused(e: unknown, context: HandlerContext, request: RequestContext, logger: Logger): ConnectError {
+  const error = ConnectError.from(e);
+  const { requestId } = request;
+  context.responseHeader.set(requestIdHeader, requestId);
+  request.logged = true;
+  logger.info(
+    {
+      procedure: `/${context.service.typeName}/${context.method.name}`,
+      code: codeLabel(error.code),
+      error: error.rawMessage,
+      requestId,
+      durationMs: Math.round((performance.now() - request.arrivedAt) * 10) / 10,
+    },
+    "rpc refused before the handler",
+  );
+  return error;
 }

@@ -2,7 +2,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { isServerFault } from "@platform/resilience";
 import type { Logger } from "./logger.js";
 import type { DeadlineConfig } from "./server-config.js";
-import { cellsOf } from "./metric-cells.js";
+import { cellsOf, histogramCellsOf } from "./metric-cells.js";
 import { rpcServerMetrics } from "./metrics.js";
 import { codeLabel } from "./code-label.js";
 import { requestContextOf } from "./request-context.js";
@@ -24,6 +24,7 @@ export function requestLogInterceptor(opts: {
   const rpc = rpcServerMetrics();
   const requestCells = cellsOf(rpc.requests, ["procedure", "code"]);
   const inFlightCells = cellsOf(rpc.inFlight, ["procedure"]);
+  const durationCells = histogramCellsOf(rpc.duration, ["procedure", "code"]);
   return (next) => async (req) => {
     const { context, built } = requestContextOf(req, opts.deadline);
     // This line is the request's: serve() writes none of its own.
@@ -49,7 +50,7 @@ export function requestLogInterceptor(opts: {
       const seconds = (performance.now() - started) / 1000;
       requestCells.cell(procedure, codeName).value++;
       opts.onOutcome?.(code, seconds * 1000);
-      rpc.duration.observe({ procedure, code: codeName }, seconds);
+      durationCells.cell(procedure, codeName).observe(seconds);
       // Built by assignment, in the order the line has always had: object spreads cost an
       // allocation and a copy each, on every request at every hop.
       const line: Record<string, unknown> = { procedure, code: codeName, durationMs: Math.round(seconds * 1000 * 10) / 10, requestId: context.requestId };

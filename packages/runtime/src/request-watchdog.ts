@@ -37,20 +37,20 @@ export function watchRequest(req: Req, res: Res, deadline: AbortSignal | number,
   endUnreadBody(req, res);
 
   let timer: NodeJS.Timeout | undefined;
-  const after = (ms: number, fn: () => void) => (timer = setTimeout(fn, Math.max(0, ms)));
+  // Only this closure and the close listener's are made per request; the rest runs once the deadline passed.
   const atDeadline = () => {
-    if (!res.writableEnded && !req.complete) expire("deadline exceeded before the request body arrived");
+    if (!res.writableEnded && !req.complete) expire(req, res, stream, graceMs, "deadline exceeded before the request body arrived");
     const answeredBefore = res.writableEnded;
-    after(graceMs, () => {
-      if (!res.writableEnded) expire("deadline exceeded: the answer could not be written");
+    timer = setTimeout(() => {
+      if (!res.writableEnded) expire(req, res, stream, graceMs, "deadline exceeded: the answer could not be written");
       // Answered a while ago and still open: nothing more will come of it.
       else if (answeredBefore && stream && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
-    });
+    }, graceMs);
   };
   // The request's own deadline signal (request-context.ts) when there is
   // one: no second timer for the same deadline; the grace timer is armed
   // only once the deadline has passed.
-  if (typeof deadline === "number") after(deadline, atDeadline);
+  if (typeof deadline === "number") timer = setTimeout(atDeadline, Math.max(0, deadline));
   else if (deadline.aborted) atDeadline();
   else deadline.addEventListener("abort", atDeadline, { once: true });
   // One listener for both cleanups (a listener less per request).
@@ -58,35 +58,36 @@ export function watchRequest(req: Req, res: Res, deadline: AbortSignal | number,
     if (typeof deadline !== "number") deadline.removeEventListener("abort", atDeadline);
     clearTimeout(timer);
   });
+}
 
-  function expire(message: string): void {
-    if (res.headersSent) {
-      // Too late for a status: cut the stream (or connection) instead of leaving it open.
-      if (stream) stream.close(http2.constants.NGHTTP2_CANCEL);
-      else req.socket.destroy();
-      return;
-    }
-    if (!stream && !req.complete && !req.destroyed) {
-      // HTTP/1.1 with the body still on its way (a deadline shorter than the
-      // upload, 1 ms say): an answer now would close the connection with the
-      // body's rest unread, which resets it under the client's upload, and
-      // the client reports its failed write ("write EPIPE", INTERNAL) instead
-      // of this answer. Read and discard the rest; answer once it has
-      // arrived, on a connection that stays usable, or after graceMs (a
-      // client that stalls, slowloris) and close it.
-      req.resume();
-      const answer = (close: boolean) => {
-        clearTimeout(stalled);
-        if (!res.headersSent && !res.writableEnded) writeRpcError(req, res, Code.DeadlineExceeded, message, close ? { connection: "close" } : {});
-      };
-      const stalled = setTimeout(() => answer(true), graceMs);
-      req.once("end", () => answer(false));
-      res.once("close", () => clearTimeout(stalled));
-      return;
-    }
-    // On HTTP/1.1 the unread rest of a body makes the connection unusable.
-    writeRpcError(req, res, Code.DeadlineExceeded, message, stream ? {} : { connection: "close" });
+/** Answers DEADLINE_EXCEEDED, or cuts the stream or connection when it is too late for a status. */
+function expire(req: Req, res: Res, stream: http2.ServerHttp2Stream | undefined, graceMs: number, message: string): void {
+  if (res.headersSent) {
+    // Too late for a status: cut the stream (or connection) instead of leaving it open.
+    if (stream) stream.close(http2.constants.NGHTTP2_CANCEL);
+    else req.socket.destroy();
+    return;
   }
+  if (!stream && !req.complete && !req.destroyed) {
+    // HTTP/1.1 with the body still on its way (a deadline shorter than the
+    // upload, 1 ms say): an answer now would close the connection with the
+    // body's rest unread, which resets it under the client's upload, and
+    // the client reports its failed write ("write EPIPE", INTERNAL) instead
+    // of this answer. Read and discard the rest; answer once it has
+    // arrived, on a connection that stays usable, or after graceMs (a
+    // client that stalls, slowloris) and close it.
+    req.resume();
+    const answer = (close: boolean) => {
+      clearTimeout(stalled);
+      if (!res.headersSent && !res.writableEnded) writeRpcError(req, res, Code.DeadlineExceeded, message, close ? { connection: "close" } : {});
+    };
+    const stalled = setTimeout(() => answer(true), graceMs);
+    req.once("end", () => answer(false));
+    res.once("close", () => clearTimeout(stalled));
+    return;
+  }
+  // On HTTP/1.1 the unread rest of a body makes the connection unusable.
+  writeRpcError(req, res, Code.DeadlineExceeded, message, stream ? {} : { connection: "close" });
 }
 
 /**

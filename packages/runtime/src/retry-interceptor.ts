@@ -12,6 +12,7 @@ import {
   type RetryPolicy,
 } from "@platform/resilience";
 import { retryMetrics } from "./metrics.js";
+import { histogramCellsOf } from "./metric-cells.js";
 import { wasNeverProcessed } from "./downstream-error.js";
 import { idempotencyKeyHeader } from "./headers.js";
 
@@ -42,6 +43,8 @@ export interface RetryInterceptorOptions {
 export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
   const metrics = retryMetrics();
   const latency = new LatencyEstimate();
+  // Every call's attempts, in a cell (metric-cells.ts): no label hashing per call.
+  const attempts = histogramCellsOf(metrics.attempts, ["dependency"]).cell(opts.dependency);
   const clock = opts.clock ?? systemClock;
   const random = opts.random ?? Math.random;
   metrics.budgetBalance.set({ dependency: opts.dependency }, opts.budget.balance());
@@ -57,7 +60,7 @@ export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
       try {
         const res = await next(req);
         latency.observe(clock.now() - started);
-        metrics.attempts.observe({ dependency: opts.dependency }, attempt);
+        attempts.observe(attempt);
         return res;
       } catch (e) {
         const error = ConnectError.from(e);
@@ -80,7 +83,7 @@ export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
           if (attempt > 1 || decision.reason === "budget_exhausted" || decision.reason === "deadline") {
             metrics.refused.inc({ dependency: opts.dependency, reason: decision.reason });
           }
-          metrics.attempts.observe({ dependency: opts.dependency }, attempt);
+          attempts.observe(attempt);
           throw error;
         }
         metrics.retries.inc({ dependency: opts.dependency, reason: decision.reason, code: String(error.code) });

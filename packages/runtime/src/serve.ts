@@ -163,10 +163,14 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         deadline: config.deadline,
         trustCaller: !config.deadline.edge,
         exchange: { req, res },
-        ...(opts.parseTimeout ? { parse: opts.parseTimeout } : {}),
+        parse: opts.parseTimeout,
       });
+      // One listener for the request's end (one closure less per request): the
+      // context's timer, the in-flight count (once counted), the refusal line.
+      let counted = false;
       res.once("close", () => {
         context.dispose();
+        if (counted && --inFlight === 0) drained?.();
         // Refused before any handler ran and not by the request gate (which
         // logs its own): a body Connect could not parse, an unknown method.
         if (!context.logged) {
@@ -185,9 +189,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
       // A CORS preflight is plain HTTP, not an RPC: answered here.
       if (opts.edge?.answerHttp(req, res)) return;
       inFlight++;
-      res.once("close", () => {
-        if (--inFlight === 0) drained?.();
-      });
+      counted = true;
       // Connect gets the request without its timeout header, and the deadline
       // as the request's signal (connect-adapter.ts).
       adapter(req, res, context);
