@@ -2,6 +2,7 @@ export {
   startPlatform,
   serviceEntry,
   launcherForm,
+  defaultServicesForm,
   serviceNames,
   type Platform,
   type PlatformOptions,
