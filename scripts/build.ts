@@ -2,8 +2,8 @@
  * `npm run build` (also run by `npm start` first, and by the Dockerfile):
  * every workspace's src/ compiled to dist/ (JavaScript, no tests), which is
  * what `npm start` and the image run, and what `npm test`'s platforms run
- * (it builds first); the lab run by hand keeps running the TypeScript
- * sources through tsx (docs/deployment.md, docs/testing.md).
+ * (it builds first, docs/testing.md); the lab keeps running the TypeScript
+ * sources through tsx (docs/deployment.md).
  *
  *   npm run build
  */

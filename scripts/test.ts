@@ -133,7 +133,7 @@ if (changedOnly) {
  * workspace takes a few CPU seconds and rewrites only what changed, and a
  * stale dist/ must never be what a test runs. PLATFORM_SERVICES_FROM=source
  * runs the services from their sources through tsx instead, without
- * building (packages/launcher, start-platform.ts).
+ * building (startTestPlatform reads it: packages/test-support, services-form.ts).
  */
 const servicesFrom = process.env["PLATFORM_SERVICES_FROM"] || "build";
 if (servicesFrom !== "build" && servicesFrom !== "source") {

@@ -42,9 +42,7 @@ after(async () => {
 /** Starts `npm start` and waits (at most two minutes) for its ready line. */
 async function npmStart(env: Record<string, string>): Promise<Started> {
   // Its own process group, so that the after hook can stop everything it started.
-  // As a user runs it: without npm test's choice of the services' form (PLATFORM_SERVICES_FROM), npm start's own.
-  const { PLATFORM_SERVICES_FROM: _form, ...userEnv } = process.env;
-  const child = spawn("npm", ["start"], { env: { ...userEnv, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn("npm", ["start"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));

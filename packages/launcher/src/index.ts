@@ -2,7 +2,6 @@ export {
   startPlatform,
   serviceEntry,
   launcherForm,
-  defaultServicesForm,
   serviceNames,
   type Platform,
   type PlatformOptions,

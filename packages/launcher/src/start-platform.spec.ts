@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readServiceManifests, type LoadedManifest } from "@platform/registry";
-import { defaultServicesForm, launcherForm, startPlatform } from "./start-platform.js";
+import { startPlatform } from "./start-platform.js";
 
 function scratch(t: { after(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), "launcher-"));
@@ -37,12 +37,4 @@ test("this repository's manifests come callees first: the order npm start starts
   const manifests = readServiceManifests();
   const at = (name: string) => manifests.findIndex((m) => m.name === name);
   for (const m of manifests) for (const d of m.dependencies) assert.ok(at(d.service) < at(m.name), `${d.service} starts before ${m.name}, which calls it`);
-});
-
-test("PLATFORM_SERVICES_FROM picks the services' form when a start does not; unset, the launcher's own; anything else is refused", () => {
-  assert.equal(defaultServicesForm({ PLATFORM_SERVICES_FROM: "build" }), "build");
-  assert.equal(defaultServicesForm({ PLATFORM_SERVICES_FROM: "source" }), "source");
-  assert.equal(defaultServicesForm({}), launcherForm);
-  assert.equal(defaultServicesForm({ PLATFORM_SERVICES_FROM: "" }), launcherForm);
-  assert.throws(() => defaultServicesForm({ PLATFORM_SERVICES_FROM: "dist" }), /PLATFORM_SERVICES_FROM must be "build" or "source", got "dist"/);
 });

@@ -34,28 +34,15 @@ export interface PlatformOptions {
   /**
    * Run each service from its compiled `dist/main.js` ("build", what `npm
    * start` and the image run; `npm run build` first) or from `src/main.ts`
-   * through tsx ("source"). Default: PLATFORM_SERVICES_FROM if set (`npm
-   * test` sets "build" once it has built), else the way this launcher itself
-   * runs, so the compiled `npm start` starts compiled services and the tests
-   * and the lab, which run on tsx, start the sources they were given.
+   * through tsx ("source"). Default: the way this launcher itself runs, so
+   * the compiled `npm start` starts compiled services and the tests and the
+   * lab, which run on tsx, start the sources they were given.
    */
   from?: "build" | "source";
 }
 
 /** "build" when this module is the compiled one (dist/*.js), "source" under tsx. */
 export const launcherForm: "build" | "source" = import.meta.url.endsWith(".ts") ? "source" : "build";
-
-/**
- * PLATFORM_SERVICES_FROM ("build" or "source"), else `launcherForm`. `npm
- * test` builds first and then sets "build": a compiled service starts on
- * about half the CPU of one under tsx, and a run starts hundreds.
- */
-export function defaultServicesForm(env: NodeJS.ProcessEnv = process.env): "build" | "source" {
-  const v = env["PLATFORM_SERVICES_FROM"];
-  if (v === undefined || v === "") return launcherForm;
-  if (v !== "build" && v !== "source") throw new Error(`PLATFORM_SERVICES_FROM must be "build" or "source", got ${JSON.stringify(v)}`);
-  return v;
-}
 
 /** A service's entry file for the given form; a missing build is an error saying what to run. */
 export function serviceEntry(name: string, from: "build" | "source"): string {
@@ -105,7 +92,7 @@ export interface Platform {
  */
 export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const host = opts.host ?? "127.0.0.1";
-  const from = opts.from ?? defaultServicesForm();
+  const from = opts.from ?? launcherForm;
   const progress = opts.onProgress ?? (() => {});
   const logDir = join(opts.dataDir, "logs");
   mkdirSync(logDir, { recursive: true });
