@@ -1,8 +1,9 @@
 /**
  * `npm run build` (also run by `npm start` first, and by the Dockerfile):
  * every workspace's src/ compiled to dist/ (JavaScript, no tests), which is
- * what `npm start` and the image run. Tests and the lab keep running the
- * TypeScript sources through tsx (docs/deployment.md).
+ * what `npm start` and the image run, and what `npm test`'s platforms run
+ * (it builds first, docs/testing.md); the lab keeps running the TypeScript
+ * sources through tsx (docs/deployment.md).
  *
  *   npm run build
  */

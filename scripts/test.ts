@@ -7,6 +7,7 @@
  *   npm test -- path/to/x.test.ts  only the given files
  *   npm test -- --changed          only the files a change since main can affect (scripts/test-selection.ts)
  *   TEST_TIMINGS=<file> npm test   also each check's and file's wall and CPU seconds (scripts/test-timings.ts)
+ *   PLATFORM_SERVICES_FROM=source npm test   test platforms run the services' sources through tsx (default: build, then dist/)
  *
  * Files run in parallel (TEST_CONCURRENCY, default twice the cores, at most 8): most
  * of a test file's time is spent waiting on other processes (a platform's
@@ -125,6 +126,23 @@ if (changedOnly) {
   }
 }
 
+/**
+ * The test platforms start each service from its compiled dist/main.js
+ * (about half the CPU of a start under tsx, and a run starts hundreds), so
+ * the build runs before any test file, every time: transpiling every
+ * workspace takes a few CPU seconds and rewrites only what changed, and a
+ * stale dist/ must never be what a test runs. PLATFORM_SERVICES_FROM=source
+ * runs the services from their sources through tsx instead, without
+ * building (startTestPlatform reads it: packages/test-support, services-form.ts).
+ */
+const servicesFrom = process.env["PLATFORM_SERVICES_FROM"] || "build";
+if (servicesFrom !== "build" && servicesFrom !== "source") {
+  process.stderr.write(`npm test: PLATFORM_SERVICES_FROM must be "build" or "source", got ${JSON.stringify(servicesFrom)}\n`);
+  process.exit(2);
+}
+const build: Check = { title: "build (dist/, what the test platforms run)", cmd: process.execPath, args: ["--import", "tsx", "scripts/build.ts"] };
+const buildChecks = servicesFrom === "build" ? [build] : [];
+
 if (only.length === 0 && !changedOnly) {
   // The tools from node_modules/.bin directly: npx would cost a node start-up each.
   const bin = (name: string) => join(root, "node_modules", ".bin", name);
@@ -134,8 +152,11 @@ if (only.length === 0 && !changedOnly) {
     { title: "buf format", cmd: bin("buf"), args: ["format", "--diff", "--exit-code"] },
     { title: "buf breaking", cmd: process.execPath, args: ["--import", "tsx", "scripts/proto-breaking.ts"] },
     { title: "typecheck", cmd: bin("tsc"), args: ["--noEmit", "-p", "tsconfig.json"] },
+    ...buildChecks,
   ]);
-}
+} else await runChecks(buildChecks);
+// Inherited by the runner, the test files and the platforms they start.
+process.env["PLATFORM_SERVICES_FROM"] = servicesFrom;
 
 /**
  * The run's output goes to the terminal as it comes (node's spec reporter on

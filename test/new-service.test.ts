@@ -47,6 +47,8 @@ let copy: string;
 function childEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   delete env["NODE_TEST_CONTEXT"];
+  // npm test built our dist/, not the copy's: the copy's platforms run its sources (the launcher's default under tsx).
+  delete env["PLATFORM_SERVICES_FROM"];
   // The copy has no tools/kubectl/bin (ignored by git): its manifest checks use ours.
   env["KUBECTL"] ??= kubectlPath();
   return env;

@@ -7,8 +7,8 @@
  * rejects, a label the scraped series do not carry, a panel that stays
  * empty while the platform works.
  *
- * Only two things differ from compose: the targets point at this test's
- * loopback ports (same job, same `service` labels), and the scrape interval
+ * Only two things differ from compose: the targets point at the platform's
+ * loopback ports (the run's shared platform under npm test) (same job, same `service` labels), and the scrape interval
  * is 1 s instead of 5 s so that rates exist within seconds.
  */
 import { after, before, describe, test } from "node:test";
@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { findFreePort } from "@platform/embedded-postgres";
 import { parse, stringify } from "yaml";
-import { eventually, startTestPlatform, type TestPlatform } from "@platform/test-support";
+import { eventually, sharedPlatform, type SharedPlatform } from "@platform/test-support";
 
 const hasPrometheus = spawnSync("prometheus", ["--version"], { stdio: "ignore" }).status === 0;
 // Without prometheus the suite is skipped, and the skip is listed at the end of npm test; with CI set,
@@ -72,7 +72,7 @@ const steadyStatePanels = [
   "Idempotent writes",
 ];
 
-let p: TestPlatform;
+let p: SharedPlatform;
 let prometheus: ChildProcess | undefined;
 let prometheusUrl = "";
 let workDir = "";
@@ -110,7 +110,9 @@ async function traffic(rounds: number): Promise<void> {
 
 describe("the dashboard against a live Prometheus", { skip }, () => {
   before(async () => {
-    p = await startTestPlatform({ env: { LOG_LEVEL: "warn" } });
+    // The run's shared platform: this file only reads its metrics and places orders of its own
+    // (customer ids live-<n>); other files' traffic on it only adds series, never removes one.
+    p = await sharedPlatform();
     workDir = mkdtempSync(join(tmpdir(), "prometheus-"));
     const config = parse(readFileSync("observability/prometheus.yml", "utf8")) as {
       global: Record<string, string>;
@@ -119,7 +121,7 @@ describe("the dashboard against a live Prometheus", { skip }, () => {
     config.global = { ...config.global, scrape_interval: "1s", scrape_timeout: "900ms", evaluation_interval: "1s" };
     for (const job of config.scrape_configs) {
       for (const sc of job.static_configs) {
-        const service = p.services[sc.labels.service as keyof TestPlatform["services"]];
+        const service = p.services[sc.labels.service as keyof SharedPlatform["services"]];
         assert.ok(service, `prometheus.yml scrapes ${sc.labels.service}, which the platform runs`);
         sc.targets = [`127.0.0.1:${service.adminPort}`];
       }

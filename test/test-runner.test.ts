@@ -17,7 +17,8 @@ function runNpmTest(source: string, env: Record<string, string | undefined>): { 
   try {
     const file = join(dir, "sample.test.ts");
     writeFileSync(file, source);
-    const childEnv = { ...process.env, ...env };
+    // Its sample files start no platform: no build first (scripts/test.ts builds dist/ unless told "source").
+    const childEnv: NodeJS.ProcessEnv = { ...process.env, PLATFORM_SERVICES_FROM: "source", ...env };
     // Without the test runner's marker, so that the nested run reports normally.
     delete childEnv["NODE_TEST_CONTEXT"];
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];

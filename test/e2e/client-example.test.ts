@@ -9,13 +9,14 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import { promisify } from "node:util";
-import { buildClientPackage, startTestPlatform, type TestPlatform } from "@platform/test-support";
+import { buildClientPackage, sharedPlatform, type SharedPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
-let p: TestPlatform;
+// The run's shared platform: the example reads, and writes orders only under its own customer id.
+let p: SharedPlatform;
 before(async () => {
   await buildClientPackage(); // npm run example:client builds it too; built first, so that parallel test files never rebuild it at once
-  p = await startTestPlatform();
+  p = await sharedPlatform();
 });
 after(async () => {
   await p?.close();

@@ -137,9 +137,15 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
       })();
 
       const placed = await Promise.all(places);
-      // Keep pricing locked a little longer: the timeouts feed the limits.
-      await new Promise((r) => setTimeout(r, 1500));
-      const limitDuring = await pricingLimit();
+      // Pricing stays locked until the timeouts have fed its limit in orders (the event, not a fixed
+      // 1.5 s as before); a limit that never shrinks fails here after 10 s, naming it, as the assert below would.
+      let limitDuring = await pricingLimit();
+      await eventually(
+        async () => (limitDuring = await pricingLimit()) < limitBefore,
+        `pricing's adaptive limit in orders shrinks below ${limitBefore} while its table is locked`,
+        200,
+        50,
+      );
       const readBreakers = ["gateway", "checkout"].map(async (s) => {
         const text = await p.metrics(s as "gateway" | "checkout");
         return metricValue(text, "circuit_breaker_state", { method: "GetOrder" });

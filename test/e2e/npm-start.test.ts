@@ -7,7 +7,9 @@
  * of them with no orphan; a second start reuses the data. Whatever fails,
  * no platform is left running: every start is stopped in an after hook.
  */
-// npm test: alone (it starts every service of every manifest twice, compiled, each within the launcher's 60 s readiness bound; beside other files on 2 cores that bound was missed)
+// Runs beside other files: the launcher's 60 s readiness bound per service and the two minutes for the
+// ready line are guards against hangs, not speed claims. (It ran alone while the other files' platforms
+// ran their services under tsx, at twice the CPU per start; a run beside those once missed the bound.)
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";

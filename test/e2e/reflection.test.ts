@@ -19,8 +19,9 @@ import * as protoLoader from "@grpc/proto-loader";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { findFreePort } from "@platform/embedded-postgres";
+import { launcherForm, serviceEntry } from "@platform/launcher";
 import { forwardedApis, readServiceManifests } from "@platform/registry";
-import { sharedPlatform, startTestPlatform, untilStarted, type SharedPlatform, type TestPlatform } from "@platform/test-support";
+import { servicesFormFromEnv, sharedPlatform, startTestPlatform, untilStarted, type SharedPlatform, type TestPlatform } from "@platform/test-support";
 
 const run = promisify(execFile);
 const buf = resolve("node_modules/.bin/buf");
@@ -278,7 +279,9 @@ describe("an independent grpc-js reflection client", () => {
 test("while a service still waits for its database, it describes its API (exempt from 'starting', as health is)", async (t) => {
   const [port, adminPort, deadDb] = [await findFreePort("127.0.0.1"), await findFreePort("127.0.0.1"), await findFreePort("127.0.0.1")];
   // Orders alone, its database address refusing connections: it listens, NOT_SERVING, and waits.
-  const orders = spawn(process.execPath, ["--import", "tsx", "services/orders/src/main.ts"], {
+  // The form the run's platforms use (compiled under npm test, which built it first).
+  const entry = serviceEntry("orders", servicesFormFromEnv() ?? launcherForm);
+  const orders = spawn(process.execPath, [...(entry.endsWith(".ts") ? ["--import", "tsx"] : []), entry], {
     env: {
       ...process.env,
       PORT: String(port),

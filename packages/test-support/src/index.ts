@@ -13,3 +13,4 @@ export * from "./retry-budget-bound.js";
 export * from "./shared-platform.js";
 export * from "./service-spec.js";
 export * from "./service-under-test.js";
+export * from "./services-form.js";

@@ -8,6 +8,7 @@ import pg from "pg";
 import { startPlatform, type Platform, type PlatformOptions, type ServiceName } from "@platform/launcher";
 import { checkoutV1 } from "@platform/proto";
 import { readServiceManifests } from "@platform/registry";
+import { servicesFormFromEnv } from "./services-form.js";
 
 export type Protocol = "connect-json" | "connect-binary" | "grpc" | "grpc-web";
 export const protocols: Protocol[] = ["connect-json", "connect-binary", "grpc", "grpc-web"];
@@ -49,7 +50,8 @@ export function transportFor(baseUrl: string, protocol: Protocol): Transport {
 /**
  * The platform as `npm start` runs it (embedded PostgreSQL, every deployed
  * service as a process on free loopback ports), in a fresh data directory;
- * the examples only when asked for (`undeployed`).
+ * the examples only when asked for (`undeployed`); the services compiled
+ * or from source as PLATFORM_SERVICES_FROM says (services-form.ts).
  */
 export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise<TestPlatform> {
   const dataDir = tempDataDir();
@@ -57,7 +59,15 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   const faultToken = faultInjection ? randomBytes(24).toString("hex") : undefined;
   const faultEnv: Record<string, string> = faultToken === undefined ? {} : { FAULT_INJECTION: "enabled", FAULT_INJECTION_TOKEN: faultToken };
   const manifests = rest.manifests ?? readServiceManifests().filter((m) => m.deploy || undeployed === true || undeployed?.includes(m.name));
-  const platform = await startPlatform({ dataDir, freePorts: true, ...rest, manifests, env: { LOG_LEVEL: "info", ...faultEnv, ...opts.env } });
+  const from = rest.from ?? servicesFormFromEnv();
+  const platform = await startPlatform({
+    dataDir,
+    freePorts: true,
+    ...rest,
+    ...(from === undefined ? {} : { from }),
+    manifests,
+    env: { LOG_LEVEL: "info", ...faultEnv, ...opts.env },
+  });
   const connected = connectTestClients(platform, async () => {
     await platform.stop();
     if (!process.env["KEEP_TEST_DATA"]) rmSync(dataDir, { recursive: true, force: true });
