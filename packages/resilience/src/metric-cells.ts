@@ -40,19 +40,14 @@ export class MetricCells {
 
   /** The cell of these label values (in `labelNames` order; one or two). */
   cell(first: string, second = ""): MetricCell {
-    let inner = this.byFirst.get(first);
-    if (inner === undefined) {
-      inner = new Map();
-      this.byFirst.set(first, inner);
-    }
-    let c = inner.get(second);
-    if (c === undefined) {
-      const [a, b] = this.labelNames;
-      c = { labels: b === undefined ? { [a]: first } : { [a]: first, [b]: second }, value: 0 };
-      inner.set(second, c);
-    }
-    return c;
+    return cellOf(this.byFirst, first, second, this.make);
   }
+
+  /** Made once per instance, so that a lookup allocates no closure. */
+  private readonly make = (first: string, second: string): MetricCell => {
+    const [a, b] = this.labelNames;
+    return { labels: b === undefined ? { [a]: first } : { [a]: first, [b]: second }, value: 0 };
+  };
 
   /**
    * A counter's collect hook: adds what was counted since the last read.
@@ -181,22 +176,17 @@ export class HistogramCells {
   ) {}
 
   cell(first = "", second = ""): HistogramCell {
-    let inner = this.byFirst.get(first);
-    if (inner === undefined) {
-      inner = new Map();
-      this.byFirst.set(first, inner);
-    }
-    let c = inner.get(second);
-    if (c === undefined) {
-      const [a, b] = this.labelNames;
-      const labels: Record<string, string> = {};
-      if (a !== undefined) labels[a] = first;
-      if (b !== undefined) labels[b] = second;
-      c = new HistogramCell(this.histogram as HistogramInternals, labels);
-      inner.set(second, c);
-    }
-    return c;
+    return cellOf(this.byFirst, first, second, this.make);
   }
+
+  /** Made once per instance, so that a lookup allocates no closure. */
+  private readonly make = (first: string, second: string): HistogramCell => {
+    const [a, b] = this.labelNames;
+    const labels: Record<string, string> = {};
+    if (a !== undefined) labels[a] = first;
+    if (b !== undefined) labels[b] = second;
+    return new HistogramCell(this.histogram as HistogramInternals, labels);
+  };
 }
 
 const histogramCells = new WeakMap<object, HistogramCells>();
@@ -207,6 +197,21 @@ export function histogramCellsOf(histogram: object, labelNames: readonly [] | re
   if (c === undefined) {
     c = new HistogramCells(histogram, labelNames);
     histogramCells.set(histogram, c);
+  }
+  return c;
+}
+
+/** The cell of a label pair in a two-level map, made by `make` the first time (one or two `Map.get`s per use, no key string built). */
+function cellOf<C>(byFirst: Map<string, Map<string, C>>, first: string, second: string, make: (first: string, second: string) => C): C {
+  let inner = byFirst.get(first);
+  if (inner === undefined) {
+    inner = new Map();
+    byFirst.set(first, inner);
+  }
+  let c = inner.get(second);
+  if (c === undefined) {
+    c = make(first, second);
+    inner.set(second, c);
   }
   return c;
 }
