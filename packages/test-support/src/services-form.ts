@@ -7,9 +7,10 @@
  * runs in, source under tsx).
  *
  * Read here, for the test platforms only, not by the launcher: the lab's
- * platforms (lab/platform) keep starting the sources, since the naive
- * profile loads a TypeScript plug-in into every service and the bench
- * compares the platform with a plain chain that runs under tsx.
+ * platforms (lab/platform) choose their form themselves (`from`): the storm
+ * lab runs the build with the naive plug-in type-stripped
+ * (lab/naive/compiled-plugin.ts), the bench runs both chains compiled
+ * (lab/bench/compiled-chains.ts), so neither depends on this variable.
  */
 export type ServicesForm = "build" | "source";
 
