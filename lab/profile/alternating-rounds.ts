@@ -55,3 +55,23 @@ export async function alternatingVariants<V extends string>(
 export function medianDifference(a: readonly number[], b: readonly number[]): number {
   return median(a.map((x, i) => x - b[i]!));
 }
+
+/**
+ * CPU microseconds (user + system, this process) per call of `call`, made
+ * `n` times by `concurrency` callers at once: the cost tools' measuring
+ * loop. `call` gets the call's number (from 1), e.g. for a request id.
+ */
+export async function cpuPerCall(n: number, concurrency: number, call: (i: number) => Promise<unknown>): Promise<number> {
+  let next = 0;
+  const before = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        await call(next);
+      }
+    }),
+  );
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / n;
+}

@@ -26,7 +26,7 @@ import { Counter } from "@platform/test-support";
 import { createEdge } from "../../packages/runtime/src/edge.js";
 import { serve } from "../../packages/runtime/src/serve.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
-import { alternatingRounds } from "./alternating-rounds.js";
+import { alternatingRounds, cpuPerCall } from "./alternating-rounds.js";
 
 const requests = Number(process.argv[2] ?? 5_000);
 const concurrency = Number(process.argv[3] ?? 8);
@@ -57,19 +57,8 @@ const clientOf = (port: number) => createClient(Counter, createGrpcTransport({ b
 const platform = clientOf(platformServer.port);
 const plain = clientOf(plainPort);
 
-async function run(client: GetClient, n: number): Promise<number> {
-  let next = 0;
-  const before = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        next++;
-        await client.get({});
-      }
-    }),
-  );
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / n;
+function run(client: GetClient, n: number): Promise<number> {
+  return cpuPerCall(n, concurrency, () => client.get({}));
 }
 
 const result = await alternatingRounds((side, n) => run(side === "platform" ? platform : plain, n), { n: requests, warmupN: Math.min(2000, requests), rounds });

@@ -23,7 +23,7 @@ import { isolationInterceptor } from "../../packages/runtime/src/isolation-inter
 import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/outbound-interceptor.js";
 import { retryInterceptor } from "../../packages/runtime/src/retry-interceptor.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
-import { alternatingRounds } from "./alternating-rounds.js";
+import { alternatingRounds, cpuPerCall } from "./alternating-rounds.js";
 
 const calls = Number(process.argv[2] ?? 20_000);
 const concurrency = Number(process.argv[3] ?? 8);
@@ -58,24 +58,15 @@ function clientWith(interceptors: Interceptor[]): Get {
 const platform = clientWith(platformChain);
 const plain = clientWith([]);
 
-async function run(get: Get, n: number): Promise<number> {
-  let next = 0;
-  const before = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        next++;
-        const scope = createScope({ timeoutMs: 2000, requestId: `cost-${next}`, procedure: "/cost/Get" });
-        try {
-          await runInScope(scope, () => get({}));
-        } finally {
-          scope.dispose();
-        }
-      }
-    }),
-  );
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / n;
+function run(get: Get, n: number): Promise<number> {
+  return cpuPerCall(n, concurrency, async (i) => {
+    const scope = createScope({ timeoutMs: 2000, requestId: `cost-${i}`, procedure: "/cost/Get" });
+    try {
+      await runInScope(scope, () => get({}));
+    } finally {
+      scope.dispose();
+    }
+  });
 }
 
 const result = await alternatingRounds((side, n) => run(side === "platform" ? platform : plain, n), { n: calls, warmupN: Math.min(5000, calls), rounds });
