@@ -28,7 +28,20 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { findFreePort } from "@platform/embedded-postgres";
@@ -47,7 +60,8 @@ let copy: string;
 function childEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   delete env["NODE_TEST_CONTEXT"];
-  // npm test built our dist/, not the copy's: the copy's platforms run its sources (the launcher's default under tsx).
+  // npm test built our dist/, not the copy's: a platform in the copy runs its sources (the launcher's default, under tsx)
+  // unless the copy was built first (runAsync's env: the end-to-end tests, after npm start built it).
   delete env["PLATFORM_SERVICES_FROM"];
   // The copy has no tools/kubectl/bin (ignored by git): its manifest checks use ours.
   env["KUBECTL"] ??= kubectlPath();
@@ -67,9 +81,9 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Result {
 }
 
 /** Like run, without blocking: for checks that run side by side. */
-function runAsync(cmd: string, args: string[], timeoutMs = 240_000): Promise<Result> {
+function runAsync(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 240_000): Promise<Result> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: copy, env: childEnv(), timeout: timeoutMs, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, { cwd: copy, env: { ...childEnv(), ...env }, timeout: timeoutMs, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
@@ -83,8 +97,29 @@ function tail(r: Result, chars = 6000): string {
   return `exit ${r.status ?? r.signal}\n${`${r.stdout}\n${r.stderr}`.slice(-chars)}`;
 }
 
+/** A tool from node_modules/.bin directly (the copy's links to ours): npx would cost a node start-up each. */
+const bin = (name: string) => join(copy, "node_modules", ".bin", name);
 const generate = (...args: string[]) => run(process.execPath, ["--import", "tsx", "scripts/new-service.ts", ...args]);
 const readCopy = (f: string) => readFileSync(join(copy, f), "utf8");
+
+/**
+ * A file's digest, kept with the stat it was read at (inode, size, change
+ * and modification times): a file is read and hashed again only when one of
+ * them moved, which every write does (ctime cannot be set back, and the
+ * tools that write run between two takes, never during one).
+ * The tree is taken about twenty times, and hashing all of it each time was
+ * 3 CPU seconds.
+ */
+const digestCache = new Map<string, { stamp: string; digest: string }>();
+function digestOf(f: string): string {
+  const st = statSync(f, { bigint: true });
+  const stamp = `${st.size}:${st.ctimeNs}:${st.mtimeNs}:${st.ino}`;
+  const cached = digestCache.get(f);
+  if (cached?.stamp === stamp) return cached.digest;
+  const digest = createHash("sha256").update(readFileSync(f)).digest("hex");
+  digestCache.set(f, { stamp, digest });
+  return digest;
+}
 
 /** Every file in the copy outside node_modules, with a digest of its content: any change shows. */
 function treeDigests(): Map<string, string> {
@@ -92,7 +127,7 @@ function treeDigests(): Map<string, string> {
   for (const e of readdirSync(copy, { recursive: true, withFileTypes: true })) {
     if (!e.isFile() || relative(copy, e.parentPath).split("/").includes("node_modules")) continue;
     const f = join(e.parentPath, e.name);
-    out.set(relative(copy, f), createHash("sha256").update(readFileSync(f)).digest("hex"));
+    out.set(relative(copy, f), digestOf(f));
   }
   return out;
 }
@@ -364,7 +399,8 @@ describe("npm run new-service", () => {
       started = npmStart(copy, [withDb.name, published.name], published.name);
       // One process for both files (--test-isolation=none): they share one platform (startServiceUnderTest).
       const [cmd, args] = node("--test-isolation=none", "--test-timeout=120000", `test/e2e/${withDb.name}.test.ts`, `test/e2e/${published.name}.test.ts`);
-      e2e = started.then(() => runAsync(cmd, [...args]));
+      // npm start built the copy (its prestart), the new services too: the platform runs that build, as npm test's platforms run ours.
+      e2e = started.then(() => runAsync(cmd, [...args], { PLATFORM_SERVICES_FROM: "build" }));
       // One after another, each with its own promise: a test waits for its checks only, not for the whole chain.
       const overlays = readdirSync(join(copy, "deploy/k8s/overlays"));
       // What the generator wrote or changed, with everything it imports (the whole program's check is npm test's).
@@ -372,10 +408,18 @@ describe("npm run new-service", () => {
       writeFileSync(join(copy, typeChecked), JSON.stringify({ extends: "./tsconfig.json", include: [], files: [...writtenTypeScript].sort() }));
       let previous: Promise<unknown> = Promise.resolve();
       for (const [title, [cmd, args]] of [
-        ["buf lint", ["npx", ["buf", "lint"]]],
-        ["buf format", ["npx", ["buf", "format", "--diff", "--exit-code"]]],
-        ["tsc", ["npx", ["tsc", "--noEmit", "-p", typeChecked]]],
-        ["unit", node(`services/${withDb.name}/src/${withDb.name}-service.spec.ts`, `services/${published.name}/src/${published.name}-service.spec.ts`)],
+        ["buf lint", [bin("buf"), ["lint"]]],
+        ["buf format", [bin("buf"), ["format", "--diff", "--exit-code"]]],
+        ["tsc", [bin("tsc"), ["--noEmit", "-p", typeChecked]]],
+        // One process for both spec files: each under its own would start node and tsx again.
+        [
+          "unit",
+          node(
+            "--test-isolation=none",
+            `services/${withDb.name}/src/${withDb.name}-service.spec.ts`,
+            `services/${published.name}/src/${published.name}-service.spec.ts`,
+          ),
+        ],
         ...overlays.map((o) => [`kustomize ${o}`, [kubectlPath(), ["kustomize", `deploy/k8s/overlays/${o}`]]] as const),
         ["kubernetes", node("test/kubernetes-manifests.test.ts")],
         ["repository", node("test/repository.test.ts")],
