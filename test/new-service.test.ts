@@ -20,9 +20,11 @@
  *
  * Its cost, on two cores shared with other test files: one platform at a
  * time (npm start's, then one for both copied end-to-end files, which run in
- * one process and share it), and a type check of what the generator wrote
- * or changed with everything it imports, not of the whole repository again
- * (npm test's own type check covers the rest, the examples included).
+ * one process, share it and run the build npm start made), and a type check
+ * of what the generator wrote or changed with everything it imports, not of
+ * the whole repository again (npm test's own type check covers the rest, the
+ * examples included). Where each CPU second goes: docs/testing.md, "The
+ * generator test".
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
