@@ -390,7 +390,9 @@ describe("npm run new-service", () => {
 
   describe("the copy with both services passes", () => {
     // TAP by name: node 22 and later report in the spec format even to a pipe, and the checks below read TAP's summary.
-    const node = (...args: string[]) => [process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", ...args]] as const;
+    // The files run in the runner's own process (--test-isolation=none): one node and tsx start-up per run, not one more per file;
+    // the end-to-end files need it (they share one platform, startServiceUnderTest).
+    const node = (...args: string[]) => [process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", "--test-isolation=none", ...args]] as const;
     // One platform at a time, beside the static checks (which run one after
     // another): npm start's (it builds the copy, so the end-to-end tests find
     // the new services compiled too), then one for both end-to-end files.
@@ -399,8 +401,8 @@ describe("npm run new-service", () => {
     const checks = new Map<string, Promise<Result>>();
     before(() => {
       started = npmStart(copy, [withDb.name, published.name], published.name);
-      // One process for both files (--test-isolation=none): they share one platform (startServiceUnderTest).
-      const [cmd, args] = node("--test-isolation=none", "--test-timeout=120000", `test/e2e/${withDb.name}.test.ts`, `test/e2e/${published.name}.test.ts`);
+      // One process for both files: they share one platform.
+      const [cmd, args] = node("--test-timeout=120000", `test/e2e/${withDb.name}.test.ts`, `test/e2e/${published.name}.test.ts`);
       // npm start built the copy (its prestart), the new services too: the platform runs that build, as npm test's platforms run ours.
       e2e = started.then(() => runAsync(cmd, [...args], { PLATFORM_SERVICES_FROM: "build" }));
       // One after another, each with its own promise: a test waits for its checks only, not for the whole chain.
@@ -413,15 +415,7 @@ describe("npm run new-service", () => {
         ["buf lint", [bin("buf"), ["lint"]]],
         ["buf format", [bin("buf"), ["format", "--diff", "--exit-code"]]],
         ["tsc", [bin("tsc"), ["--noEmit", "-p", typeChecked]]],
-        // One process for both spec files: each under its own would start node and tsx again.
-        [
-          "unit",
-          node(
-            "--test-isolation=none",
-            `services/${withDb.name}/src/${withDb.name}-service.spec.ts`,
-            `services/${published.name}/src/${published.name}-service.spec.ts`,
-          ),
-        ],
+        ["unit", node(`services/${withDb.name}/src/${withDb.name}-service.spec.ts`, `services/${published.name}/src/${published.name}-service.spec.ts`)],
         ...overlays.map((o) => [`kustomize ${o}`, [kubectlPath(), ["kustomize", `deploy/k8s/overlays/${o}`]]] as const),
         ["kubernetes", node("test/kubernetes-manifests.test.ts")],
         ["repository", node("test/repository.test.ts")],
