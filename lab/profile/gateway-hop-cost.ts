@@ -76,22 +76,24 @@ await platformServer.ready;
 // serve() and the edge with a plain client toward checkout: splits the hop's
 // added cost into its server half and its outbound half (SPLIT=1).
 const plainOutbound = createClient(checkoutV1.CheckoutService, createGrpcTransport({ baseUrl: checkoutUrl }));
-const serverOnly = process.env.SPLIT === "1"
-  ? await serve({
-      config: config.server,
-      services: [checkoutV1.CheckoutService],
-      routes: gatewayRoutes(new GatewayService(plainOutbound)),
-      http1: true,
-      edge: createEdge({ ...config.edge, intake: config.intake, criticality: (p) => (p.endsWith("/PlaceOrder") ? "critical" : "sheddable") }),
-    })
-  : undefined;
+const serverOnly =
+  process.env.SPLIT === "1"
+    ? await serve({
+        config: config.server,
+        services: [checkoutV1.CheckoutService],
+        routes: gatewayRoutes(new GatewayService(plainOutbound)),
+        http1: true,
+        edge: createEdge({ ...config.edge, intake: config.intake, criticality: (p) => (p.endsWith("/PlaceOrder") ? "critical" : "sheddable") }),
+      })
+    : undefined;
 await serverOnly?.ready;
 
 const plainCheckout = createClient(checkoutV1.CheckoutService, createGrpcTransport({ baseUrl: checkoutUrl }));
 const plain = await listenPlain((router) =>
   router.service(checkoutV1.CheckoutService, {
     listProducts: (req) => plainCheckout.listProducts(req),
-    placeOrder: (req, ctx) => plainCheckout.placeOrder(req, { headers: { "idempotency-key": ctx.requestHeader.get("idempotency-key") || crypto.randomUUID() } }),
+    placeOrder: (req, ctx) =>
+      plainCheckout.placeOrder(req, { headers: { "idempotency-key": ctx.requestHeader.get("idempotency-key") || crypto.randomUUID() } }),
     getOrder: (req) => plainCheckout.getOrder(req),
   }),
 );

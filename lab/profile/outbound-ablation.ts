@@ -85,9 +85,10 @@ function clientWithout(without: readonly Layer[]): CheckoutClient {
 
 const variants = ["whole", ...layers.map((l) => `no ${l}` as const), "no layer"] as const;
 type Variant = (typeof variants)[number];
-const clients = Object.fromEntries(
-  variants.map((v) => [v, clientWithout(v === "whole" ? [] : v === "no layer" ? layers : [v.slice(3) as Layer])]),
-) as Record<Variant, CheckoutClient>;
+const clients = Object.fromEntries(variants.map((v) => [v, clientWithout(v === "whole" ? [] : v === "no layer" ? layers : [v.slice(3) as Layer])])) as Record<
+  Variant,
+  CheckoutClient
+>;
 
 // The gateway's handler calls the client of the variant being measured.
 let current: CheckoutClient = clients.whole;
