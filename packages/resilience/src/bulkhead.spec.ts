@@ -42,6 +42,28 @@ describe("Bulkhead", () => {
     assert.equal(bulkhead.stats().queued, 0);
   });
 
+  it("tryAcquire grants a free slot at once, as acquire does, and declines when acquire would queue or refuse", async () => {
+    const { clock, bulkhead, events } = setup();
+    const first = bulkhead.tryAcquire({ deadlineAt: clock.now() + 100 });
+    assert.ok(first, "a free slot is granted");
+    assert.equal(bulkhead.stats().inUse, 1);
+    assert.deepEqual(events.at(-1), { type: "acquired", bulkhead: "stock-db", waitedMs: 0 });
+    const aborted = new AbortController();
+    aborted.abort("deadline");
+    assert.equal(bulkhead.tryAcquire({ signal: aborted.signal }), undefined, "an aborted call takes no slot");
+    assert.equal(bulkhead.tryAcquire({ deadlineAt: clock.now() }), undefined, "nor one whose deadline passed");
+    assert.equal(bulkhead.stats().inUse, 1);
+    assert.ok(bulkhead.tryAcquire());
+    assert.equal(bulkhead.tryAcquire(), undefined, "all slots in use");
+    const queued = watch(bulkhead.acquire());
+    assert.equal(bulkhead.stats().queued, 1);
+    first("ok");
+    await flush();
+    assert.equal(queued.state, "fulfilled", "a slot granted by tryAcquire is released like any other");
+    assert.equal(bulkhead.stats().inUse, 2);
+    assert.equal(bulkhead.tryAcquire(), undefined, "the queued call holds the freed slot");
+  });
+
   it("queues beyond that and hands freed slots out in FIFO order", async () => {
     const { bulkhead, clock, events } = setup();
     const r1 = await bulkhead.acquire();

@@ -217,6 +217,21 @@ export class Bulkhead {
     return promise;
   }
 
+  /**
+   * A slot now, if one is free and the call can still start (signal not
+   * aborted, deadline not passed): the same grant `acquire` gives, without
+   * a promise. Undefined otherwise; then `acquire` decides (queue or refuse,
+   * with its reason). The call path takes a free slot through this: one
+   * promise and microtask less per call.
+   */
+  tryAcquire(opts: AcquireOptions = {}): Release | undefined {
+    const { deadlineAt, signal } = opts;
+    if (signal?.aborted) return undefined;
+    if (this.queue.length !== 0 || this.inUse >= this.limit()) return undefined;
+    if (deadlineAt !== undefined && deadlineAt <= this.clock.now()) return undefined;
+    return this.grant(0, deadlineAt);
+  }
+
   /** Runs `fn` in a slot, releasing it when `fn` settles, whatever the outcome (a failure is not a latency sample). */
   async run<T>(fn: () => Promise<T>, opts?: AcquireOptions): Promise<T> {
     const release = await this.acquire(opts);

@@ -150,15 +150,17 @@ export function isolationInterceptor(
     if (breaker.state() === "open") return breaker.execute(call).catch(withPushback); // refuses at once
     const scope = currentScope();
     const bulkhead = bulkheadFor(classOf(req.method, config.methodClasses));
-    const release = await bulkhead.acquire(scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {}).catch(withPushback);
+    const slot = scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {};
+    // A free slot is taken without a promise; a wait or a refusal goes through acquire().
+    const release = bulkhead.tryAcquire(slot) ?? (await bulkhead.acquire(slot).catch(withPushback));
     let outcome: ReleaseOutcome = "ignored";
     try {
-      const res = await breaker.execute(call).catch(withPushback);
+      const res = await breaker.execute(call);
       outcome = "ok";
       return res;
     } catch (e) {
       outcome = ranOutOfTime(e, scope?.signal) ? "dropped" : "ignored";
-      throw e;
+      withPushback(e);
     } finally {
       release(outcome);
     }
