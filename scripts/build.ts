@@ -7,7 +7,9 @@
  *
  *   npm run build
  */
+import ts from "typescript";
 import { compileWorkspace, emitOptions, exportProblems } from "./build/compile.js";
+import { TranspileCache } from "./build/transpile-cache.js";
 import { listWorkspaces } from "./build/workspaces.js";
 
 const root = process.cwd();
@@ -17,15 +19,17 @@ try {
   const problems = workspaces.flatMap(exportProblems);
   if (problems.length > 0) throw new Error(problems.join("\n"));
   const options = emitOptions(root);
+  const cache = TranspileCache.forRepository(root, ts.version, options);
   let files = 0;
   let written = 0;
   let removed = 0;
   for (const w of workspaces) {
-    const r = compileWorkspace(root, w, options);
+    const r = compileWorkspace(root, w, options, cache);
     files += r.files;
     written += r.written;
     removed += r.removed;
   }
+  cache.save();
   process.stdout.write(
     `[build] ${workspaces.length} workspaces, ${files} files to dist/ (${written} changed, ${removed} removed) in ${Math.round(performance.now() - started)} ms\n`,
   );

@@ -13,7 +13,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import ts from "typescript";
 import { compileWorkspace, emitOptions, exportProblems, outputPath, shippedAs } from "../scripts/build/compile.js";
+import { TranspileCache } from "../scripts/build/transpile-cache.js";
 import { listWorkspaces } from "../scripts/build/workspaces.js";
 import { launcherForm, serviceEntry } from "@platform/launcher";
 
@@ -103,6 +105,39 @@ test("compile: dist mirrors src, types erased; a second run writes nothing; stal
 
   writeFileSync(join(dir, "packages/lib/src/broken.ts"), "export const = ;\n");
   assert.throws(() => compileWorkspace(dir, w!, options), /cannot compile packages\/lib:\n {2}packages\/lib\/src\/broken\.ts: /);
+});
+
+test("the transpile cache: an unchanged source is not transpiled again; a changed source, output or compiler option is", (t) => {
+  const dir = repository({
+    "tsconfig.json": readFileSync(join(root, "tsconfig.json"), "utf8"),
+    "package.json": JSON.stringify({ workspaces: ["packages/*"] }),
+    "packages/lib/package.json": builtExports,
+    "packages/lib/src/index.ts": 'export { area } from "./shape.js";\n',
+    "packages/lib/src/shape.ts": "export const area = (side: number): number => side ** 2;\n",
+  });
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const [w] = listWorkspaces(dir);
+  const options = emitOptions(dir);
+  const cacheFile = join(dir, "cache.json");
+  const build = (opts = options) => {
+    const cache = new TranspileCache(cacheFile, `${ts.version}\n${JSON.stringify(opts)}`);
+    const result = compileWorkspace(dir, w!, opts, cache);
+    cache.save();
+    return { ...result, transpiled: result.files - cache.hits };
+  };
+  assert.deepEqual(build(), { files: 2, written: 2, removed: 0, transpiled: 2 });
+  assert.deepEqual(build(), { files: 2, written: 0, removed: 0, transpiled: 0 }, "nothing changed: nothing transpiled");
+  writeFileSync(join(dir, "packages/lib/src/shape.ts"), "export const area = (side: number): number => side * side;\n");
+  assert.deepEqual(build(), { files: 2, written: 1, removed: 0, transpiled: 1 }, "the changed source only");
+  assert.match(readFileSync(join(dir, "packages/lib/dist/shape.js"), "utf8"), /side \* side/);
+  writeFileSync(join(dir, "packages/lib/dist/index.js"), "export const tampered = 1;\n");
+  assert.deepEqual(build(), { files: 2, written: 1, removed: 0, transpiled: 1 }, "an output edited by hand is compiled again");
+  assert.doesNotMatch(readFileSync(join(dir, "packages/lib/dist/index.js"), "utf8"), /tampered/);
+  const es5 = { ...options, target: ts.ScriptTarget.ES5 };
+  assert.deepEqual(build(es5), { files: 2, written: 1, removed: 0, transpiled: 2 }, "other compiler options: everything again");
+  assert.doesNotMatch(readFileSync(join(dir, "packages/lib/dist/shape.js"), "utf8"), /=>/, "compiled for the new target");
+  writeFileSync(cacheFile, "not json");
+  assert.deepEqual(build(es5), { files: 2, written: 0, removed: 0, transpiled: 2 }, "a damaged cache is an empty one");
 });
 
 test("npm run build on this repository: every shipped source has its output, and nothing else is in dist/", () => {

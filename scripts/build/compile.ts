@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import ts from "typescript";
+import type { TranspileCache } from "./transpile-cache.js";
 import type { Workspace } from "./workspaces.js";
 
 /**
@@ -63,8 +64,11 @@ export interface CompileResult {
  * Safe to run twice at once (npm start while a test builds): a file is
  * written only when its content changes, to a temporary name then renamed,
  * so a reader never sees half a file.
+ *
+ * With a `cache` (transpile-cache.ts), a source whose output in dist/ is
+ * still what it compiled to last time is not transpiled again.
  */
-export function compileWorkspace(root: string, w: Workspace, compilerOptions: ts.CompilerOptions): CompileResult {
+export function compileWorkspace(root: string, w: Workspace, compilerOptions: ts.CompilerOptions, cache?: TranspileCache): CompileResult {
   const src = join(root, w.dir, "src");
   const dist = join(root, w.dir, "dist");
   const result: CompileResult = { files: 0, written: 0, removed: 0 };
@@ -77,16 +81,19 @@ export function compileWorkspace(root: string, w: Workspace, compilerOptions: ts
     const rel = relative(src, file);
     const how = shippedAs(rel);
     if (how === undefined) continue;
-    let output: Buffer;
-    if (how === "copy") output = readFileSync(file);
-    else {
-      const out = ts.transpileModule(readFileSync(file, "utf8"), { fileName: file, compilerOptions, reportDiagnostics: true });
-      for (const d of out.diagnostics ?? []) errors.push(`${relative(root, file)}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
-      output = Buffer.from(out.outputText);
-    }
     const target = join(dist, outputPath(rel));
     wanted.add(target);
     result.files++;
+    let output: Buffer;
+    if (how === "copy") output = readFileSync(file);
+    else {
+      const source = readFileSync(file, "utf8");
+      if (cache?.isCurrent(relative(root, file), source, target)) continue;
+      const out = ts.transpileModule(source, { fileName: file, compilerOptions, reportDiagnostics: true });
+      for (const d of out.diagnostics ?? []) errors.push(`${relative(root, file)}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
+      output = Buffer.from(out.outputText);
+      if ((out.diagnostics ?? []).length === 0) cache?.record(relative(root, file), source, output);
+    }
     if (existsSync(target) && readFileSync(target).equals(output)) continue;
     mkdirSync(dirname(target), { recursive: true });
     const temporary = `${target}.${process.pid}.tmp`;

@@ -615,3 +615,65 @@ export function buildCase(spec: CaseSpec, runTag: string, index: number): BuiltC
 export function describeCase(spec: CaseSpec): string {
   return JSON.stringify(spec, (_k, v: unknown) => (typeof v === "string" && v.length > 80 ? `${v.slice(0, 60)}…(${v.length} chars)` : v));
 }
+
+// ---------------------------------------------------------------- coverage
+
+/**
+ * The classes of hostile input a case belongs to, one per dimension of the
+ * grammar above (and per variant within a kind): what the fuzz test's
+ * coverage check counts, so that fewer requests never means a class of
+ * input left out.
+ */
+export function caseClasses(spec: CaseSpec): string[] {
+  const p = spec.payload;
+  const out = [
+    `transport ${spec.protocol}/${spec.http}`,
+    `rpc ${spec.rpc}`,
+    `verb ${spec.verb === "POST" ? "POST" : "other"}`,
+    `path ${spec.path === null ? "the rpc's" : "odd"}`,
+    `connect GET ${spec.get}`,
+    `payload ${p.kind}`,
+    `framing ${spec.framing.kind}`,
+    `encoding ${spec.encoding.kind}`,
+    `content type ${spec.contentType === null ? "the protocol's" : "wrong"}`,
+    `timeout ${spec.timeout?.name ?? "none"}`,
+    `key ${spec.key.kind}`,
+    `extra headers ${Object.keys(spec.extraHeaders).length > 0 ? "some" : "none"}`,
+  ];
+  if (p.kind === "order") out.push(`customer ${p.customer.kind}`);
+  if (p.kind === "proto") out.push(`proto mutation ${p.mutation.kind}`);
+  if (p.kind === "oversized") out.push(`oversized ${p.style}`);
+  if (spec.framing.kind === "gzip") out.push(`framing gzip ${spec.framing.variant}`);
+  if (spec.encoding.kind === "gzip" || spec.encoding.kind === "br") out.push(`encoding ${spec.encoding.kind} ${spec.encoding.variant}`);
+  return out;
+}
+
+const transports = ["connect-json", "connect-binary", "grpc", "grpc-web"].flatMap((p) => [`transport ${p}/h1`, `transport ${p}/h2`]);
+const variants = ["ok", "truncated", "garbage", "bomb"];
+
+/** Every class `caseArbitrary` generates (br has no bomb variant): the list the coverage check holds the run to. */
+export const everyCaseClass: readonly string[] = [
+  ...transports,
+  ...["PlaceOrder", "ListProducts", "GetOrder"].map((r) => `rpc ${r}`),
+  "verb POST",
+  "verb other",
+  "path the rpc's",
+  "path odd",
+  "connect GET true",
+  "connect GET false",
+  ...["order", "getOrder", "empty", "json", "bytes", "proto", "oversized"].map((k) => `payload ${k}`),
+  ...["ok", "length", "declared", "trailing", "twoFrames", "emptyBody", "prefixOnly", "flags", "gzip"].map((k) => `framing ${k}`),
+  ...["none", "gzip", "br", "name"].map((k) => `encoding ${k}`),
+  "content type the protocol's",
+  "content type wrong",
+  ...["none", "grpc-timeout", "connect-timeout-ms"].map((k) => `timeout ${k}`),
+  ...["none", "unique", "odd"].map((k) => `key ${k}`),
+  "extra headers none",
+  "extra headers some",
+  ...["valid", "suffix", "empty", "long"].map((k) => `customer ${k}`),
+  ...["truncate", "append", "flip", "prepend"].map((k) => `proto mutation ${k}`),
+  ...["json-string", "random", "repeated"].map((k) => `oversized ${k}`),
+  ...variants.map((v) => `framing gzip ${v}`),
+  ...variants.map((v) => `encoding gzip ${v}`),
+  ...variants.filter((v) => v !== "bomb").map((v) => `encoding br ${v}`),
+];

@@ -1,14 +1,16 @@
 /**
  * Bad input over every protocol, on real processes and PostgreSQL.
  *
- * A seeded fast-check run sends a few thousand requests to the gateway with
+ * A seeded fast-check run sends about a thousand requests to the gateway with
  * raw HTTP/1.1 and h2c clients: random bytes, broken gRPC and gRPC-Web
  * frames, wrong content types, bad JSON, wrong field types, huge strings and
  * repeated fields, oversized and corrupt compressed bodies, absurd timeout
  * headers, odd idempotency keys, injection-looking ids, with valid orders
  * mixed in. Seeds: a fixed list (the same cases in every CI run) plus one
  * random seed per run, each printed; FUZZ_SEED replays one, FUZZ_RUNS sets
- * the requests per seed.
+ * the requests per seed. The count is what covers the grammar, not a load:
+ * a check holds the fixed seeds' cases to every class of input in it
+ * (fuzz-cases.ts, `everyCaseClass`), several times each.
  *
  * It passes when no service process died, every answer is definite and
  * prompt (fuzz-oracle.ts: never a deadline or `unavailable` unless the case
@@ -26,7 +28,7 @@ import fc from "fast-check";
 import { fromBinary, fromJsonString } from "@bufbuild/protobuf";
 import { checkoutV1 } from "@platform/proto";
 import { eventually, logLines, metricValue, startTestPlatform, type TestPlatform } from "@platform/test-support";
-import { buildCase, caseArbitrary, describeCase } from "./fuzz-cases.js";
+import { buildCase, caseArbitrary, caseClasses, describeCase, everyCaseClass } from "./fuzz-cases.js";
 import { closedOnOversizedUpload, codeViolation, lateness, okQuantile, promptRatio, type Answer } from "./fuzz-oracle.js";
 import { sendWithCurl } from "./curl-client.js";
 import { WireClient, frame, readOutcome, type RpcOutcome, type WireRequest } from "./wire.js";
@@ -34,7 +36,14 @@ import { WireClient, frame, readOutcome, type RpcOutcome, type WireRequest } fro
 /** The same cases in every run; change the list only on purpose. */
 const fixedSeeds = [20261130, 1613, 424242];
 const seeds = process.env["FUZZ_SEED"] ? [Number(process.env["FUZZ_SEED"])] : [...fixedSeeds, randomInt(2 ** 31 - 1)];
-const runsPerSeed = Number(process.env["FUZZ_RUNS"] ?? 500);
+/**
+ * Requests per seed: 250 covers every class of input at least 3 times over the fixed seeds (checked below);
+ * a seed's first 250 cases are the same whatever the count (fast-check's stream), so a larger FUZZ_RUNS only adds.
+ */
+const defaultRunsPerSeed = 250;
+/** How often the fixed seeds' cases must meet each class of input. */
+const minCasesPerClass = 3;
+const runsPerSeed = Number(process.env["FUZZ_RUNS"] ?? defaultRunsPerSeed);
 const concurrency = 8;
 /** Requests sent through curl (HTTP/1.1 cases of the first seed's stream). */
 const curlRuns = Number(process.env["FUZZ_CURL_RUNS"] ?? 120);
@@ -116,6 +125,20 @@ function oracleProblems(answers: Answer[]): { problems: string[]; p50: number; p
 }
 
 describe(`fuzz the gateway (seeds ${seeds.join(", ")}; ${runsPerSeed} requests each)`, () => {
+  test(`the fixed seeds' ${defaultRunsPerSeed} cases each cover every class of hostile input at least ${minCasesPerClass} times`, () => {
+    const counts = new Map<string, number>();
+    for (const seed of fixedSeeds)
+      for (const spec of fc.sample(caseArbitrary, { seed, numRuns: defaultRunsPerSeed }))
+        for (const c of caseClasses(spec)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    assert.deepEqual(
+      [...counts.keys()].filter((c) => !everyCaseClass.includes(c)),
+      [],
+      "a class the grammar generates that everyCaseClass does not list (add it there)",
+    );
+    const thin = everyCaseClass.filter((c) => (counts.get(c) ?? 0) < minCasesPerClass).map((c) => `${c}: ${counts.get(c) ?? 0}`);
+    assert.deepEqual(thin, [], `classes met fewer than ${minCasesPerClass} times by the fixed seeds`);
+  });
+
   test("every answer is definite and prompt, no process dies, the database holds exactly what was acknowledged", async () => {
     const results: Answer[] = [];
     const problems: string[] = [];

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { initialiseFromTemplate } from "./cluster-template.js";
 import { isInitialised, prepareDataDir, runInitdb } from "./data-dir.js";
 import { findFreePort } from "./free-port.js";
 import { spawnGuarded } from "./guardian.js";
@@ -22,6 +23,13 @@ export interface EmbeddedPostgresOptions {
   settings?: Record<string, string>;
   /** Every line postgres (and initdb) write. */
   onLog?: (line: string) => void;
+  /**
+   * A folder of cluster templates (cluster-template.ts): a new data
+   * directory gets a copy of a fresh cluster made there once, instead of
+   * its own initdb. For tests, which start many fresh databases; unset,
+   * initdb runs in the data directory.
+   */
+  templates?: string;
 }
 
 /** How to stop: "fast" rolls back sessions and checkpoints (SIGINT); "immediate" just quits (SIGQUIT), recovery runs at next start. */
@@ -70,7 +78,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
   prepareDataDir(dataDir, user);
   if (!isInitialised(dataDir)) {
-    await runInitdb({ initdb: binaries.initdb, dataDir, superuser, user, ...(opts.onLog ? { onLog: opts.onLog } : {}) });
+    const initdb = (dir: string) => runInitdb({ initdb: binaries.initdb, dataDir: dir, superuser, user, ...(opts.onLog ? { onLog: opts.onLog } : {}) });
+    if (opts.templates === undefined) await initdb(dataDir);
+    else await initialiseFromTemplate({ templates: resolve(opts.templates), dataDir, initdbPath: binaries.initdb, superuser, user, initdb });
   }
   clearStalePidFile(dataDir);
 

@@ -23,6 +23,12 @@ export interface PlatformOptions {
   freePorts?: boolean;
   /** Port of the embedded PostgreSQL; default: a free port. */
   postgresPort?: number;
+  /**
+   * A folder of cluster templates for the embedded PostgreSQL: a fresh data
+   * directory gets a copy of a cluster made there once instead of its own
+   * initdb (the test platforms; `npm start` leaves it unset).
+   */
+  postgresTemplates?: string;
   /** Environment for every service (e.g. LOG_LEVEL), then per service. */
   env?: Record<string, string>;
   serviceEnv?: Partial<Record<string, Record<string, string>>>;
@@ -111,6 +117,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       dataDir: join(opts.dataDir, "postgres"),
       port: opts.postgresPort ?? 0,
       host,
+      ...(opts.postgresTemplates === undefined ? {} : { templates: opts.postgresTemplates }),
     });
     databaseUrl = postgres.url;
     progress(

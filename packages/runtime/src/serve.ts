@@ -89,7 +89,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.serviceName, config.logLevel);
   checkConnectPatch(logger);
   collectProcessMetrics();
-  const flushTraces = initTracing(config.serviceName, config.otlpEndpoint);
+  const flushTraces = await initTracing(config.serviceName, config.otlpEndpoint);
   const health = new HealthState(opts.services.map((s) => s.typeName));
   const shutdownController = new AbortController();
   // The edge's intake controller, started below once the composition says whether it runs.

@@ -12,9 +12,7 @@ import {
   type TextMapSetter,
 } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import type { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import type { Code } from "@connectrpc/connect";
 import { codeLabel } from "./code-label.js";
 import { scopeTelemetry, setScopeTelemetry, type CallScope } from "@platform/resilience";
@@ -30,10 +28,20 @@ let exporting = false;
  * stay connected. Spans are exported over OTLP/HTTP only when
  * OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise the API is a no-op and
  * costs next to nothing. Returns a flush for shutdown.
+ *
+ * The SDK and the exporter are loaded only when spans are exported: a
+ * service that exports none does not spend its start-up on them (about a
+ * fifth of the runtime's load time; a test run starts over a hundred
+ * services).
  */
-export function initTracing(service: string, endpoint: string | undefined): () => Promise<void> {
+export async function initTracing(service: string, endpoint: string | undefined): Promise<() => Promise<void>> {
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   if (!endpoint) return async () => {};
+  const [{ OTLPTraceExporter }, { resourceFromAttributes }, { BatchSpanProcessor, NodeTracerProvider }] = await Promise.all([
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/sdk-trace-node"),
+  ]);
   return registerTracerProvider(
     new NodeTracerProvider({
       resource: resourceFromAttributes({ "service.name": service }),

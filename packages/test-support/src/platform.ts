@@ -48,8 +48,16 @@ export function transportFor(baseUrl: string, protocol: Protocol): Transport {
 }
 
 /**
+ * Where the test platforms' fresh databases are copied from: one cluster
+ * made by initdb per machine (and PostgreSQL build), instead of an initdb
+ * per platform (@platform/embedded-postgres, cluster-template.ts).
+ */
+export const testClusterTemplates = join(tmpdir(), "platform-test-postgres-templates");
+
+/**
  * The platform as `npm start` runs it (embedded PostgreSQL, every deployed
- * service as a process on free loopback ports), in a fresh data directory;
+ * service as a process on free loopback ports), in a fresh data directory
+ * (its database copied from a template cluster, `testClusterTemplates`);
  * the examples only when asked for (`undeployed`); the services compiled
  * or from source as PLATFORM_SERVICES_FROM says (services-form.ts).
  */
@@ -63,6 +71,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   const platform = await startPlatform({
     dataDir,
     freePorts: true,
+    postgresTemplates: testClusterTemplates,
     ...rest,
     ...(from === undefined ? {} : { from }),
     manifests,

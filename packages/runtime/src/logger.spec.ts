@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { pino } from "pino";
+import { batchMs, flushWhileWritten } from "./logger.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A batching destination as createLogger makes one, into a file, with its writes counted. */
+function destination(t: { after: (fn: () => void) => void }) {
+  const dir = mkdtempSync(join(tmpdir(), "logger-spec-"));
+  const file = join(dir, "log");
+  const dest = pino.destination({ dest: file, sync: false, minLength: 4096 });
+  const writes: number[] = [];
+  dest.on("write", (n: number) => writes.push(n));
+  flushWhileWritten(dest);
+  t.after(() => {
+    dest.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { dest, writes, text: () => readFileSync(file, "utf8") };
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (check()) return;
+    await sleep(batchMs);
+  }
+  assert.fail(`never: ${what}`);
+}
+
+test("an idle destination is not written to; a line is written once a tick comes, and then it is idle again", async (t) => {
+  const { dest, writes, text } = destination(t);
+  await new Promise((r) => dest.once("ready", r));
+  await sleep(batchMs * 6);
+  assert.deepEqual(writes, [], "six ticks with nothing logged: no write (sonic-boom's flush would write an empty buffer)");
+  dest.write('{"msg":"one"}\n');
+  await until(() => text() === '{"msg":"one"}\n', "the line is in the file");
+  await until(() => writes.at(-1) === 0, "the tick after the data wrote the empty rest");
+  const settled = writes.length;
+  await sleep(batchMs * 6);
+  assert.equal(writes.length, settled, "idle again: no more writes");
+});
+
+test("lines that arrive while a write is under way are written too, without another line to push them", async (t) => {
+  const { dest, text } = destination(t);
+  await new Promise((r) => dest.once("ready", r));
+  const lines: string[] = [];
+  // Past the batch size (a write starts at once), then small lines while it is under way.
+  for (let i = 0; i < 200; i++) {
+    const line = `{"msg":"${"x".repeat(40)} ${i}"}\n`;
+    lines.push(line);
+    dest.write(line);
+  }
+  await until(() => text() === lines.join(""), "every line is in the file");
+});
