@@ -3,9 +3,16 @@ import type { BenchOptions } from "./run-bench.js";
 /** Defaults: about 4 minutes on 2 cores, start-up included. */
 export const defaults = { seconds: 2, rounds: 3, warmupSeconds: 0.5, concurrency: 32 } as const;
 
-/** --quick: well under a minute, start-up included (test/bench.test.ts). */
-/** The warm-up pass matters here: a cold process (JIT, first connections) is slow enough for the platform's bulkheads to refuse. */
-export const quick = { seconds: 0.5, rounds: 1, warmupSeconds: 0.25, concurrency: 32 } as const;
+/**
+ * --quick: what test/bench.test.ts runs, about 15 s on 2 cores, start-up
+ * included. No warm-up pass: each method's one-client legs (40 requests or
+ * more on each chain, both protocols) run before its 32-client legs and warm
+ * the same code, and every leg warms its own connections (one call per
+ * user). The pass was added when the shipped bulkhead queues were too short
+ * and a cold platform refused; with today's (docs/isolation.md) eleven
+ * quick runs without it at load 12 to 23 saw no refusal (docs/performance.md).
+ */
+export const quick = { seconds: 0.25, rounds: 1, warmupSeconds: 0, concurrency: 32 } as const;
 
 function positive(v: string | undefined, name: string, dflt: number, integer: boolean): number {
   if (v === undefined) return dflt;

@@ -34,6 +34,8 @@ export interface BenchOptions {
    * as the tests run (quicker to start, a little dearer per request).
    */
   from: "build" | "source";
+  /** With "build": the platform's dist/ is fresh (`npm test` built it before any test file); only the plain chain is compiled. */
+  platformBuilt?: boolean;
   log: (line: string) => void;
 }
 
@@ -115,7 +117,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   const measurements = benchMeasurements(opts.concurrency, opts.hops);
   const cells = measurements.flat();
   const log = opts.log;
-  const plainCompiledDir = opts.from === "build" ? buildChains(log) : undefined;
+  const plainCompiledDir = opts.from === "build" ? buildChains(log, { platformBuilt: opts.platformBuilt === true }) : undefined;
   const sys = await startSystems(log, { platformLogLevel: opts.platformLogLevel, from: opts.from, ...(plainCompiledDir ? { plainCompiledDir } : {}) });
   const worker = LoadWorker.start();
   const postgres = new ProcessTreeCpu(sys.postgresPid);
