@@ -5,14 +5,17 @@ export const defaults = { seconds: 2, rounds: 3, warmupSeconds: 0.5, concurrency
 
 /**
  * --quick: what test/bench.test.ts runs, about 15 s on 2 cores, start-up
- * included. No warm-up pass: each method's one-client legs (40 requests or
- * more on each chain, both protocols) run before its 32-client legs and warm
- * the same code, and every leg warms its own connections (one call per
- * user). The pass was added when the shipped bulkhead queues were too short
- * and a cold platform refused; with today's (docs/isolation.md) eleven
- * quick runs without it at load 12 to 23 saw no refusal (docs/performance.md).
+ * included. Its warm-up pass runs only the one-client protocol pairs: a
+ * pair runs its h2c block first, and on cold processes that block alone
+ * paid the JIT (3x HTTP/1.1 at p25 on a busy machine, on both chains).
+ * The 32-client legs need no pass of their own: each method's pair (at
+ * least 40 requests on each chain) runs before them and warms the same
+ * code, and every leg opens and warms its own connections (one call per
+ * user). The full pass was added when the shipped bulkhead queues were too
+ * short and a cold platform refused; with today's (docs/isolation.md) no
+ * quick run without it refused a request (docs/performance.md).
  */
-export const quick = { seconds: 0.25, rounds: 1, warmupSeconds: 0, concurrency: 32 } as const;
+export const quick = { seconds: 0.25, rounds: 1, warmupSeconds: 0.25, warmupCells: "one-client", concurrency: 32 } as const;
 
 function positive(v: string | undefined, name: string, dflt: number, integer: boolean): number {
   if (v === undefined) return dflt;
@@ -45,6 +48,7 @@ export function benchOptions(
     rounds: positive(values.rounds, "rounds", base.rounds, true),
     // Each leg's own warm-up (one call per user) always runs; this is the extra pass over every cell.
     warmupSeconds: values["warmup-seconds"] === "0" ? 0 : positive(values["warmup-seconds"], "warmup-seconds", base.warmupSeconds, false),
+    warmupCells: "warmupCells" in base ? base.warmupCells : "all",
     concurrency: positive(values.concurrency, "concurrency", base.concurrency, true),
     hops: !values.quick,
     ceiling: !values.quick,

@@ -20,6 +20,13 @@ export interface BenchOptions {
   rounds: number;
   /** Length of each leg of the warm-up pass (JIT, pools, connections); 0 skips it. */
   warmupSeconds: number;
+  /**
+   * Which cells the warm-up pass runs: all of them, or only the one-client
+   * protocol pairs (--quick: a pair runs its h2c block first, and on cold
+   * processes that block alone paid the JIT, 3x HTTP/1.1 at p25 on a busy
+   * machine; the 32-client legs come after their method's pair, already warm).
+   */
+  warmupCells?: "all" | "one-client";
   /** Closed-loop users of the high-concurrency cells (h2c streams, HTTP/1.1 connections). */
   concurrency: number;
   /** Each hop of PlaceOrder's path called directly at one client. */
@@ -177,8 +184,12 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
     };
 
     if (opts.warmupSeconds > 0) {
-      log(`warm-up: every cell once on both chains, ${opts.warmupSeconds} s each`);
-      for (const m of measurements) for (const system of ["platform", "plain"] as const) await measure(0, system, m, opts.warmupSeconds);
+      const oneClientOnly = opts.warmupCells === "one-client";
+      log(`warm-up: every ${oneClientOnly ? "one-client pair" : "cell"} once on both chains, ${opts.warmupSeconds} s each`);
+      for (const m of measurements) {
+        if (oneClientOnly && m[0].concurrency !== 1) continue;
+        for (const system of ["platform", "plain"] as const) await measure(0, system, m, opts.warmupSeconds);
+      }
     }
 
     const rate = (l: LegRecord | undefined) => (l ? (l.succeeded / l.elapsedMs) * 1000 : Number.NaN);
