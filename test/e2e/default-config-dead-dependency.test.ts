@@ -12,7 +12,8 @@
  *
  * Beside the other files, not alone: its bounds are a deadline plus 2 s
  * and a count of transactions, not a share of the machine (it passed at
- * load 20 to 25, beside other sessions and a one-core burn; docs/testing.md).
+ * load 23 to 29 beside other sessions, once with a one-core burn too;
+ * docs/testing.md).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
