@@ -1,7 +1,11 @@
 /**
  * `npm run bench -- --quick` inside `npm test`: the platform and the plain
  * Connect chain (lab/plain-chain) in one run, one short round through the
- * gateway (well under a minute on 2 cores, start-up included). Every
+ * gateway (about 15 s on 2 cores, start-up included). Both chains run
+ * compiled, as `npm run bench` runs them: the platform from the dist/ that
+ * `npm test` has just built (PLATFORM_SERVICES_FROM=build; run on its own,
+ * the bench builds first), the plain chain type-stripped (a few ms); with
+ * PLATFORM_SERVICES_FROM=source both run through tsx. Every
  * assertion is a ratio between legs of the same run, never an absolute
  * time or rate, with bounds loose enough for 2 noisy cores: they catch a
  * regression of the 45 ms kind (Nagle's algorithm meeting delayed ACKs),
@@ -14,6 +18,7 @@ import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { cpus } from "node:os";
 import { join } from "node:path";
+import { servicesFormFromEnv } from "@platform/test-support";
 import { methods } from "../lab/bench/cells.js";
 import { benchOptions } from "../lab/bench/options.js";
 import { noiseLine, textReport } from "../lab/bench/render.js";
@@ -24,7 +29,7 @@ import { writeBenchFiles } from "../lab/bench/write-bench.js";
 /**
  * Throughput at high concurrency, platform/plain, over the six cells at 32
  * clients (geometric mean), at least this (target: 0.95 for every cell; a
- * full run on a quiet machine measures 0.55-0.9). One quick cell is half a
+ * full run on a quiet machine measures 0.55-0.9). One quick cell is a quarter
  * second of load, and others' work on 2 shared cores moves a single cell's
  * ratio anywhere from 0.3 to 1.6, so a bound per cell would fail at random;
  * the mean of six holds still. It catches the platform refusing or stalling
@@ -52,8 +57,11 @@ function cellsWhere(pred: (c: CellSummary) => boolean): CellSummary[] {
 
 describe("bench (quick)", () => {
   before(async () => {
-    // From the sources, as every test runs: building both chains first would double this file's time.
-    const run = await runBench(benchOptions({ quick: true, from: "source" }, (line) => console.log(`[bench] ${line}`)));
+    const form = servicesFormFromEnv();
+    const run = await runBench({
+      ...benchOptions({ quick: true, from: form ?? "build" }, (line) => console.log(`[bench] ${line}`)),
+      platformBuilt: form === "build",
+    });
     summary = summarize(run);
     const text = textReport(summary);
     console.log(`[bench]\n${text}`);

@@ -8,7 +8,7 @@
  *                    [--platform-log-level warn] [--from build|source]
  *
  * --from: both chains from compiled JavaScript ("build", the default: `npm
- * run build` and the plain chain compiled with tsc first, compiled-chains.ts;
+ * run build` and the plain chain type-stripped first, compiled-chains.ts;
  * what `npm start` runs) or their TypeScript through tsx ("source").
  *
  * --quick: one round of short legs through the gateway only (no hops, no

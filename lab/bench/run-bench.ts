@@ -20,6 +20,13 @@ export interface BenchOptions {
   rounds: number;
   /** Length of each leg of the warm-up pass (JIT, pools, connections); 0 skips it. */
   warmupSeconds: number;
+  /**
+   * Which cells the warm-up pass runs: all of them, or only the one-client
+   * protocol pairs (--quick: a pair runs its h2c block first, and on cold
+   * processes that block alone paid the JIT, 3x HTTP/1.1 at p25 on a busy
+   * machine; the 32-client legs come after their method's pair, already warm).
+   */
+  warmupCells?: "all" | "one-client";
   /** Closed-loop users of the high-concurrency cells (h2c streams, HTTP/1.1 connections). */
   concurrency: number;
   /** Each hop of PlaceOrder's path called directly at one client. */
@@ -34,6 +41,8 @@ export interface BenchOptions {
    * as the tests run (quicker to start, a little dearer per request).
    */
   from: "build" | "source";
+  /** With "build": the platform's dist/ is fresh (`npm test` built it before any test file); only the plain chain is compiled. */
+  platformBuilt?: boolean;
   log: (line: string) => void;
 }
 
@@ -115,7 +124,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   const measurements = benchMeasurements(opts.concurrency, opts.hops);
   const cells = measurements.flat();
   const log = opts.log;
-  const plainCompiledDir = opts.from === "build" ? buildChains(log) : undefined;
+  const plainCompiledDir = opts.from === "build" ? buildChains(log, { platformBuilt: opts.platformBuilt === true }) : undefined;
   const sys = await startSystems(log, { platformLogLevel: opts.platformLogLevel, from: opts.from, ...(plainCompiledDir ? { plainCompiledDir } : {}) });
   const worker = LoadWorker.start();
   const postgres = new ProcessTreeCpu(sys.postgresPid);
@@ -175,8 +184,12 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
     };
 
     if (opts.warmupSeconds > 0) {
-      log(`warm-up: every cell once on both chains, ${opts.warmupSeconds} s each`);
-      for (const m of measurements) for (const system of ["platform", "plain"] as const) await measure(0, system, m, opts.warmupSeconds);
+      const oneClientOnly = opts.warmupCells === "one-client";
+      log(`warm-up: every ${oneClientOnly ? "one-client pair" : "cell"} once on both chains, ${opts.warmupSeconds} s each`);
+      for (const m of measurements) {
+        if (oneClientOnly && m[0].concurrency !== 1) continue;
+        for (const system of ["platform", "plain"] as const) await measure(0, system, m, opts.warmupSeconds);
+      }
     }
 
     const rate = (l: LegRecord | undefined) => (l ? (l.succeeded / l.elapsedMs) * 1000 : Number.NaN);

@@ -11,9 +11,12 @@
  *   waited inside a frozen process, see the known gap in the dead-dependency test);
  * - recovery: once the fault is gone, orders succeed again with no help.
  * The other end-to-end tests switch mechanisms off to see one at a time;
- * this file is where the shipped combination is held to the contract.
+ * this file is where the shipped combination is held to the contract. The
+ * dead dependency is default-config-dead-dependency.test.ts: its bounds
+ * (a deadline plus 2 s, a count of transactions) hold beside other files,
+ * so it runs in the parallel phase.
  */
-// npm test: alone (its overload is 256 clients beyond what 2 cores serve; its bounds assume no other load)
+// npm test: alone (its overload is 256 clients beyond what 2 cores serve; its bounds (refusals seen, a statement gone within 400 ms of its deadline) assume no other load)
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
@@ -34,6 +37,8 @@ after(async () => {
 const settleSlackMs = 2000;
 /** How long after its deadline a statement may still be seen running on the server (the timer firing, the cancel's round trip). */
 const cancelGraceMs = 400;
+/** Callers asking again at once for orders whose outcome stayed unknown (the overload leaves hundreds). */
+const resolvers = 8;
 /** What a caller may see while a dependency is slow, dead or overloaded: clear and retryable. */
 const allowed = new Set<CallRecord["code"]>(["ok", Code.Unavailable, Code.DeadlineExceeded, Code.ResourceExhausted]);
 
@@ -48,7 +53,9 @@ describe("the shipped configuration under a fault", () => {
     try {
       await eventually(() => load.successesSince(0) >= 10, "orders flow before the fault", 300, 100);
       await setServiceFaults(p, "pricing", { db: { latencyMs: 3000 } });
-      await sleep(4000);
+      // Long enough for every worker to meet the fault twice (1 s deadlines); a call that waited for a
+      // whole 3 s statement would settle past its deadline + slack wherever in the window it started.
+      await sleep(2500);
       await setServiceFaults(p, "pricing", {});
       clearedAt = performance.now();
       await eventually(() => load.successesSince(clearedAt) >= 10, "orders succeed again once the database is fast, with no help", 300, 100);
@@ -56,7 +63,7 @@ describe("the shipped configuration under a fault", () => {
       await load.stop();
     }
     const statements = await watch.stop();
-    const resolved = await load.resolveUncertain();
+    const resolved = await load.resolveUncertain(20, resolvers);
     const longest = Math.max(...statements.map((s) => s.ranAtMostMs ?? Infinity));
     console.log(
       `[default slow db] ${load.calls.length} calls ${histogram(load.calls)}; ${statements.length} slow statements seen, the longest ran at most ${Math.round(longest)} ms; ` +
@@ -75,67 +82,6 @@ describe("the shipped configuration under a fault", () => {
       `every slow statement was gone within ${timeoutMs} + ${cancelGraceMs} ms (the last poll that saw it: the watcher's interval, longer on a loaded machine, is not held against it)`,
     );
     assert.deepEqual(await withDb((db) => reconcile(db, load)), [], "every acknowledged order stored once, nothing else");
-  });
-
-  test("a dead dependency (pricing frozen with SIGSTOP for 3 s): callers answered in time, no duplicates, recovery; the stale requests cost at most one transaction each", async () => {
-    const pricing = p.services.pricing.process;
-    const timeoutMs = 1000;
-    const load = new OrderLoad(p, { tag: "defdead", workers: 8, timeoutMs });
-    let resumedAt = 0;
-    try {
-      await eventually(() => load.successesSince(0) >= 10, "orders flow before the fault", 300, 100);
-      pricing.kill("SIGSTOP");
-      try {
-        await sleep(3000);
-      } finally {
-        pricing.kill("SIGCONT");
-      }
-      resumedAt = performance.now();
-      await eventually(() => load.successesSince(resumedAt) >= 10, "orders succeed again once pricing runs, with no help", 300, 100);
-    } finally {
-      pricing.kill("SIGCONT");
-      await load.stop();
-    }
-    const resolved = await load.resolveUncertain();
-    console.log(
-      `[default dead dependency] ${load.calls.length} calls ${histogram(load.calls)}; ${load.orders.length} logical orders, ${resolved} resolved by asking again`,
-    );
-    assert.deepEqual(unexpected(load.calls, allowed), [], "only clear, retryable failures");
-    assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline, though pricing never answered");
-    assert.deepEqual(await withDb((db) => reconcile(db, load)), [], "every acknowledged order stored once, nothing else");
-
-    // The requests that reached a frozen pricing: their callers have gone by the time it runs
-    // again, so it must do no database work for them. Quiet platform, then a few calls that
-    // can only wait; pricing's database transactions are counted before it stops and after it resumes.
-    const transactions = async () => metricValue(await p.metrics("pricing"), "db_transactions_total", { db: "pricing-db" });
-    const before = await transactions();
-    pricing.kill("SIGSTOP");
-    let stale: CallRecord[];
-    try {
-      const quiet = new OrderLoad(p, { tag: "defstale", workers: 4, timeoutMs: 800, maxAttempts: 1 });
-      await sleep(1500);
-      await quiet.stop();
-      stale = quiet.calls;
-    } finally {
-      pricing.kill("SIGCONT");
-    }
-    await sleep(1000); // pricing reads what waited in its sockets
-    const after = await transactions();
-    console.log(
-      `[default dead dependency] ${stale.length} calls while frozen ${histogram(stale)}; pricing transactions for them after it resumed: ${after - before}`,
-    );
-    assert.ok(stale.length >= 4, "calls were made while pricing was frozen");
-    assert.deepEqual(
-      stale.filter((c) => c.code === "ok").map((c) => c.protocol),
-      [],
-      "none succeeded while pricing was frozen",
-    );
-    // Known gap, measured here: a frozen process cannot tell, once it runs again, that a request
-    // waited in its socket past its caller's deadline (grpc-timeout is relative to when it was sent),
-    // so pricing still ran one transaction per stale request (8 of 8 in the run that found it).
-    // What holds, and is guarded: nothing multiplies that work (no retry below the edge), and each
-    // statement is cut at the deadline the request carries.
-    assert.ok(after - before <= stale.length, `at most one database transaction per stale request (${after - before} for ${stale.length})`);
   });
 
   test("overload (256 clients with no pause, far beyond what 2 cores serve): clear codes with refusals, no duplicates, intake back to normal, recovery", async () => {
@@ -159,7 +105,7 @@ describe("the shipped configuration under a fault", () => {
       await calm.stop();
     }
     const intakeStates = await p.metrics("gateway");
-    const resolved = await load.resolveUncertain();
+    const resolved = await load.resolveUncertain(20, resolvers);
     const refused = load.calls.filter((c) => c.code === Code.ResourceExhausted || c.code === Code.Unavailable);
     const ok = load.calls.filter((c) => c.code === "ok");
     const cuts = metricValue(intakeStates, "intake_transitions_total", { to: "cut" });

@@ -111,17 +111,24 @@ export class OrderLoad {
   /**
    * After recovery, asks again (same key, same body) for every order whose
    * outcome stayed unknown, until each has an answer; returns how many.
+   * `concurrency` callers ask at once, each for its own orders in turn (an
+   * overload leaves hundreds unknown, and one at a time that is seconds of
+   * round trips); each order is still asked by one caller at a time.
    */
-  async resolveUncertain(attempts = 20): Promise<number> {
+  async resolveUncertain(attempts = 20, concurrency = 1): Promise<number> {
+    const pending = this.orders.filter((o) => o.orderId === undefined);
     let resolved = 0;
-    for (const order of this.orders.filter((o) => o.orderId === undefined)) {
-      for (let a = 0; a < attempts && order.orderId === undefined; a++) {
-        const code = await this.attempt(order, 5000);
-        if (code !== "ok" && !uncertain.has(code)) break;
-        if (code !== "ok") await sleep(250);
+    const caller = async () => {
+      for (let order = pending.shift(); order !== undefined; order = pending.shift()) {
+        for (let a = 0; a < attempts && order.orderId === undefined; a++) {
+          const code = await this.attempt(order, 5000);
+          if (code !== "ok" && !uncertain.has(code)) break;
+          if (code !== "ok") await sleep(250);
+        }
+        if (order.orderId !== undefined) resolved++;
       }
-      if (order.orderId !== undefined) resolved++;
-    }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, concurrency) }, caller));
     return resolved;
   }
 }
