@@ -28,13 +28,10 @@ export interface RunOptions {
    */
   platformsReady?: () => Promise<void>;
   /**
-   * Awaited before the load starts (its process is ready by then):
-   * a naive run side by side starts its storm only once its neighbours'
-   * triggers are over (storm.ts).
+   * Awaited before the load starts (its process is ready by then): a naive
+   * run side by side starts only once its neighbours are done (storm.ts).
    */
   loadNotBefore?: Promise<void>;
-  /** Called once the trigger has been removed. */
-  onTriggerOff?: () => void;
   /** Services from their build (`npm run build` first) or their sources through tsx. Default: "source". */
   from?: "build" | "source";
   /** The users (the same for every profile); patience is clientTimeoutMs. Default: defaultUserModel. */
@@ -224,7 +221,7 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
       customerPrefix,
       startDelayMs: 300,
       onStart,
-      ...(opts.loadNotBefore ? { startAfter: opts.loadNotBefore.then(() => opts.log(`  ${label}: its neighbours' triggers are over; load starts`)) } : {}),
+      ...(opts.loadNotBefore ? { startAfter: opts.loadNotBefore.then(() => opts.log(`  ${label}: its neighbours are done; load starts`)) } : {}),
     });
     // A load failure must not leave the trigger applied: run the schedule either way.
     const loadOutcome = loadDone.then(
@@ -253,7 +250,6 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
     const during = recorder.scrapeNow();
     await trigger?.stop(p);
     const triggerOffAt = Date.now();
-    opts.onTriggerOff?.();
     await during;
     await recorder.scrapeNow();
     opts.log(`  ${label}: trigger applied for ${((triggerOffAt - triggerOnAt) / 1000).toFixed(1)} s`);

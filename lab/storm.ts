@@ -28,12 +28,13 @@ export interface StormOptions {
    * platform, before the others, which run one at a time on a machine the
    * lab otherwise leaves alone. Their claims are counts per request, which
    * neighbours on the same cores do not change. The naive stack's
-   * fixed-rate run (the full outage) goes with them, but its load starts
-   * only once every platform run's trigger has been removed: its storm is 27
-   * attempts per read, whose CPU must not land in its neighbours' trigger
-   * windows (when every load started together, a loaded machine served 0.67
-   * of the users during the mailer's outage against 1 before). It meets
-   * their post-trigger windows and settling instead, which no claim times.
+   * fixed-rate run (the full outage) starts its platform and its load
+   * process with them, but its load only once they are done: its storm is
+   * 27 attempts per read, whose CPU would land in its neighbours' windows
+   * (when every load started together, a loaded machine served 0.67 of the
+   * users during the mailer's outage against 1 before), and neighbours
+   * stretch its chains past the outage (starting as their triggers ended, at
+   * a load average of 25: 21.75 of 27 attempts per read counted).
    */
   sideBySide?: boolean;
   log(line: string): void;
@@ -52,6 +53,8 @@ const overheadMs = { full: 12_500, quick: 13_000 };
 /** A naive retry storm keeps the platform busy after its users have left; the run waits for it (see run-scenario.ts). */
 const naiveSettleMs = { full: 20_000, quick: 8_000 };
 const capacityMs = { full: 3500, quick: 3000 };
+/** Of overheadMs: the platform's start. */
+const platformStartMs = 4000;
 
 /** The variants a scenario runs: both profiles; for the full outage also the platform without breakers (its retry budget alone); plus the ablations. */
 export function variantsFor(scenario: Scenario, opts: Pick<StormOptions, "profiles" | "ablation">): Variant[] {
@@ -133,14 +136,14 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   const together = opts.sideBySide ? plan.filter((r) => hasFixedRates(r.scenario, opts.quick)) : [];
   const calm = together.filter((r) => r.variant.profile === "platform");
   const stormy = together.filter((r) => r.variant.profile !== "platform");
-  // A stormy run waits for the calm runs' windows before and during their trigger.
-  const calmTriggerMs = Math.max(0, ...calm.map((r) => timingOf(r.scenario, r.variant.profile, opts.quick)).map((t) => t.preMs + t.triggerMs));
-  const togetherMs = Math.max(0, ...together.map((r) => r.estimateMs + (stormy.includes(r) ? calmTriggerMs : 0)));
+  // A stormy run waits for the calm runs (less the platform start they share).
+  const calmMs = Math.max(0, ...calm.map((r) => r.estimateMs));
+  const togetherMs = Math.max(0, ...together.map((r) => r.estimateMs + (stormy.includes(r) ? calmMs - platformStartMs : 0)));
   const oneByOne = plan.filter((r) => !together.includes(r));
   const total = oneByOne.reduce((s, r) => s + r.estimateMs, 0) + togetherMs;
   opts.log(`${plan.length} runs, estimated ${formatDuration(total)} (m:ss)`);
   const started = performance.now();
-  const runOne = async (run: PlannedRun, reference: number | undefined, sideBySide?: Pick<RunOptions, "platformsReady" | "loadNotBefore" | "onTriggerOff">) => {
+  const runOne = async (run: PlannedRun, reference: number | undefined, sideBySide?: Pick<RunOptions, "platformsReady" | "loadNotBefore">) => {
     const raw = await runScenario(run.scenario, run.variant, {
       quick: opts.quick,
       clientTimeoutMs: opts.clientTimeoutMs,
@@ -157,22 +160,17 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   };
   if (together.length > 0) {
     const name = (r: PlannedRun) => `${r.scenario.name} / ${r.variant.name}`;
-    const after = stormy.length > 0 ? `; then ${stormy.map(name).join(", ")}, once their triggers are over` : "";
+    const after = stormy.length > 0 ? `; then ${stormy.map(name).join(", ")} (its platform started with theirs)` : "";
     opts.log(`${calm.map(name).join(", ")}: side by side (fixed rates)${after}`);
     // Every run to its end, even when one fails: none may outlive the storm.
     const platformsReady = barrier(together.length);
-    const calmTriggersOff = latch(calm.length);
+    const calmDone = latch(calm.length);
     const outcomes = await Promise.allSettled(
-      together.map((run) => {
-        if (stormy.includes(run)) return runOne(run, undefined, { platformsReady, loadNotBefore: calmTriggersOff.done });
-        // Once per run: when its trigger is removed, or when it ends without getting there (a failure).
-        let arrived = false;
-        const onTriggerOff = () => {
-          if (!arrived) calmTriggersOff.arrive();
-          arrived = true;
-        };
-        return runOne(run, undefined, { platformsReady, onTriggerOff }).finally(onTriggerOff);
-      }),
+      together.map((run) =>
+        stormy.includes(run)
+          ? runOne(run, undefined, { platformsReady, loadNotBefore: calmDone.done })
+          : runOne(run, undefined, { platformsReady }).finally(() => calmDone.arrive()),
+      ),
     );
     const failures = outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ run: together[i]!, error: o.reason as unknown }] : []));
     for (const f of failures) opts.log(`${f.run.scenario.name} / ${f.run.variant.name} failed: ${inspect(f.error)}`);
