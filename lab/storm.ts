@@ -28,12 +28,13 @@ export interface StormOptions {
    * platform, before the others, which run one at a time on a machine the
    * lab otherwise leaves alone. Their claims are counts per request, which
    * neighbours on the same cores do not change. The naive stack's
-   * fixed-rate run (the full outage) is not among them: its storm is 27
-   * attempts per read, whose CPU would land exactly in its neighbours'
-   * trigger windows (all loads start together), and neighbours stretch its
-   * own chains past the settle time, so that their work goes uncounted
-   * (both seen on a loaded machine: users served during the mailer's
-   * outage 0.67 against 1 before; 9 of 27 attempts per read counted).
+   * fixed-rate run (the full outage) starts its platform and its load
+   * process with them, but its load only once they are done: its storm is
+   * 27 attempts per read, whose CPU would land in its neighbours' windows
+   * (when every load started together, a loaded machine served 0.67 of the
+   * users during the mailer's outage against 1 before), and neighbours
+   * stretch its chains past the outage (starting as their triggers ended, at
+   * a load average of 25: 21.75 of 27 attempts per read counted).
    */
   sideBySide?: boolean;
   log(line: string): void;
@@ -52,6 +53,8 @@ const overheadMs = { full: 12_500, quick: 13_000 };
 /** A naive retry storm keeps the platform busy after its users have left; the run waits for it (see run-scenario.ts). */
 const naiveSettleMs = { full: 20_000, quick: 8_000 };
 const capacityMs = { full: 3500, quick: 3000 };
+/** Of overheadMs: the platform's start. */
+const platformStartMs = 4000;
 
 /** The variants a scenario runs: both profiles; for the full outage also the platform without breakers (its retry budget alone); plus the ablations. */
 export function variantsFor(scenario: Scenario, opts: Pick<StormOptions, "profiles" | "ablation">): Variant[] {
@@ -101,6 +104,20 @@ function barrier(parties: number): () => Promise<void> {
   };
 }
 
+/** `done` resolves once `arrive` has been called `parties` times (at once for none). */
+function latch(parties: number): { arrive(): void; done: Promise<void> } {
+  let left = parties;
+  let open: () => void = () => {};
+  const done = new Promise<void>((resolve) => (open = resolve));
+  if (left <= 0) open();
+  return {
+    arrive() {
+      if (--left === 0) open();
+    },
+    done,
+  };
+}
+
 export const formatDuration = (ms: number) => {
   const s = Math.max(0, Math.round(ms / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
@@ -116,12 +133,17 @@ export const formatDuration = (ms: number) => {
 export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   const plan = planStorm(opts);
   const results = new Map<PlannedRun, RunResult>();
-  const together = opts.sideBySide ? plan.filter((r) => hasFixedRates(r.scenario, opts.quick) && r.variant.profile === "platform") : [];
+  const together = opts.sideBySide ? plan.filter((r) => hasFixedRates(r.scenario, opts.quick)) : [];
+  const calm = together.filter((r) => r.variant.profile === "platform");
+  const stormy = together.filter((r) => r.variant.profile !== "platform");
+  // A stormy run waits for the calm runs (less the platform start they share).
+  const calmMs = Math.max(0, ...calm.map((r) => r.estimateMs));
+  const togetherMs = Math.max(0, ...together.map((r) => r.estimateMs + (stormy.includes(r) ? calmMs - platformStartMs : 0)));
   const oneByOne = plan.filter((r) => !together.includes(r));
-  const total = oneByOne.reduce((s, r) => s + r.estimateMs, 0) + Math.max(0, ...together.map((r) => r.estimateMs));
+  const total = oneByOne.reduce((s, r) => s + r.estimateMs, 0) + togetherMs;
   opts.log(`${plan.length} runs, estimated ${formatDuration(total)} (m:ss)`);
   const started = performance.now();
-  const runOne = async (run: PlannedRun, reference: number | undefined, platformsReady?: () => Promise<void>) => {
+  const runOne = async (run: PlannedRun, reference: number | undefined, sideBySide?: Pick<RunOptions, "platformsReady" | "loadNotBefore">) => {
     const raw = await runScenario(run.scenario, run.variant, {
       quick: opts.quick,
       clientTimeoutMs: opts.clientTimeoutMs,
@@ -130,23 +152,32 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
       failover: opts.failover,
       ...(opts.user ? { user: opts.user } : {}),
       ...(opts.from ? { from: opts.from } : {}),
-      ...(platformsReady ? { platformsReady } : {}),
+      ...sideBySide,
       log: opts.log,
     });
     results.set(run, { ...analyze(raw), repetition: run.repetition });
     return raw;
   };
   if (together.length > 0) {
-    opts.log(`${together.map((r) => `${r.scenario.name} / ${r.variant.name}`).join(", ")}: side by side (fixed rates)`);
+    const name = (r: PlannedRun) => `${r.scenario.name} / ${r.variant.name}`;
+    const after = stormy.length > 0 ? `; then ${stormy.map(name).join(", ")} (its platform started with theirs)` : "";
+    opts.log(`${calm.map(name).join(", ")}: side by side (fixed rates)${after}`);
     // Every run to its end, even when one fails: none may outlive the storm.
-    const ready = barrier(together.length);
-    const outcomes = await Promise.allSettled(together.map((run) => runOne(run, undefined, ready)));
+    const platformsReady = barrier(together.length);
+    const calmDone = latch(calm.length);
+    const outcomes = await Promise.allSettled(
+      together.map((run) =>
+        stormy.includes(run)
+          ? runOne(run, undefined, { platformsReady, loadNotBefore: calmDone.done })
+          : runOne(run, undefined, { platformsReady }).finally(() => calmDone.arrive()),
+      ),
+    );
     const failures = outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ run: together[i]!, error: o.reason as unknown }] : []));
     for (const f of failures) opts.log(`${f.run.scenario.name} / ${f.run.variant.name} failed: ${inspect(f.error)}`);
     if (failures.length > 0)
       throw new Error(`${failures.map((f) => `${f.run.scenario.name} / ${f.run.variant.name}`).join(", ")} failed`, { cause: failures[0]!.error });
   }
-  let estimatedDone = Math.max(0, ...together.map((r) => r.estimateMs));
+  let estimatedDone = togetherMs;
   let reference = opts.capacity;
   let current: PlannedRun | undefined;
   for (const [i, run] of oneByOne.entries()) {

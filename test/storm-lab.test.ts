@@ -56,9 +56,10 @@ describe("storm lab (quick)", () => {
         ablation: false,
         repeat: 1,
         // The full outage and the receipts outage offer fixed low rates (their claims are counts per
-        // request): the platform's three such runs go at once, then the naive full outage alone (its
-        // storm would load its neighbours' trigger windows), then the metastable runs, each sized
-        // from its own capacity, one at a time (lab/storm.ts, `sideBySide`).
+        // request): the platform's three such runs go at once, then the naive full outage (its platform
+        // started with theirs, its load held until they are done: its storm would load their windows and
+        // they would stretch its chains), then the metastable runs, each sized from its own capacity, one
+        // at a time (lab/storm.ts, `sideBySide`).
         sideBySide: true,
         // Compiled services (what `npm start` runs): tsx costs each service seconds of CPU at start.
         from: "build",

@@ -12,6 +12,8 @@ export type LoadOptions = Omit<LoadConfig, "startAt" | "maxRequests" | "maxInFli
     /** Called with the start time (epoch ms) once the load process is ready; the first arrival is then `startDelayMs` later. */
     onStart?: (startAt: number) => void;
     startDelayMs?: number;
+    /** Once the process is ready, wait for this too before starting (its code is loaded and its connections open by then). */
+    startAfter?: Promise<unknown>;
   };
 
 function plannedMs(mode: LoadConfig["mode"]): number {
@@ -28,7 +30,7 @@ const readyTimeoutMs = 60_000;
  * too), and dies with us (IPC disconnect).
  */
 export function runLoad(opts: LoadOptions): Promise<LoadResult> {
-  const { onStart, startDelayMs = 100, ...rest } = opts;
+  const { onStart, startDelayMs = 100, startAfter, ...rest } = opts;
   const cfg: Omit<LoadConfig, "startAt"> = {
     maxRequests: 200_000,
     maxInFlight: 5_000,
@@ -57,13 +59,18 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
     arm(readyTimeoutMs, "not ready");
     child.on("message", (m: FromLoad) => {
       if (m.type === "ready") {
-        const startAt = Date.now() + startDelayMs;
-        // The last user may still be on their last try: every try is bounded, and so is every pause.
-        const user = cfg.user ?? { maxTries: 1, maxRetryAfterMs: 0, errorPauseMs: 0 };
-        const lastUserMs = user.maxTries * (cfg.clientTimeoutMs + Math.max(user.maxRetryAfterMs, user.errorPauseMs));
-        arm(startDelayMs + plannedMs(cfg.mode) + lastUserMs + 30_000, "no result");
-        child.send({ type: "start", startAt } satisfies ToLoad);
-        onStart?.(startAt);
+        // The wait for `startAfter` is the caller's to bound; the child waits with it.
+        if (startAfter) clearTimeout(timer);
+        void Promise.resolve(startAfter).then(() => {
+          if (settled) return;
+          const startAt = Date.now() + startDelayMs;
+          // The last user may still be on their last try: every try is bounded, and so is every pause.
+          const user = cfg.user ?? { maxTries: 1, maxRetryAfterMs: 0, errorPauseMs: 0 };
+          const lastUserMs = user.maxTries * (cfg.clientTimeoutMs + Math.max(user.maxRetryAfterMs, user.errorPauseMs));
+          arm(startDelayMs + plannedMs(cfg.mode) + lastUserMs + 30_000, "no result");
+          child.send({ type: "start", startAt } satisfies ToLoad);
+          onStart?.(startAt);
+        });
       } else if (m.type === "result") finish(() => resolve(m.result));
       else finish(() => reject(new Error(`load process failed: ${m.message}`)));
     });

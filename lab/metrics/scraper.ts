@@ -50,9 +50,14 @@ export class MetricsRecorder {
 
   start(intervalMs = 1000): void {
     this.stop();
+    let inFlight = false;
     this.timer = setInterval(() => {
-      // One scrape at a time: an overloaded service must not pile them up.
-      this.busy = this.busy.then(() => this.scrapeNow());
+      // One scrape at a time, and a tick that finds one still going is skipped: an overloaded
+      // service (2 s per scrape, its timeout) must not pile them up. Chained instead, they ran on
+      // for ~20 s after the load (stop() waits for them), each stamped long after its tick.
+      if (inFlight) return;
+      inFlight = true;
+      this.busy = this.scrapeNow().finally(() => (inFlight = false));
     }, intervalMs);
   }
 
