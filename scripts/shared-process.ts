@@ -1,0 +1,86 @@
+/**
+ * Unit specs that share a process. Each test file run by node's runner is
+ * a node process of its own, and most of a small spec's cost is that
+ * process: node, tsx and the module graph it imports (@platform/runtime,
+ * connect, protobuf: about 0.6 CPU seconds under tsx, where the spec's own
+ * tests take a few hundredths). So the *.spec.ts files run a few to a
+ * process: the runner is given one entry file per group (written here),
+ * which runs each spec as a suite named by its path, one after another.
+ *
+ * What a spec keeps in a shared process: its top-level hooks (they become
+ * its suite's hooks, not every file's), its own module instances of
+ * nothing (modules are shared: a spec that needs a fresh module state, a
+ * process-wide setting or listener it does not restore, or a process of its
+ * own for any other reason says so with a line `// npm test: own process (why)`).
+ * What it loses: a timer or a server it leaves open keeps the whole group's
+ * process alive (the runner then ends it, --test-force-exit), and an error
+ * it throws late lands in a later spec's test.
+ *
+ * Each spec's wall and CPU seconds (the process's own and its reaped
+ * children's, from /proc/self/stat, start of its import to end of its
+ * suite) are written to a JSON-lines file for TEST_TIMINGS.
+ */
+import { writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { pathToFileURL } from "node:url";
+
+/** The line by which a spec asks for a process of its own. */
+export const ownProcessMarker = /^\/\/ npm test: own process\b/m;
+
+/**
+ * Splits `files` (heaviest first) into at most `count` groups of about
+ * equal weight, each heaviest first: every file goes to the lightest group
+ * so far.
+ */
+export function partition(files: string[], weight: (file: string) => number, count: number): string[][] {
+  const groups = Array.from({ length: Math.min(count, files.length) }, () => ({ files: [] as string[], weight: 0 }));
+  for (const f of [...files].sort((a, b) => weight(b) - weight(a) || a.localeCompare(b))) {
+    const lightest = groups.reduce((min, g) => (g.weight < min.weight ? g : min));
+    lightest.files.push(f);
+    lightest.weight += weight(f);
+  }
+  return groups.map((g) => g.files);
+}
+
+/**
+ * Writes the entry file of one group to `dir` and returns its path: it
+ * awaits each spec's suite before importing the next, so that one spec's
+ * import-time work and its tests are done before the next begins (and its
+ * seconds are its own).
+ */
+export function writeSharedProcessEntry(dir: string, index: number, files: string[], root: string, timingsFile: string): string {
+  const path = join(dir, `shared-process-${index}.mjs`);
+  const specs = files.map((f) => ({ name: relative(root, f), url: pathToFileURL(f).href }));
+  writeFileSync(
+    path,
+    `// npm test: ${files.length} unit specs in one process (scripts/shared-process.ts)
+import { appendFileSync, readFileSync } from "node:fs";
+import { after, suite } from "node:test";
+const specs = ${JSON.stringify(specs, null, 2)};
+const timingsFile = ${JSON.stringify(timingsFile)};
+/** This process's CPU ticks and its reaped children's (utime, stime, cutime, cstime). */
+function ticks() {
+  try {
+    const text = readFileSync("/proc/self/stat", "utf8");
+    const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  } catch {
+    return Number.NaN; // not Linux: no seconds, the tests run the same
+  }
+}
+for (const spec of specs) {
+  let start;
+  await suite(spec.name, async () => {
+    start = { at: Date.now(), ticks: ticks() };
+    await import(spec.url);
+    // Registered after the spec's own: the last hook to run.
+    after(() => {
+      const line = { file: spec.name, wallSeconds: (Date.now() - start.at) / 1000, cpuSeconds: (ticks() - start.ticks) / 100 };
+      appendFileSync(timingsFile, JSON.stringify(line) + "\\n");
+    });
+  });
+}
+`,
+  );
+  return path;
+}
