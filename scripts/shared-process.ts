@@ -17,8 +17,7 @@
  * it throws late lands in a later spec's test.
  *
  * Each spec's wall and CPU seconds (the process's own and its reaped
- * children's, from /proc/self/stat, start of its import to end of its
- * suite) are written to a JSON-lines file for TEST_TIMINGS.
+ * children's, from /proc/self/stat, start to end of its suite) are written to a JSON-lines file for TEST_TIMINGS.
  */
 import { writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -43,10 +42,11 @@ export function partition(files: string[], weight: (file: string) => number, cou
 }
 
 /**
- * Writes the entry file of one group to `dir` and returns its path: it
- * awaits each spec's suite before importing the next, so that one spec's
- * import-time work and its tests are done before the next begins (and its
- * seconds are its own).
+ * Writes the entry file of one group to `dir` and returns its path. The
+ * specs are imported together when the process starts (no spec has
+ * top-level await or starts anything when imported), then their suites
+ * run one after another; a spec's seconds are its suite's, hooks
+ * included, and the imports count as the process's start-up.
  */
 export function writeSharedProcessEntry(dir: string, index: number, files: string[], root: string, timingsFile: string): string {
   const path = join(dir, `shared-process-${index}.mjs`);
@@ -55,7 +55,7 @@ export function writeSharedProcessEntry(dir: string, index: number, files: strin
     path,
     `// npm test: ${files.length} unit specs in one process (scripts/shared-process.ts)
 import { appendFileSync, readFileSync } from "node:fs";
-import { after, suite } from "node:test";
+import { after, before, suite } from "node:test";
 const specs = ${JSON.stringify(specs, null, 2)};
 const timingsFile = ${JSON.stringify(timingsFile)};
 /** This process's CPU ticks and its reaped children's (utime, stime, cutime, cstime). */
@@ -68,12 +68,17 @@ function ticks() {
     return Number.NaN; // not Linux: no seconds, the tests run the same
   }
 }
+// Every suite is registered, and every spec imported, at once: node's runner builds all of a
+// file's suites before it runs the first (so a suite cannot wait for the one before it to end).
+// The suites then run one after another.
 for (const spec of specs) {
-  let start;
-  await suite(spec.name, async () => {
-    start = { at: Date.now(), ticks: ticks() };
+  suite(spec.name, async () => {
+    let start;
+    // Registered before the spec's hooks, the first to run; the after hook below, the last.
+    before(() => {
+      start = { at: Date.now(), ticks: ticks() };
+    });
     await import(spec.url);
-    // Registered after the spec's own: the last hook to run.
     after(() => {
       const line = { file: spec.name, wallSeconds: (Date.now() - start.at) / 1000, cpuSeconds: (ticks() - start.ticks) / 100 };
       appendFileSync(timingsFile, JSON.stringify(line) + "\\n");
