@@ -43,9 +43,9 @@ export function partition(files: string[], weight: (file: string) => number, cou
 
 /**
  * Writes the entry file of one group to `dir` and returns its path. The
- * specs are imported together when the process starts (no spec has
- * top-level await or starts anything when imported), then their suites
- * run one after another; a spec's seconds are its suite's, hooks
+ * specs are imported one after another when the process starts (no spec
+ * has top-level await or starts anything when imported), then their
+ * suites run one after another; a spec's seconds are its suite's, hooks
  * included, and the imports count as the process's start-up.
  */
 export function writeSharedProcessEntry(dir: string, index: number, files: string[], root: string, timingsFile: string): string {
@@ -68,17 +68,28 @@ function ticks() {
     return Number.NaN; // not Linux: no seconds, the tests run the same
   }
 }
-// Every suite is registered, and every spec imported, at once: node's runner builds all of a
-// file's suites before it runs the first (so a suite cannot wait for the one before it to end).
-// The suites then run one after another.
+// Every suite is registered at once: node's runner builds all of a file's suites before it runs
+// the first (so a suite cannot wait for the one before it to end). Each imports its spec once the
+// suite before has imported its own: a spec's test() and describe() calls attach to the suite
+// whose import is running, and two imports at once would mix them up (seen: specs whose tests
+// were never run). The suites then run one after another.
+let imported = Promise.resolve();
 for (const spec of specs) {
+  const previous = imported;
+  let importedThis;
+  imported = new Promise((resolve) => (importedThis = resolve));
   suite(spec.name, async () => {
     let start;
     // Registered before the spec's hooks, the first to run; the after hook below, the last.
     before(() => {
       start = { at: Date.now(), ticks: ticks() };
     });
-    await import(spec.url);
+    await previous;
+    try {
+      await import(spec.url);
+    } finally {
+      importedThis();
+    }
     after(() => {
       const line = { file: spec.name, wallSeconds: (Date.now() - start.at) / 1000, cpuSeconds: (ticks() - start.ticks) / 100 };
       appendFileSync(timingsFile, JSON.stringify(line) + "\\n");
