@@ -24,7 +24,7 @@
  * Output: node's spec reporter on a terminal, TAP otherwise, on stdout; a
  * TAP copy in the --tap file for the summary. Exits 1 if a test failed.
  */
-import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { finished } from "node:stream/promises";
@@ -63,16 +63,13 @@ if (
   process.exit(2);
 }
 
-/** The shared processes' entry files, with the JSON-lines file each writes its specs' seconds to. */
+/** The shared processes' entry files. */
 const entriesDir = mkdtempSync(join(tmpdir(), "npm-test-shared-"));
 const sharedGroups = partition(
   values.shared.map((f) => resolve(f)),
   (f) => readFileSync(f, "utf8").length,
   sharedProcesses,
-).map((files, i) => {
-  const specTimings = join(entriesDir, `shared-process-${i + 1}.jsonl`);
-  return { files, specTimings, entry: writeSharedProcessEntry(entriesDir, i + 1, files, process.cwd(), specTimings) };
-});
+).map((files, i) => ({ files, entry: writeSharedProcessEntry(entriesDir, i + 1, files, process.cwd()) }));
 const firstSpec = positionals.findIndex((f) => f.endsWith(".spec.ts"));
 const together = [...positionals.map((f) => resolve(f))];
 together.splice(firstSpec === -1 ? together.length : firstSpec, 0, ...sharedGroups.map((g) => g.entry));
@@ -80,28 +77,11 @@ together.splice(firstSpec === -1 ? together.length : firstSpec, 0, ...sharedGrou
 const tapFile = createWriteStream(values.tap);
 const timings = values.timings === undefined ? undefined : startTimings([...together, ...values.alone.map((f) => resolve(f))]);
 
-/**
- * A shared process's line becomes its specs' lines (each spec's seconds as
- * the process measured them) and one for the rest: the process's start-up
- * and whatever ran between specs. The seconds add up to the process's.
- */
-function splitSharedProcesses(files: FileTiming[]): FileTiming[] {
-  return files.flatMap((t) => {
-    const group = sharedGroups.find((g) => g.entry === t.file);
-    if (!group) return [t];
-    const specs: FileTiming[] = existsSync(group.specTimings)
-      ? readFileSync(group.specTimings, "utf8")
-          .split("\n")
-          .filter((l) => l !== "")
-          .map((l) => JSON.parse(l) as FileTiming)
-          .map((s) => ({ ...s, file: resolve(s.file) }))
-      : [];
-    const rest = {
-      file: `(shared process ${sharedGroups.indexOf(group) + 1}: start-up and between its ${group.files.length} specs)`,
-      wallSeconds: t.wallSeconds,
-      cpuSeconds: Math.max(0, t.cpuSeconds - specs.reduce((sum, s) => sum + s.cpuSeconds, 0)),
-    };
-    return [...specs, rest];
+/** A shared process's line, named for what it ran (its entry file is a temporary path). */
+function nameSharedProcesses(files: FileTiming[]): FileTiming[] {
+  return files.map((t) => {
+    const i = sharedGroups.findIndex((g) => g.entry === t.file);
+    return i === -1 ? t : { ...t, file: `(shared process ${i + 1}: ${sharedGroups[i]?.files.length} specs)` };
   });
 }
 const phases: Record<string, number> = {};
@@ -132,7 +112,7 @@ phases["parallel"] = (Date.now() - phaseStart) / 1000;
 // The files that measure the machine (capacity, rates, latency ratios under load): one at a time, nothing else running.
 await runFiles(values.alone, 1);
 phases["alone"] = (Date.now() - phaseStart) / 1000 - (phases["parallel"] ?? 0);
-if (timings && values.timings !== undefined) writeFileSync(values.timings, JSON.stringify({ phases, files: splitSharedProcesses(timings.stop()) }, null, 2));
+if (timings && values.timings !== undefined) writeFileSync(values.timings, JSON.stringify({ phases, files: nameSharedProcesses(timings.stop()) }, null, 2));
 rmSync(entriesDir, { recursive: true, force: true });
 tapFile.end();
 await finished(tapFile);

@@ -16,8 +16,9 @@
  * process alive (the runner then ends it, --test-force-exit), and an error
  * it throws late lands in a later spec's test.
  *
- * Each spec's wall and CPU seconds (the process's own and its reaped
- * children's, from /proc/self/stat, start to end of its suite) are written to a JSON-lines file for TEST_TIMINGS.
+ * TEST_TIMINGS gives one line per shared process, not per spec: a hook
+ * that measured each suite's seconds ran in the wrong context (registered
+ * after an await, node attached it to the file, not the suite).
  */
 import { writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -45,29 +46,16 @@ export function partition(files: string[], weight: (file: string) => number, cou
  * Writes the entry file of one group to `dir` and returns its path. The
  * specs are imported one after another when the process starts (no spec
  * has top-level await or starts anything when imported), then their
- * suites run one after another; a spec's seconds are its suite's, hooks
- * included, and the imports count as the process's start-up.
+ * suites run one after another.
  */
-export function writeSharedProcessEntry(dir: string, index: number, files: string[], root: string, timingsFile: string): string {
+export function writeSharedProcessEntry(dir: string, index: number, files: string[], root: string): string {
   const path = join(dir, `shared-process-${index}.mjs`);
   const specs = files.map((f) => ({ name: relative(root, f), url: pathToFileURL(f).href }));
   writeFileSync(
     path,
     `// npm test: ${files.length} unit specs in one process (scripts/shared-process.ts)
-import { appendFileSync, readFileSync } from "node:fs";
-import { after, before, suite } from "node:test";
+import { suite } from "node:test";
 const specs = ${JSON.stringify(specs, null, 2)};
-const timingsFile = ${JSON.stringify(timingsFile)};
-/** This process's CPU ticks and its reaped children's (utime, stime, cutime, cstime). */
-function ticks() {
-  try {
-    const text = readFileSync("/proc/self/stat", "utf8");
-    const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-  } catch {
-    return Number.NaN; // not Linux: no seconds, the tests run the same
-  }
-}
 // Every suite is registered at once: node's runner builds all of a file's suites before it runs
 // the first (so a suite cannot wait for the one before it to end). Each imports its spec once the
 // suite before has imported its own: a spec's test() and describe() calls attach to the suite
@@ -79,21 +67,12 @@ for (const spec of specs) {
   let importedThis;
   imported = new Promise((resolve) => (importedThis = resolve));
   suite(spec.name, async () => {
-    let start;
-    // Registered before the spec's hooks, the first to run; the after hook below, the last.
-    before(() => {
-      start = { at: Date.now(), ticks: ticks() };
-    });
     await previous;
     try {
       await import(spec.url);
     } finally {
       importedThis();
     }
-    after(() => {
-      const line = { file: spec.name, wallSeconds: (Date.now() - start.at) / 1000, cpuSeconds: (ticks() - start.ticks) / 100 };
-      appendFileSync(timingsFile, JSON.stringify(line) + "\\n");
-    });
   });
 }
 `,
