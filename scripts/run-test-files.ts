@@ -10,23 +10,30 @@
  *   after the last one, as node's --test-global-setup would, with this
  *   process's `--import tsx` in effect.
  *
- *   node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] [--timings <file>] [--alone <file>]... <file>...
+ *   node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] [--timings <file>]
+ *     [--shared-processes <n> --shared <spec>...] [--alone <file>]... <file>...
  *
- * The --alone files run after the others, one at a time. --timings writes
+ * The --shared specs run in --shared-processes processes, a group to each,
+ * one spec after another (scripts/shared-process.ts); the groups start
+ * before the first positional *.spec.ts (after the test/ files, before
+ * the specs that run in a process of their own). The --alone files run
+ * after the others, one at a time. --timings writes
  * each file's wall and CPU seconds (scripts/test-timings.ts) and each
  * phase's wall seconds as JSON.
  *
  * Output: node's spec reporter on a terminal, TAP otherwise, on stdout; a
  * TAP copy in the --tap file for the summary. Exits 1 if a test failed.
  */
-import { createWriteStream, writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { run } from "node:test";
 import { spec, tap } from "node:test/reporters";
 import { globalSetup, globalTeardown } from "../packages/test-support/src/shared-platform-server.js";
-import { startTimings } from "./test-timings.js";
+import { partition, writeSharedProcessEntry } from "./shared-process.js";
+import { type FileTiming, startTimings } from "./test-timings.js";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -35,24 +42,56 @@ const { values, positionals } = parseArgs({
     tap: { type: "string" },
     "shared-platform": { type: "boolean", default: false },
     alone: { type: "string", multiple: true, default: [] },
+    shared: { type: "string", multiple: true, default: [] },
+    "shared-processes": { type: "string", default: "1" },
     timings: { type: "string" },
   },
 });
 const concurrency = Number(values.concurrency);
-if (!Number.isInteger(concurrency) || concurrency < 1 || values.tap === undefined || positionals.length + values.alone.length === 0) {
-  process.stderr.write("usage: node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] [--alone <file>]... <file>...\n");
+const sharedProcesses = Number(values["shared-processes"]);
+if (
+  !Number.isInteger(concurrency) ||
+  concurrency < 1 ||
+  !Number.isInteger(sharedProcesses) ||
+  sharedProcesses < 1 ||
+  values.tap === undefined ||
+  positionals.length + values.alone.length + values.shared.length === 0
+) {
+  process.stderr.write(
+    "usage: node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] [--timings <file>] [--shared-processes <n> --shared <spec>...] [--alone <file>]... <file>...\n",
+  );
   process.exit(2);
 }
 
+/** The shared processes' entry files. */
+const entriesDir = mkdtempSync(join(tmpdir(), "npm-test-shared-"));
+const sharedGroups = partition(
+  values.shared.map((f) => resolve(f)),
+  (f) => readFileSync(f, "utf8").length,
+  sharedProcesses,
+).map((files, i) => ({ files, entry: writeSharedProcessEntry(entriesDir, i + 1, files, process.cwd()) }));
+const firstSpec = positionals.findIndex((f) => f.endsWith(".spec.ts"));
+const together = [...positionals.map((f) => resolve(f))];
+together.splice(firstSpec === -1 ? together.length : firstSpec, 0, ...sharedGroups.map((g) => g.entry));
+
 const tapFile = createWriteStream(values.tap);
-const timings = values.timings === undefined ? undefined : startTimings([...positionals, ...values.alone].map((f) => resolve(f)));
+const timings = values.timings === undefined ? undefined : startTimings([...together, ...values.alone.map((f) => resolve(f))]);
+
+/** A shared process's line, named for what it ran (its entry file is a temporary path). */
+function nameSharedProcesses(files: FileTiming[]): FileTiming[] {
+  return files.map((t) => {
+    const i = sharedGroups.findIndex((g) => g.entry === t.file);
+    return i === -1 ? t : { ...t, file: `(shared process ${i + 1}: ${sharedGroups[i]?.files.length} specs)` };
+  });
+}
 const phases: Record<string, number> = {};
 const phaseStart = Date.now();
 
 /** One run() over `files`, `concurrency` at a time, reported to the terminal and the TAP file. */
 async function runFiles(files: string[], concurrency: number): Promise<void> {
   if (files.length === 0) return;
-  const stream = run({ files: files.map((f) => resolve(f)), concurrency, timeout: 300_000 });
+  // forceExit: a file whose tests are done but that left a timer or a server open ends instead of holding the run.
+  const stream = run({ files: files.map((f) => resolve(f)), concurrency, timeout: 300_000, forceExit: true });
   stream.on("test:fail", (event: { todo?: boolean | string }) => {
     if (!event.todo) process.exitCode = 1;
   });
@@ -65,7 +104,7 @@ async function runFiles(files: string[], concurrency: number): Promise<void> {
 
 if (values["shared-platform"]) await globalSetup();
 try {
-  await runFiles(positionals, concurrency);
+  await runFiles(together, concurrency);
 } finally {
   if (values["shared-platform"]) await globalTeardown();
 }
@@ -73,6 +112,7 @@ phases["parallel"] = (Date.now() - phaseStart) / 1000;
 // The files that measure the machine (capacity, rates, latency ratios under load): one at a time, nothing else running.
 await runFiles(values.alone, 1);
 phases["alone"] = (Date.now() - phaseStart) / 1000 - (phases["parallel"] ?? 0);
-if (timings && values.timings !== undefined) writeFileSync(values.timings, JSON.stringify({ phases, files: timings.stop() }, null, 2));
+if (timings && values.timings !== undefined) writeFileSync(values.timings, JSON.stringify({ phases, files: nameSharedProcesses(timings.stop()) }, null, 2));
+rmSync(entriesDir, { recursive: true, force: true });
 tapFile.end();
 await finished(tapFile);

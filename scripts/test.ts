@@ -26,6 +26,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
+import { ownProcessMarker } from "./shared-process.js";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
 import { type FileTiming, formatTimings, sampleTree } from "./test-timings.js";
 import { changedSinceMain, selectTests } from "./test-selection.js";
@@ -246,12 +247,25 @@ const usesSharedPlatform = files.some((f) => readFileSync(resolve(root, f), "utf
  * not shared with the rest of the suite.
  */
 const alone = files.filter((f) => /^\/\/ npm test: alone\b/m.test(readFileSync(resolve(root, f), "utf8")));
-const together = files.filter((f) => !alone.includes(f));
+/**
+ * The unit specs share processes, a group to each (scripts/shared-process.ts):
+ * most of a small spec's cost is starting node, tsx and its imports. Two
+ * groups: each loads the module graph once, and the two run beside the
+ * end-to-end files' tail. A spec with a line `// npm test: own process (why)`
+ * keeps a process of its own.
+ */
+const sharedProcesses = 2;
+const shared = files.filter((f) => !alone.includes(f) && f.endsWith(".spec.ts") && !ownProcessMarker.test(readFileSync(resolve(root, f), "utf8")));
+const together = files.filter((f) => !alone.includes(f) && !shared.includes(f));
+const sharedNote = shared.length > 0 ? `, ${shared.length} specs of them in ${Math.min(sharedProcesses, shared.length)} shared processes` : "";
 
-runTests(`tests (${files.length} files, ${concurrency} at a time${alone.length > 0 ? `, then ${alone.length} alone` : ""})`, [
+runTests(`tests (${files.length} files, ${concurrency} at a time${sharedNote}${alone.length > 0 ? `, then ${alone.length} alone` : ""})`, [
   "--concurrency",
   String(concurrency),
   ...(usesSharedPlatform ? ["--shared-platform"] : []),
+  "--shared-processes",
+  String(sharedProcesses),
+  ...shared.flatMap((f) => ["--shared", f]),
   ...heaviestFirst(alone).flatMap((f) => ["--alone", f]),
   ...heaviestFirst(together),
 ]);

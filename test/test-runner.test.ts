@@ -10,19 +10,25 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { partition } from "../scripts/shared-process.js";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "../scripts/test-summary.js";
 
-function runNpmTest(source: string, env: Record<string, string | undefined>): { status: number | null; stdout: string } {
+/** Runs `npm test` on one sample test file, or on sample files named by `source`'s keys (*.spec.ts files share a process). */
+function runNpmTest(source: string | Record<string, string>, env: Record<string, string | undefined>): { status: number | null; stdout: string } {
   const dir = mkdtempSync(join(tmpdir(), "runner-test-"));
   try {
-    const file = join(dir, "sample.test.ts");
-    writeFileSync(file, source);
+    const sources = typeof source === "string" ? { "sample.test.ts": source } : source;
+    const files = Object.entries(sources).map(([name, text]) => {
+      writeFileSync(join(dir, name), text);
+      return join(dir, name);
+    });
     // Its sample files start no platform: no build first (scripts/test.ts builds dist/ unless told "source").
     const childEnv: NodeJS.ProcessEnv = { ...process.env, PLATFORM_SERVICES_FROM: "source", ...env };
     // Without the test runner's marker, so that the nested run reports normally.
     delete childEnv["NODE_TEST_CONTEXT"];
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];
-    const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/test.ts", file], { env: childEnv, encoding: "utf8" });
+    // The timeout only ends a run that would hang, so that the test fails instead (status null).
+    const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/test.ts", ...files], { env: childEnv, encoding: "utf8", timeout: 240_000 });
     return { status: r.status, stdout: r.stdout };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -64,6 +70,58 @@ test("a failure is listed in the summary with its suite, and fails the run", () 
   );
   assert.equal(r.status, 1);
   assert.match(r.stdout, /== failing tests \(1\)\nnot ok: s > breaks\n/);
+});
+
+const passingSpec = `import { test } from "node:test";\ntest("holds", () => {});\n`;
+
+test("specs share a process: a failing one fails the run and the summary names its file, suite and test", () => {
+  const r = runNpmTest(
+    {
+      "a.spec.ts": passingSpec,
+      "b.spec.ts": `import { describe, test } from "node:test";\nimport assert from "node:assert/strict";\ndescribe("s", () => { test("breaks", () => assert.equal(1, 2)); });\n`,
+      "c.spec.ts": passingSpec,
+    },
+    { CI: undefined },
+  );
+  assert.equal(r.status, 1, r.stdout.slice(-2000));
+  assert.match(r.stdout, /3 specs of them in 2 shared processes/);
+  // The test by its suite (under its spec's path when the TAP nests it so), the file in its location line.
+  assert.match(r.stdout, /== failing tests \(1\)\nnot ok: (\S*b\.spec\.ts > )?s > breaks\n(.*\n){0,6}.*location: '\S*runner-test-\w+\/b\.spec\.ts:/);
+});
+
+test("a spec whose top-level hook fails fails the run; the other specs of its process still run", () => {
+  const r = runNpmTest(
+    {
+      "a.spec.ts": `import { before, test } from "node:test";\nbefore(() => { throw new Error("no database"); });\ntest("needs it", () => {});\n`,
+      "b.spec.ts": `import { beforeEach, test } from "node:test";\nlet n = 0;\nbeforeEach(() => { n++; });\ntest("its own hook only", () => { if (n !== 1) throw new Error(String(n)); });\n`,
+    },
+    { CI: undefined, TEST_CONCURRENCY: "1" },
+  );
+  assert.equal(r.status, 1, r.stdout.slice(-2000));
+  assert.match(r.stdout, /not ok: (\S*a\.spec\.ts > )?needs it\n/);
+  assert.match(r.stdout, /ok \d+ - its own hook only/);
+});
+
+test("a spec that leaves a timer and a server open does not hold the run: its process ends once its tests are done", () => {
+  const leaking = `import { createServer } from "node:http";\nimport { test } from "node:test";\nsetInterval(() => {}, 1000);\ntest("leaves things open", async () => { await new Promise((r) => createServer().listen(0, () => r(undefined))); });\n`;
+  const r = runNpmTest({ "leaky.spec.ts": leaking, "next.spec.ts": passingSpec, "own.test.ts": leaking }, { CI: undefined });
+  assert.equal(r.status, 0, r.stdout.slice(-2000));
+  assert.match(r.stdout, /# pass 3\n/);
+});
+
+test("the shared processes get about equal weights, each heaviest first", () => {
+  const weights: Record<string, number> = { a: 5, b: 4, c: 3, d: 3, e: 1 };
+  assert.deepEqual(
+    partition(Object.keys(weights), (f) => weights[f] ?? 0, 2),
+    [
+      ["a", "d"],
+      ["b", "c", "e"],
+    ],
+  );
+  assert.deepEqual(
+    partition(["a"], () => 1, 2),
+    [["a"]],
+  );
 });
 
 test("the allowlist lets a named skip pass, and every entry must give a reason", () => {

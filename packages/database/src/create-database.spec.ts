@@ -1,3 +1,4 @@
+// npm test: own process (it reads prom-client's global registry, which every spec's pools and interceptors in a shared process also write)
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";

@@ -1,3 +1,4 @@
+// npm test: own process (it reads prom-client's global registry, which every spec's interceptors in a shared process also write)
 /**
  * The deadline interceptor runs the handler in a call scope built from the
  * request context, and answers for a handler that ignores its signal: at

@@ -1,3 +1,4 @@
+// npm test: own process (it counts every timer the process arms, and other specs' servers arm theirs)
 /**
  * One deadline per hop, counted on a real serve() over h2c: each request's
  * timeout header is parsed once (by the request context) and one timer is

@@ -1,3 +1,4 @@
+// npm test: own process (it reads prom-client's global registry, which every spec's interceptors in a shared process also write)
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";

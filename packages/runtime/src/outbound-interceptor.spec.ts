@@ -1,3 +1,4 @@
+// npm test: own process (it reads prom-client's global registry, which every spec's interceptors in a shared process also write)
 /**
  * The outbound interceptor counts every call attempt in
  * rpc_client_calls_total by dependency, procedure and code. Successful

@@ -1,3 +1,4 @@
+// npm test: own process (it reads prom-client's global registry by metric name: in a shared process another spec's gate registered it first and the wait for a queued request never ends)
 /**
  * Admission control inside Connect's requestGate: a queued request is
  * neither read nor parsed until admitted, and its deadline runs while it

@@ -1,3 +1,4 @@
+// npm test: own process (it reads prom-client's global registry, which every spec's interceptors in a shared process also write)
 /**
  * The request log interceptor writes one line per request with what the
  * caller got, at warn for the server's own failures, and tells the

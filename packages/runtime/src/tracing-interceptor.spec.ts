@@ -1,3 +1,4 @@
+// npm test: own process (it installs a tracer provider for the process; OpenTelemetry takes the first one installed, and another spec may have installed its own)
 /** The server span of a request: named after the RPC, with the deadline it was given, and the status of what the caller got. */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,3 +1,4 @@
+// npm test: own process (it reads prom-client's global registry, which every spec's interceptors in a shared process also write)
 /**
  * orders' implementation on the real thing it owns, a PostgreSQL with its
  * migrations applied (the embedded one, in a temp dir), served in memory
