@@ -17,10 +17,10 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Code } from "@connectrpc/connect";
 import type pg from "pg";
 import { eventually, metricValue, startTestPlatform, withFreshConnection, type TestPlatform } from "@platform/test-support";
 import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected, type CallRecord } from "../hardening/order-load.js";
+import { allowed, resolvers, settleSlackMs } from "./shipped-config-bounds.js";
 
 let p: TestPlatform;
 before(async () => {
@@ -29,13 +29,6 @@ before(async () => {
 after(async () => {
   await p?.close();
 });
-
-/** A call must settle within its deadline plus this: a bound against hangs, not a speed claim. */
-const settleSlackMs = 2000;
-/** Callers asking again at once for orders whose outcome stayed unknown. */
-const resolvers = 8;
-/** What a caller may see while a dependency is dead: clear and retryable. */
-const allowed = new Set<CallRecord["code"]>(["ok", Code.Unavailable, Code.DeadlineExceeded, Code.ResourceExhausted]);
 
 const withDb = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => withFreshConnection(p.databaseUrl, fn);
 

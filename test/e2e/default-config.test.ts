@@ -22,7 +22,8 @@ import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import type pg from "pg";
 import { eventually, metricValue, setServiceFaults, startTestPlatform, withFreshConnection, type TestPlatform } from "@platform/test-support";
-import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected, type CallRecord } from "../hardening/order-load.js";
+import { OrderLoad, histogram, lateCalls, reconcile, sleep, unexpected } from "../hardening/order-load.js";
+import { allowed, resolvers, settleSlackMs } from "./shipped-config-bounds.js";
 import { watchStatements } from "../../packages/database/src/testing/statement-watch.js";
 
 let p: TestPlatform;
@@ -33,14 +34,8 @@ after(async () => {
   await p?.close();
 });
 
-/** A call must settle within its deadline plus this: a bound against hangs, not a speed claim. */
-const settleSlackMs = 2000;
 /** How long after its deadline a statement may still be seen running on the server (the timer firing, the cancel's round trip). */
 const cancelGraceMs = 400;
-/** Callers asking again at once for orders whose outcome stayed unknown (the overload leaves hundreds). */
-const resolvers = 8;
-/** What a caller may see while a dependency is slow, dead or overloaded: clear and retryable. */
-const allowed = new Set<CallRecord["code"]>(["ok", Code.Unavailable, Code.DeadlineExceeded, Code.ResourceExhausted]);
 
 const withDb = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => withFreshConnection(p.databaseUrl, fn);
 

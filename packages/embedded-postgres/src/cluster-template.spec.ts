@@ -2,19 +2,9 @@ import assert from "node:assert/strict";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import pg from "pg";
 import { startEmbeddedPostgres } from "./index.js";
 import { makeTempDir } from "./testing/temp-dir.js";
-
-async function query(url: string, text: string): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
+import { queryOnce as query } from "./testing/query-once.js";
 
 describe("startEmbeddedPostgres with a folder of cluster templates", () => {
   const tmp = makeTempDir("embedded-pg-template-");

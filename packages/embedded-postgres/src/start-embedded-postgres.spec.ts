@@ -5,20 +5,10 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { startEmbeddedPostgres } from "./index.js";
 import { isGone, waitUntilGone } from "./testing/process-gone.js";
 import { makeTempDir } from "./testing/temp-dir.js";
-
-async function query(url: string, text: string): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
+import { queryOnce as query } from "./testing/query-once.js";
 
 /** A pid that certainly belonged to a process that has exited. */
 async function deadPid(): Promise<number> {
