@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { partition } from "../scripts/shared-process.js";
+import { ownProcessMarker, partition } from "../scripts/shared-process.js";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "../scripts/test-summary.js";
 
 /** Runs `npm test` on one sample test file, or on sample files named by `source`'s keys (*.spec.ts files share a process). */
@@ -121,6 +121,19 @@ test("the shared processes get about equal weights, each heaviest first", () => 
   assert.deepEqual(
     partition(["a"], () => 1, 2),
     [["a"]],
+  );
+});
+
+test("a spec that turns on tracing for its process keeps a process of its own", () => {
+  // A tracer provider cannot be taken back: a spec sharing the process with the one that installs it
+  // sees spans exported for every request (tracing-off.spec.ts failed so once the partition put it
+  // after tracing.spec.ts). Which spec lands in which shared process changes with every spec's size.
+  const specs = spawnSync("git", ["ls-files", "*.spec.ts"], { encoding: "utf8" }).stdout.trim().split("\n");
+  const installing = specs.filter((f) => /registerTracerProvider\(|setGlobalTracerProvider\(|\.register\(\)/.test(readFileSync(f, "utf8")));
+  assert.ok(installing.length > 0, "no spec installs a tracer provider: this check has nothing to look at");
+  assert.deepEqual(
+    installing.filter((f) => !ownProcessMarker.test(readFileSync(f, "utf8"))),
+    [],
   );
 });
 

@@ -1,3 +1,4 @@
+// npm test: own process (it installs a tracer provider for the process, and tracing.ts then exports spans for every request: a spec sharing the process, tracing-off.spec.ts for one, would see tracing on)
 /**
  * Tracing inside one process, with the real OpenTelemetry SDK and an
  * in-memory exporter: the server span is active in the handler (a span the
