@@ -26,6 +26,8 @@ function runNpmTest(source: string | Record<string, string>, env: Record<string,
     const childEnv: NodeJS.ProcessEnv = { ...process.env, PLATFORM_SERVICES_FROM: "source", ...env };
     // Without the test runner's marker, so that the nested run reports normally.
     delete childEnv["NODE_TEST_CONTEXT"];
+    // Nor the outer run's timings file: the nested run would write its own timings over it.
+    delete childEnv["TEST_TIMINGS"];
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];
     // The timeout only ends a run that would hang, so that the test fails instead (status null).
     const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/test.ts", ...files], { env: childEnv, encoding: "utf8", timeout: 240_000 });
