@@ -28,7 +28,6 @@ import { metricValue, protocols, startTestPlatform, untilStarted, withFreshConne
 import { OrderLoad, codeName, histogram, reconcile, sleep, type CallRecord, type LogicalOrder } from "../hardening/order-load.js";
 import { catalogue } from "../hardening/fuzz-cases.js";
 
-const services = ["pricing", "orders", "checkout", "gateway"] as const;
 /** Recovery bound: orders succeed again within this multiple of the outage, counted from its end. */
 const RECOVERY_RATIO = 2;
 /** Failures after which an order may or may not exist: asked again with the same key. */
@@ -127,10 +126,22 @@ async function successesAfter(load: OrderLoad, since: number, n: number, limitMs
   while (load.calls.filter((c) => c.code === "ok" && c.startedAt >= since).length < n && performance.now() < until) await sleep(25);
 }
 
+/** Every service of the platform, the receipts worker and the mailer included: a crash anywhere is a failure. */
+const everyService = () => Object.keys(p.services) as (keyof TestPlatform["services"])[];
+
+/** A service's log lines at error level or above, the last `n`: what it said before it exited. */
+function lastWords(name: keyof TestPlatform["services"], n = 5): string[] {
+  return readFileSync(p.services[name].logFile, "utf8")
+    .split("\n")
+    .filter((l) => /"level":"(error|fatal)"/.test(l))
+    .slice(-n);
+}
+
 function assertNoServiceExited(what: string): void {
   const exits = progress.filter((e) => / exited /.test(e.line)).map((e) => e.line);
-  assert.deepEqual(exits, [], `${what}: no service process exited`);
-  for (const name of services) {
+  const exited = everyService().filter((name) => exits.some((l) => l.startsWith(`${name} exited`)));
+  assert.deepEqual(exits, [], `${what}: no service process exited${exited.map((name) => `\n${name} said last:\n${lastWords(name).join("\n")}`).join("")}`);
+  for (const name of everyService()) {
     assert.equal(p.services[name].process.restarts, 0, `${what}: ${name} was restarted`);
     assert.equal(p.services[name].process.ready, true, `${what}: ${name} is ready`);
   }
@@ -311,7 +322,7 @@ describe("start-up while the database is down", () => {
 
 test("no service logged an uncaught exception", () => {
   summary.push(`[failover] service logs in ${dirname(p.services.orders.logFile)} (kept with KEEP_TEST_DATA=1)`);
-  for (const name of services) {
+  for (const name of everyService()) {
     const text = readFileSync(p.services[name].logFile, "utf8");
     assert.equal(text.split("\n").filter((l) => l.includes("uncaught exception")).length, 0, `${name}: ${p.services[name].logFile}`);
   }

@@ -2,10 +2,11 @@ import type { Database } from "@platform/database";
 import type { Logger as Pino } from "@platform/runtime";
 import { EventEmitter } from "node:events";
 import { Logger, run, type Runner, type WorkerEvents } from "graphile-worker";
-import pg from "pg";
+import { createQueuePool } from "./queue-pool.js";
 import { queueSchema } from "./queue-schema.js";
 import { sendReceiptTask } from "./receipt-store.js";
 import { startRunnerHeartbeat } from "./runner-heartbeat.js";
+import { tolerateUnreturnedLocalJobs } from "./unreturned-jobs.js";
 
 export { queueSchema };
 
@@ -83,16 +84,10 @@ export async function startQueue(opts: {
   onHeartbeat?: (released: readonly string[]) => void;
 }): Promise<Queue> {
   const tuning = { ...defaultTuning(opts.concurrency), ...opts.tuning };
+  // A runner stopping with jobs in its local queue must not end the process (unreturned-jobs.ts).
+  if (tuning.localQueueSize > 1) tolerateUnreturnedLocalJobs(opts.logger);
   // One connection per runner, one for LISTEN, one spare for bookkeeping and the heartbeat.
-  const pool = new pg.Pool({
-    connectionString: opts.connectionString,
-    max: opts.concurrency + 2,
-    application_name: "receipts-queue",
-    // A startup option: a pooler that refuses startup options (PgBouncer
-    // without ignore_startup_parameters) needs genericPlans off.
-    ...(tuning.genericPlans ? { options: "-c plan_cache_mode=force_generic_plan" } : {}),
-  });
-  pool.on("error", (err) => opts.logger.warn({ err }, "idle queue connection lost"));
+  const pool = createQueuePool({ connectionString: opts.connectionString, max: opts.concurrency + 2, genericPlans: tuning.genericPlans, logger: opts.logger });
   const levels = { error: "error", warning: "warn", info: "debug", debug: "debug" } as const;
   const logger = new Logger((scope) => (level, message, meta) => opts.logger[levels[level]]({ queue: scope, ...meta }, message));
   // The id graphile-worker locks jobs with: its worker pool's, new at each (re)start.
