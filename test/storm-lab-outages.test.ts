@@ -18,6 +18,7 @@
  *
  * Charts, tables and JSON of this run: reports/storm/test-quick-outages/ (index.html).
  */
+// npm test: first (about a minute of fixed windows on four platforms: started last, it would be the run's tail)
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
