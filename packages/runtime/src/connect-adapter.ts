@@ -35,10 +35,19 @@ export type RpcAdapter = (req: Req, res: Res, context: RequestContext) => void;
  * (connect-compat.ts, item 6).
  */
 export function createRpcAdapter(options: RpcAdapterOptions): RpcAdapter {
-  const router = createConnectRouter(options);
+  // The shutdown signal is not handed to Connect, which would link every
+  // request's context to it: one listener per request in flight on that one
+  // signal, and EventTarget walks its whole list of listeners on every add and
+  // remove (O(requests in flight) per request; at 32 clients, the largest
+  // single item the platform added in the gateway's profile). Instead the
+  // requests in flight are kept in a Set, and the shutdown aborts each one's
+  // signal with the shutdown's reason, as Connect's link would have.
+  const { shutdownSignal, ...routerOptions } = options;
+  const router = createConnectRouter(routerOptions);
   options.routes(router);
   const paths = new Map<string, UniversalHandler>();
   for (const handler of router.handlers) paths.set(handler.requestPath, handler);
+  const live = shutdownSignal ? liveRequests(shutdownSignal) : undefined;
   return (req, res, context) => {
     const handler = paths.get((req.url ?? "").split("?", 2)[0] ?? "");
     if (!handler) {
@@ -47,7 +56,8 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcAdapter {
     }
     const uReq = universalRequestFromNodeRequest(req, res, undefined, requestContextValues(context));
     for (const name of timeoutHeaders) uReq.header.delete(name);
-    uReq.signal = endedAtDeadline(uReq.signal, context.deadline);
+    uReq.signal = endedAtDeadline(uReq.signal, context.deadline, live);
+    if (live) context.shutdownInSignal = true;
     handler(uReq)
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
       .catch((reason: unknown) => {
@@ -64,20 +74,48 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcAdapter {
  * (`createDeadlineSignal`: DEADLINE_EXCEEDED "the operation timed out").
  * No timer: `deadline` is the request context's.
  */
-export function endedAtDeadline(callerGone: AbortSignal, deadline: AbortSignal): AbortSignal {
+export function endedAtDeadline(callerGone: AbortSignal, deadline: AbortSignal, live?: LiveRequests): AbortSignal {
   const controller = new AbortController();
   const onCallerGone = () => end(callerGone.reason);
   const onDeadline = () => end(new ConnectError("the operation timed out", Code.DeadlineExceeded));
   function end(reason: unknown): void {
     callerGone.removeEventListener("abort", onCallerGone);
     deadline.removeEventListener("abort", onDeadline);
+    live?.requests.delete(controller);
     controller.abort(reason);
   }
   if (callerGone.aborted) onCallerGone();
   else if (deadline.aborted) onDeadline();
+  else if (live?.shutdownSignal.aborted) end(live.shutdownSignal.reason);
   else {
     callerGone.addEventListener("abort", onCallerGone, { once: true });
     deadline.addEventListener("abort", onDeadline, { once: true });
+    live?.requests.add(controller);
   }
   return controller.signal;
+}
+
+/** The requests in flight whose signals a shutdown aborts (createRpcAdapter). */
+export interface LiveRequests {
+  readonly shutdownSignal: AbortSignal;
+  readonly requests: Set<AbortController>;
+}
+
+/**
+ * One listener on `shutdownSignal` for all requests: when it aborts, every
+ * request still in flight is aborted with its reason ("shutdown"), which
+ * Connect passes on to the handler's context as its own link to the signal
+ * did; a request arriving after it is aborted at once (endedAtDeadline).
+ */
+function liveRequests(shutdownSignal: AbortSignal): LiveRequests {
+  const requests = new Set<AbortController>();
+  shutdownSignal.addEventListener(
+    "abort",
+    () => {
+      for (const controller of requests) controller.abort(shutdownSignal.reason);
+      requests.clear();
+    },
+    { once: true },
+  );
+  return { shutdownSignal, requests };
 }
