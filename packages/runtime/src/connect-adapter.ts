@@ -60,7 +60,9 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcAdapter {
     const closing: NodeJS.EventEmitter = "stream" in req ? req : res;
     const listenersBefore = closing.listenerCount("close");
     const uReq = universalRequestFromNodeRequest(req, res, undefined, requestContextValues(context));
-    for (const name of timeoutHeaders) uReq.header.delete(name);
+    // Deleted only when sent (Node's header object is a plain lookup; a delete on fetch's
+    // Headers validates and searches even for a header that is not there).
+    for (const name of timeoutHeaders) if (req.headers[name] !== undefined) uReq.header.delete(name);
     const signal = requestSignal(uReq.signal, context.deadline, live);
     uReq.signal = signal.signal;
     closedCleanly(req, closing, listenersBefore, signal.end);
