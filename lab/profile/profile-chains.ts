@@ -5,7 +5,8 @@
  * platform service spends per request beside what the plain one does.
  * Every service has lab/profile/cpu-profile.mjs preloaded in signal mode.
  *
- *   npm run build && node --import tsx lab/profile/profile-chains.ts [--seconds 6] [--concurrency 32] [--rounds 1] [--out reports/profile/chains-<time>]
+ *   npm run build && node --import tsx lab/profile/profile-chains.ts [--seconds 6] [--concurrency 32] [--rounds 1] [--method ListProducts]
+ *     [--protocol grpc-h2c|connect-json-http1] [--out reports/profile/chains-<time>]
  *
  * Prints, per method, chain and service, busy CPU per request and the top
  * self-time places and functions (summarize-profile.ts); keeps the files.
@@ -36,6 +37,7 @@ async function main(): Promise<void> {
       concurrency: { type: "string", default: "32" },
       rounds: { type: "string", default: "1" },
       method: { type: "string" },
+      protocol: { type: "string", default: "grpc-h2c" },
       out: { type: "string" },
     },
     strict: true,
@@ -60,7 +62,7 @@ async function main(): Promise<void> {
       for (const [method, operation] of methods) {
         if (values.method && values.method !== method) continue;
         for (const system of ["platform", "plain"] as System[]) {
-          const target = sys.target(system, { method: method as never, protocol: "grpc-h2c", clients: concurrency, service: "gateway" } as never);
+          const target = sys.target(system, { method: method as never, protocol: values.protocol, clients: concurrency, service: "gateway" } as never);
           const leg: LegSpec = {
             target,
             operation,
