@@ -37,7 +37,11 @@ if (![requests, concurrency, rounds].every((n) => Number.isInteger(n) && n > 0))
 
 type GetClient = { get(req: object): Promise<unknown> };
 
-const routes = (router: ConnectRouter) => router.service(Counter, { get: () => ({}), async *count() {} } as never);
+// HOLD_MS=n: each request is answered n ms later, so that about `concurrency` requests are in flight at
+// once, as at a hop of the chain under load (costs that grow with the requests in flight show).
+const holdMs = Number(process.env.HOLD_MS ?? 0);
+const get = holdMs > 0 ? () => new Promise((resolve) => setTimeout(() => resolve({}), holdMs)) : () => ({});
+const routes = (router: ConnectRouter) => router.service(Counter, { get, async *count() {} } as never);
 
 const config = loadConfig({ PORT: "0", ADMIN_PORT: "0" });
 const platformServer = await serve({

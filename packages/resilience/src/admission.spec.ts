@@ -24,6 +24,22 @@ async function refused(o: Promise<AdmissionOutcome>, reason: string, code: Code)
 }
 
 describe("AdmissionController", () => {
+  test("admitNow answers what admit would when no queue is involved, and nothing otherwise", async () => {
+    const { clock, ac } = setup(1, 4);
+    const expired = ac.admitNow(clock.now() - 1);
+    assert.ok(expired && !expired.admitted && expired.reason === "expired" && expired.code === Code.DeadlineExceeded);
+    const first = ac.admitNow(undefined);
+    assert.ok(first?.admitted);
+    assert.equal(ac.stats().inFlight, 1);
+    // Full: admit would queue, so admitNow leaves it to admit.
+    assert.equal(ac.admitNow(undefined), undefined);
+    const waiting = ac.admit("critical", undefined).outcome;
+    first.release();
+    await admitted(waiting);
+    // The queued one holds the slot now: full again.
+    assert.equal(ac.admitNow(undefined), undefined);
+  });
+
   test("admits up to maxConcurrent at once, queues the rest FIFO, starts them as slots free", async () => {
     const { ac } = setup(2, 4);
     const a = await admitted(ac.admit("critical", undefined).outcome);

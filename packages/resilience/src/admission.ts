@@ -72,12 +72,8 @@ export class AdmissionController {
    */
   admit(criticality: Criticality, deadlineAt: number | undefined): { outcome: Promise<AdmissionOutcome>; abandon: () => void } {
     const now = this.clock.now();
-    if (deadlineAt !== undefined && deadlineAt <= now) {
-      return settled(this.refuse("expired", Code.DeadlineExceeded, "deadline already passed on arrival"));
-    }
-    if (this.inFlight < this.opts.maxConcurrent && this.queued() === 0) {
-      return settled(this.start(now));
-    }
+    const at = this.decideNow(now, deadlineAt);
+    if (at) return settled(at);
     if (!this.hasRoomFor(criticality)) {
       const displaced =
         criticality === "critical" &&
@@ -106,6 +102,22 @@ export class AdmissionController {
         ticket.withdraw(() => ({ value: this.refuse("cancelled", Code.Canceled, "caller went away while queued") }));
       },
     };
+  }
+
+  /**
+   * `admit`'s answer when it needs no queue: admitted at once (a slot free,
+   * nobody queued) or refused for a deadline already passed; otherwise
+   * undefined, and the caller goes through `admit`. Without a promise, for
+   * the request path's common case (the admission gate).
+   */
+  admitNow(deadlineAt: number | undefined): AdmissionOutcome | undefined {
+    return this.decideNow(this.clock.now(), deadlineAt);
+  }
+
+  private decideNow(now: number, deadlineAt: number | undefined): AdmissionOutcome | undefined {
+    if (deadlineAt !== undefined && deadlineAt <= now) return this.refuse("expired", Code.DeadlineExceeded, "deadline already passed on arrival");
+    if (this.inFlight < this.opts.maxConcurrent && this.queued() === 0) return this.start(now);
+    return undefined;
   }
 
   private queued(): number {

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { AdmissionController, pushbackHeaders, type Criticality, type IntakeController } from "@platform/resilience";
+import { AdmissionController, pushbackHeaders, type AdmissionOutcome, type Criticality, type IntakeController } from "@platform/resilience";
 import { admissionMetrics } from "./metrics.js";
 import { cellsOf, histogramCellsOf } from "./metric-cells.js";
 import { watchRequest } from "./request-watchdog.js";
@@ -59,15 +59,9 @@ export function createAdmissionGate(opts: {
         metrics.shed.inc({ reason: "intake", criticality });
         throw new ConnectError("overloaded: intake reduced while the system recovers; retry later", Code.Unavailable, pushbackHeaders(1000));
       }
-      const { outcome, abandon } = controller.admit(criticality, deadline);
-      // The caller left or the server is shutting down: free the place in the
-      // queue. A passing deadline is left to the queue itself ("expired").
-      const onAbort = () => {
-        if (ConnectError.from(context.signal.reason).code !== Code.DeadlineExceeded) abandon();
-      };
-      context.signal.addEventListener("abort", onAbort, { once: true });
-      const o = await outcome;
-      context.signal.removeEventListener("abort", onAbort);
+      // Admitted (or refused as expired) at once, without a promise, a listener and a
+      // microtask when nothing is queued: the common case; else through the queue.
+      const o = controller.admitNow(deadline) ?? (await queued(controller, criticality, deadline, context.signal));
       if (!o.admitted) {
         metrics.shed.inc({ reason: o.reason, criticality });
         if (o.reason === "cancelled") throw ConnectError.from(context.signal.reason, Code.Canceled);
@@ -87,4 +81,20 @@ export function createAdmissionGate(opts: {
       }
     },
   };
+}
+
+/** A place in the admission queue, given up when the caller leaves or the server shuts down. */
+async function queued(controller: AdmissionController, criticality: Criticality, deadline: number, signal: AbortSignal): Promise<AdmissionOutcome> {
+  const { outcome, abandon } = controller.admit(criticality, deadline);
+  // The caller left or the server is shutting down: free the place in the
+  // queue. A passing deadline is left to the queue itself ("expired").
+  const onAbort = () => {
+    if (ConnectError.from(signal.reason).code !== Code.DeadlineExceeded) abandon();
+  };
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await outcome;
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
 }

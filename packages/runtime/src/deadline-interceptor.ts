@@ -32,7 +32,9 @@ export function deadlineInterceptor(opts: DeadlineInterceptorOptions): Intercept
   return (next) => async (req) => {
     const { context, built } = requestContextOf(req, opts.deadline);
     count(context);
-    const scope = scopeFor(context, [req.signal, opts.shutdownSignal]);
+    // Through serve(), Connect's signal already aborts at shutdown (connect-adapter.ts): a
+    // listener per request on the one shutdown signal would cost a walk of all the others'.
+    const scope = scopeFor(context, context.shutdownInSignal ? [req.signal] : [req.signal, opts.shutdownSignal]);
     try {
       return await runInScope(scope, () => raceScope(next(req), scope, () => late.inc({ procedure: context.procedure })));
     } finally {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { pino } from "pino";
-import { batchMs, flushWhileWritten } from "./logger.js";
+import { batchMs, flushWhileWritten, isoTime, mergeTraceFields } from "./logger.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -55,4 +55,27 @@ test("lines that arrive while a write is under way are written too, without anot
     dest.write(line);
   }
   await until(() => text() === lines.join(""), "every line is in the file");
+});
+
+test("isoTime writes what pino's stdTimeFunctions.isoTime writes, character for character", () => {
+  const realNow = Date.now;
+  try {
+    const base = Date.UTC(2026, 11, 31, 23, 59, 58, 0);
+    // Every millisecond across two second boundaries (and a year's), then a few far apart.
+    const times = [...Array.from({ length: 2500 }, (_, i) => base + i), 0, 999, 1000, 1_700_000_000_001, 4_102_444_799_999];
+    for (const t of times) {
+      Date.now = () => t;
+      assert.equal(isoTime(), pino.stdTimeFunctions.isoTime(), `at ${t}`);
+      assert.equal(isoTime(t), pino.stdTimeFunctions.isoTime(), `at ${t}`);
+    }
+  } finally {
+    Date.now = realNow;
+  }
+});
+
+test("mergeTraceFields: the line as it is when there is nothing to add, else pino's merge (fields first)", () => {
+  const line = { procedure: "/a.v1.A/Get", code: "ok" };
+  assert.equal(mergeTraceFields(line, {}), line);
+  assert.deepEqual(Object.keys(mergeTraceFields({ ...line }, { trace_id: "t" })), ["trace_id", "procedure", "code"]);
+  assert.deepEqual(mergeTraceFields({ ...line }, { trace_id: "t" }), Object.assign({ trace_id: "t" }, line));
 });

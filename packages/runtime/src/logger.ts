@@ -27,15 +27,55 @@ export function createLogger(service: string, level: string): Logger {
     {
       level,
       base: { service, pid: process.pid },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTime,
       formatters: { level: (label) => ({ level: label }) },
       // A line written while a request is being handled names its trace
       // (trace_id, span_id), so logs and traces can be joined.
       // A line that names its trace already (the request's own line) is not looked up twice.
-      mixin: (line: object) => ("trace_id" in line ? {} : traceFields(currentScope())),
+      mixin: (line: object) => ("trace_id" in line ? noFields : traceFields(currentScope())),
+      // pino's own merge copies every field of the line into the mixin's object, on every
+      // line; with nothing to add (no trace: the shipped configuration) the line is taken as
+      // it is. The same fields in the same order either way.
+      mixinMergeStrategy: mergeTraceFields,
     },
     destination,
   );
+}
+
+/** What the mixin returns when it has nothing to add (never written to: see mixinMergeStrategy). */
+const noFields: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/**
+ * pino's default merge of the mixin's fields into a line (`Object.assign(fields, line)`:
+ * the mixin's fields first, then the line's), without the copy when there is nothing to add.
+ */
+export function mergeTraceFields(line: object, fields: object): object {
+  return fields === noFields || isEmpty(fields) ? line : Object.assign(fields, line);
+}
+
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
+let isoSecond = Number.NaN;
+let isoPrefix = "";
+
+/**
+ * pino's `stdTimeFunctions.isoTime`, character for character
+ * (`,"time":"2026-12-01T23:15:07.123Z"`), with the date and time up to the
+ * second formatted once per second instead of once per line: every request
+ * writes a line at every hop, and `toISOString` was a tenth of the line's cost.
+ */
+export function isoTime(now = Date.now()): string {
+  const second = Math.floor(now / 1000);
+  if (second !== isoSecond) {
+    isoSecond = second;
+    // "2026-12-01T23:15:07." : the 20 characters before the milliseconds.
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, 20);
+  }
+  const ms = now - second * 1000;
+  return `,"time":"${isoPrefix}${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z"`;
 }
 
 /**

@@ -65,6 +65,12 @@ export interface RequestContext {
   scope: CallScope | undefined;
   /** Set when the request came through serve(). */
   readonly exchange: NodeExchange | undefined;
+  /**
+   * True once an adapter made the request's signal (Connect's `ctx.signal`)
+   * abort with the server's shutdown too (createRpcAdapter does): the call
+   * scope then needs no listener of its own on the shutdown signal.
+   */
+  shutdownInSignal: boolean;
   /** Clears the deadline timer; serve() calls it when the response closes. */
   dispose(): void;
 }
@@ -133,6 +139,7 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     logged: false,
     scope: undefined,
     exchange: input.exchange,
+    shutdownInSignal: false,
     dispose: () => clearTimeout(timer),
   };
 }

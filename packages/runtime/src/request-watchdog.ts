@@ -101,11 +101,15 @@ export function endUnreadBody(req: Req, res: Res): void {
   // from its own (earlier) 'wantTrailers' listener: after that, the whole
   // answer is queued ahead of a reset. RFC 9113 section 8.1 suggests NO_ERROR,
   // but node 20 keeps that RST_STREAM pending until the upload ends, i.e. never.
-  stream?.once("wantTrailers", () =>
+  // A request read to its end (every unary call Connect answers normally) had its stream's
+  // remote side closed already: the check below could only find it closed, so it is not
+  // scheduled (a setImmediate and a stream-state read less per request).
+  stream?.once("wantTrailers", () => {
+    if (req.readableEnded) return;
     setImmediate(() => {
       if (!stream.destroyed && stream.state.remoteClose === 0) stream.close(http2.constants.NGHTTP2_CANCEL);
-    }),
-  );
+    });
+  });
 
   if (!stream) {
     // An answer that starts after the adapter gave up on a body half read
