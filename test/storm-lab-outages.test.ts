@@ -21,22 +21,18 @@
 // npm test: first (about a minute of fixed windows on four platforms: started last, it would be the run's tail)
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import type { RunResult } from "../lab/analyze.js";
-import { attributionHelp, columnHelp, fullReport, receiptsTable } from "../lab/report/table.js";
-import { writeReport } from "../lab/report/write-report.js";
-import { scenarioNamed, scenarios } from "../lab/scenarios.js";
+import { attributionHelp, columnHelp, receiptsTable } from "../lab/report/table.js";
+import { reportQuickRun } from "../lab/report/quick-report.js";
+import { scenarioNamed } from "../lab/scenarios.js";
+import { resultOf, warningsOf } from "../lab/run-results.js";
 import { runStorm } from "../lab/storm.js";
 
 let results: RunResult[] = [];
 /** Every run of the file, started once by the first suite's hook (the receipts suite reads its run from it). */
 let storm: Promise<RunResult[]> | undefined;
 
-function result(scenario: string, variant: string): RunResult {
-  const r = results.find((x) => x.scenario === scenario && x.variant === variant);
-  assert.ok(r, `no result for ${scenario}/${variant}`);
-  return r;
-}
+const result = (scenario: string, variant: string): RunResult => resultOf(results, scenario, variant);
 
 function attributed(variant: string) {
   const r = result("full-outage", variant);
@@ -44,11 +40,8 @@ function attributed(variant: string) {
   return { r, a: r.attribution };
 }
 
-/** The run's own warnings (unhealthy baseline, crashed service), appended to a failure message. */
-function context(...runs: RunResult[]): string {
-  const w = runs.flatMap((r) => r.warnings.map((x) => `${r.scenario}/${r.variant}: ${x}`));
-  return w.length === 0 ? "" : ` [${w.join("; ")}]`;
-}
+/** The runs' own warnings, appended to a failure message. */
+const context = warningsOf;
 
 describe("storm lab (quick): outages", () => {
   before(
@@ -72,16 +65,7 @@ describe("storm lab (quick): outages", () => {
         log: (line) => console.log(`[storm] ${line}`),
       });
       results = await storm;
-      const table = fullReport(results);
-      console.log(`[storm]\n${table}`);
-      writeReport(
-        join(process.cwd(), "reports", "storm", "test-quick-outages"),
-        results,
-        table,
-        Object.fromEntries(scenarios.map((s) => [s.name, s.title])),
-        { generatedAt: new Date().toISOString(), quick: true },
-        [...columnHelp, "", ...attributionHelp],
-      );
+      reportQuickRun(results, "test-quick-outages", [...columnHelp, "", ...attributionHelp]);
     },
     // Every run of the file in this one hook (the receipts run too, beside the full outage's).
     { timeout: 600_000 },

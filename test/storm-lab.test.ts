@@ -11,26 +11,19 @@
 // npm test: alone (it measures the platform's capacity and offers load relative to it; other files' work starves its chains)
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import type { RunResult } from "../lab/analyze.js";
-import { columnHelp, fullReport } from "../lab/report/table.js";
-import { writeReport } from "../lab/report/write-report.js";
-import { scenarioNamed, scenarios } from "../lab/scenarios.js";
+import { columnHelp } from "../lab/report/table.js";
+import { reportQuickRun } from "../lab/report/quick-report.js";
+import { scenarioNamed } from "../lab/scenarios.js";
+import { resultOf, warningsOf } from "../lab/run-results.js";
 import { runStorm } from "../lab/storm.js";
 
 let results: RunResult[] = [];
 
-function result(scenario: string, variant: string): RunResult {
-  const r = results.find((x) => x.scenario === scenario && x.variant === variant);
-  assert.ok(r, `no result for ${scenario}/${variant}`);
-  return r;
-}
+const result = (scenario: string, variant: string): RunResult => resultOf(results, scenario, variant);
 
-/** The run's own warnings (unhealthy baseline, crashed service), appended to a failure message. */
-function context(...runs: RunResult[]): string {
-  const w = runs.flatMap((r) => r.warnings.map((x) => `${r.scenario}/${r.variant}: ${x}`));
-  return w.length === 0 ? "" : ` [${w.join("; ")}]`;
-}
+/** The runs' own warnings, appended to a failure message. */
+const context = warningsOf;
 
 describe("storm lab (quick): metastable", () => {
   before(
@@ -53,16 +46,7 @@ describe("storm lab (quick): metastable", () => {
         from: "build",
         log: (line) => console.log(`[storm] ${line}`),
       });
-      const table = fullReport(results);
-      console.log(`[storm]\n${table}`);
-      writeReport(
-        join(process.cwd(), "reports", "storm", "test-quick"),
-        results,
-        table,
-        Object.fromEntries(scenarios.map((s) => [s.name, s.title])),
-        { generatedAt: new Date().toISOString(), quick: true },
-        columnHelp,
-      );
+      reportQuickRun(results, "test-quick", columnHelp);
     },
     // A machine at a load average of 30 took over 300 s for the whole quick lab.
     { timeout: 600_000 },

@@ -18,25 +18,15 @@ import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
-import { migrate } from "@platform/database";
-import { runMigrations } from "graphile-worker";
-import pg from "pg";
-import { adminQuery, eventually, startTestServer, type TestServer } from "../../../packages/database/src/testing/test-server.js";
+import { adminQuery, eventually, type TestServer } from "../../../packages/database/src/testing/test-server.js";
+import { startQueueDatabase } from "./testing/queue-database.js";
 
-const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 const holder = fileURLToPath(new URL("./testing/hold-then-release.ts", import.meta.url));
 
 let server: TestServer;
 let child: ChildProcess | undefined;
 before(async () => {
-  server = await startTestServer();
-  await migrate(server.url, { schema: "receipts", directory: migrations });
-  const pool = new pg.Pool({ connectionString: server.url, max: 1 });
-  try {
-    await runMigrations({ pgPool: pool, schema: "receipts" });
-  } finally {
-    await pool.end();
-  }
+  server = await startQueueDatabase();
 });
 after(async () => {
   child?.kill("SIGKILL");

@@ -11,28 +11,18 @@ import { once } from "node:events";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { migrate } from "@platform/database";
-import { runMigrations } from "graphile-worker";
-import pg from "pg";
 import pino from "pino";
-import { adminQuery, eventually, startTestServer, type TestServer } from "../../../packages/database/src/testing/test-server.js";
+import { adminQuery, eventually, type TestServer } from "../../../packages/database/src/testing/test-server.js";
+import { startQueueDatabase } from "./testing/queue-database.js";
 import { heartbeatsToExpiry, startQueue, type Queue } from "./queue.js";
 
-const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 const holdAJob = fileURLToPath(new URL("./testing/hold-a-job.ts", import.meta.url));
 /** Short, so that the test sees several expiries; the bounds below count heartbeats, not milliseconds. */
 const heartbeatIntervalMs = 100;
 
 let server: TestServer;
 before(async () => {
-  server = await startTestServer();
-  await migrate(server.url, { schema: "receipts", directory: migrations });
-  const pool = new pg.Pool({ connectionString: server.url, max: 1 });
-  try {
-    await runMigrations({ pgPool: pool, schema: "receipts" });
-  } finally {
-    await pool.end();
-  }
+  server = await startQueueDatabase();
 });
 after(async () => {
   await server?.destroy();
