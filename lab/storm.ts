@@ -1,7 +1,6 @@
 import { inspect } from "node:util";
 import { analyze, type RunResult } from "./analyze.js";
 import type { Profile } from "./platform/lab-platform.js";
-import { coreShares, runPinned } from "./pinned-runs.js";
 import { runScenario, type RunOptions } from "./run-scenario.js";
 import { hasFixedRates, timingOf, type Scenario } from "./scenarios.js";
 import { ablations, naive, platform, platformNoBreakers, type Variant } from "./variants.js";
@@ -38,15 +37,6 @@ export interface StormOptions {
    * a load average of 25: 21.75 of 27 attempts per read counted).
    */
   sideBySide?: boolean;
-  /**
-   * Run the variants of a scenario sized per variant (each from the
-   * capacity it measures itself: the metastable spike) at once, each in a
-   * process of its own on its own share of the cores (lab/pinned-runs.ts):
-   * each measures the capacity of its share and offers load relative to it.
-   * Where the cores cannot be shared out (not Linux, no taskset, fewer CPUs
-   * than runs) they run one at a time, as without this option.
-   */
-  coresApart?: boolean;
   log(line: string): void;
 }
 
@@ -190,48 +180,7 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   let estimatedDone = togetherMs;
   let reference = opts.capacity;
   let current: PlannedRun | undefined;
-  const pinnedDone = new Set<PlannedRun>();
   for (const [i, run] of oneByOne.entries()) {
-    if (pinnedDone.has(run)) continue;
-    const group = opts.coresApart && opts.capacity === undefined ? pinnableGroup(oneByOne, i) : [run];
-    const shares = group.length > 1 ? coreShares(group.length) : undefined;
-    if (shares) {
-      const elapsed = performance.now() - started;
-      const names = group.map((r) => `${r.scenario.name} / ${r.variant.name}`).join(", ");
-      opts.log(
-        `[${together.length + i + 1}-${together.length + i + group.length}/${plan.length}] ${names}: at once, on CPUs ${shares.join(" and ")}; elapsed ${formatDuration(elapsed)}`,
-      );
-      const outcomes = await Promise.allSettled(
-        group.map((r, k) =>
-          runPinned(
-            {
-              scenario: r.scenario.name,
-              variant: r.variant,
-              options: {
-                quick: opts.quick,
-                clientTimeoutMs: opts.clientTimeoutMs,
-                failover: opts.failover,
-                ...(opts.user ? { user: opts.user } : {}),
-                ...(opts.from ? { from: opts.from } : {}),
-              },
-            },
-            shares[k]!,
-            (line) => opts.log(`[CPUs ${shares[k]}] ${line}`),
-          ),
-        ),
-      );
-      const failed = outcomes.flatMap((o, k) =>
-        o.status === "rejected" ? [`${group[k]!.scenario.name} / ${group[k]!.variant.name}: ${inspect(o.reason)}`] : [],
-      );
-      if (failed.length > 0) throw new Error(`failed on their own cores: ${failed.join("; ")}`);
-      outcomes.forEach((o, k) => {
-        if (o.status === "fulfilled") results.set(group[k]!, { ...o.value, repetition: group[k]!.repetition });
-        pinnedDone.add(group[k]!);
-      });
-      estimatedDone += Math.max(...group.map((r) => r.estimateMs));
-      current = undefined;
-      continue;
-    }
     // Each scenario measures the capacity at its start, in its first run (the platform's), and
     // every variant of it uses that number: measured seconds, not minutes, before it is used,
     // so that what the machine can do (others may be using it) has little time to change.
@@ -254,20 +203,4 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   opts.log(`done in ${formatDuration(performance.now() - started)} (estimated ${formatDuration(total)})`);
   // In the plan's order, whichever ran first.
   return plan.map((run) => results.get(run)!);
-}
-
-/**
- * The runs from `oneByOne[i]` on that may go at once on cores of their own:
- * the variants of one scenario in one repetition, each sized from the
- * capacity it measures (`sizedPerVariant`), with no fixed capacity given.
- */
-function pinnableGroup(oneByOne: readonly PlannedRun[], i: number): PlannedRun[] {
-  const first = oneByOne[i]!;
-  if (!first.scenario.sizedPerVariant) return [first];
-  const group = [first];
-  for (const r of oneByOne.slice(i + 1)) {
-    if (r.scenario !== first.scenario || r.repetition !== first.repetition) break;
-    group.push(r);
-  }
-  return group;
 }

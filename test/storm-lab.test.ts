@@ -34,14 +34,10 @@ describe("storm lab (quick): metastable", () => {
         quick: true,
         clientTimeoutMs: 2000,
         failover: "stop",
+        // Each run sized from its own capacity (the scenario's `sizedPerVariant`), one at a time.
         measureEachRun: false,
         ablation: false,
         repeat: 1,
-        // The platform's run and the naive stack's at once, each in its own process on its own
-        // share of the cores (one each on 2), each sized from the capacity of its share
-        // (lab/pinned-runs.ts): the wall time of one run. Ratios within a run do not depend on
-        // how many cores it had; a run beside the other on the same cores would.
-        coresApart: true,
         // Compiled services (what `npm start` runs): tsx costs each service seconds of CPU at start.
         from: "build",
         log: (line) => console.log(`[storm] ${line}`),
