@@ -40,6 +40,10 @@ class Recorder {
   /** User operations in flight (including their pauses between tries). */
   inFlight = 0;
   lastCompletion = 0;
+  /** Users who gave up a further try because the run was over (see `endAt`). */
+  cutShort = 0;
+  /** Epoch ms the schedule ends: no try starts after it (set once the run's length is known). */
+  endAt = Number.POSITIVE_INFINITY;
   constructor(
     readonly startAt: number,
     private readonly bucketMs: number,
@@ -118,7 +122,16 @@ async function operate(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n
       }
       if (cfg.recordTries) rec.tries.push({ id, kind: op.kind, sentAtMs: sentAt - rec.startAt, outcome });
       if (served) break;
-      if (attempt < user.maxTries) await sleep(pause);
+      if (attempt < user.maxTries) {
+        // The run ends with its schedule: a try after it would land in no
+        // window the analysis reads, and a stack still retrying inside would
+        // hold the run open for up to (tries - 1) x (patience + pause) more.
+        if (Date.now() + pause >= rec.endAt) {
+          rec.cutShort++;
+          break;
+        }
+        await sleep(pause);
+      }
     }
   } finally {
     if (served) {
@@ -175,6 +188,7 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
   let scheduledMs: number;
   if (cfg.mode.kind === "open") {
     scheduledMs = cfg.mode.phases.reduce((s, p) => s + p.durationMs, 0);
+    rec.endAt = cfg.startAt + scheduledMs;
     let phaseStart = cfg.startAt;
     for (const phase of cfg.mode.phases) {
       const phaseEnd = phaseStart + phase.durationMs;
@@ -197,6 +211,7 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
     const { concurrency, durationMs } = cfg.mode;
     scheduledMs = durationMs;
     const end = cfg.startAt + durationMs;
+    rec.endAt = end;
     const user = async () => {
       while (Date.now() < end && rec.sent < cfg.maxRequests) {
         const i = n++;
@@ -205,7 +220,7 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
     };
     await Promise.all(Array.from({ length: concurrency }, user));
   }
-  // Every try carries its timeout and pauses are bounded, so this ends within maxTries x (patience + pause).
+  // No try starts after the schedule and every try carries its timeout, so this ends within one patience of it.
   await Promise.all(pending);
   return {
     startedAt: cfg.startAt,
@@ -219,6 +234,7 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
     operationsServed: rec.operationsServed,
     ...(cfg.recordTries ? { tries: rec.tries } : {}),
     skipped: rec.skipped,
+    cutShort: rec.cutShort,
     failedOrderCustomers: rec.failedOrderCustomers,
   };
 }

@@ -118,6 +118,12 @@ export interface LoadResult {
   tries?: TryRecord[];
   /** Not sent because maxInFlight or maxRequests was reached. */
   skipped: number;
+  /**
+   * Users who had tries left when the schedule ended and so made no more
+   * (no try starts after it; the ones in flight finish). Their operations
+   * count as not served, and a PlaceOrder among them is in failedOrderCustomers.
+   */
+  cutShort: number;
   /** customer_ids of PlaceOrder calls the user saw fail: an order stored for one of them is work nobody got. */
   failedOrderCustomers: string[];
 }

@@ -12,7 +12,7 @@ export type LoadOptions = Omit<LoadConfig, "startAt" | "maxRequests" | "maxInFli
     /** Called with the start time (epoch ms) once the load process is ready; the first arrival is then `startDelayMs` later. */
     onStart?: (startAt: number) => void;
     startDelayMs?: number;
-    /** Once the process is ready, wait for this too before starting (its code is loaded and its connections open by then). */
+    /** Once the process is ready, wait for this too before starting (its code is loaded and its connections open by then); if it rejects, so does the load, unstarted. */
     startAfter?: Promise<unknown>;
   };
 
@@ -61,16 +61,21 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
       if (m.type === "ready") {
         // The wait for `startAfter` is the caller's to bound; the child waits with it.
         if (startAfter) clearTimeout(timer);
-        void Promise.resolve(startAfter).then(() => {
-          if (settled) return;
-          const startAt = Date.now() + startDelayMs;
-          // The last user may still be on their last try: every try is bounded, and so is every pause.
-          const user = cfg.user ?? { maxTries: 1, maxRetryAfterMs: 0, errorPauseMs: 0 };
-          const lastUserMs = user.maxTries * (cfg.clientTimeoutMs + Math.max(user.maxRetryAfterMs, user.errorPauseMs));
-          arm(startDelayMs + plannedMs(cfg.mode) + lastUserMs + 30_000, "no result");
-          child.send({ type: "start", startAt } satisfies ToLoad);
-          onStart?.(startAt);
-        });
+        void Promise.resolve(startAfter).then(
+          () => {
+            if (settled) return;
+            const startAt = Date.now() + startDelayMs;
+            // No try starts after the schedule, and the ones in flight then end within their timeout.
+            arm(startDelayMs + plannedMs(cfg.mode) + cfg.clientTimeoutMs + 30_000, "no result");
+            child.send({ type: "start", startAt } satisfies ToLoad);
+            onStart?.(startAt);
+          },
+          (e: unknown) => {
+            // What it waited for failed (a warm-up before a measurement): no load without it.
+            child.kill("SIGKILL");
+            finish(() => reject(e));
+          },
+        );
       } else if (m.type === "result") finish(() => resolve(m.result));
       else finish(() => reject(new Error(`load process failed: ${m.message}`)));
     });

@@ -1,6 +1,6 @@
 /**
  * The bounds both files about the shipped configuration hold a platform to
- * (default-config.test.ts, alone; default-config-dead-dependency.test.ts,
+ * (default-config.test.ts, alone; default-config-faults.test.ts,
  * beside other files): written once so the two cannot drift apart.
  */
 import { Code } from "@connectrpc/connect";
