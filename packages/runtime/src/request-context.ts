@@ -107,14 +107,17 @@ export function createRequestContext(input: RequestContextInput): RequestContext
   const controller = new AbortController();
   const calls = new AbortController();
   // One timer at a time: first at the end of the calls, then (re-armed for
-  // the hop reserve) at the deadline.
+  // the hop reserve) at the deadline. Re-armed even when the deadline has
+  // passed already (a timer that fired late: the process was starved or
+  // paused): the calls' failures then settle first, a turn of the event
+  // loop before the deadline ends the request, and the caller hears which
+  // dependency did not answer rather than that the deadline passed
+  // (late-deadline.spec.ts).
   let timer: NodeJS.Timeout;
   const atDeadline = () => controller.abort("deadline");
   const atCallsEnd = () => {
     calls.abort("deadline");
-    const left = deadlineAt - now();
-    if (left <= 0 || callsEndAt >= deadlineAt) atDeadline();
-    else arm(atDeadline, left);
+    arm(atDeadline, deadlineAt - now());
   };
   const arm = (fn: () => void, ms: number) => {
     timer = setTimeout(fn, Math.max(0, ms));
