@@ -66,8 +66,8 @@ describe("the shipped configuration under overload", () => {
     assert.deepEqual(unexpected(load.calls, allowed), [], "only clear, retryable failures");
     assert.deepEqual(lateCalls(load.calls, settleSlackMs), [], "every call settled within its deadline");
     assert.ok(refused.length > 0, "the excess was refused ('not now'), not queued without bound");
-    // On a fresh platform the overload is deep enough for the edge to cut its intake (4 cuts in every
-    // run on 2 cores); without a cut, "back to normal" above would hold without having been tested.
+    // On a fresh platform the overload is deep enough for the edge to cut its intake (3 or 4 cuts in
+    // every run on 2 cores); without a cut, "back to normal" above would hold without having been tested.
     assert.ok(cuts > 0, `the edge's intake controller cut during the overload (${cuts} cuts)`);
     assert.ok(ok.length > 0, "the platform kept serving while overloaded");
     assert.deepEqual(await withDb((db) => reconcile(db, load)), [], "every acknowledged order stored once, nothing else");
