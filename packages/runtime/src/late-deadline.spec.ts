@@ -24,9 +24,7 @@ import { Counter } from "@platform/test-support";
 import { readEnv } from "./config.js";
 import { createDependencyClient } from "./dependency-client.js";
 import { readDependencyConfig } from "./dependency-config.js";
-import { createLogger } from "./logger.js";
-import { serve } from "./serve.js";
-import { readServerConfig } from "./server-config.js";
+import { serveGet, specServerConfig } from "./testing/served-get.js";
 
 type CounterClient = { get(req: object, opts?: { headers?: Record<string, string> }): Promise<unknown> };
 
@@ -70,23 +68,14 @@ function blockEventLoop(ms: number): void {
 
 for (const protocol of ["grpc", "connect-http1"] as const) {
   test(`${protocol}: a deadline timer that fires late still answers with the dependency that did not answer`, async () => {
-    const server = readEnv({ PORT: "0", ADMIN_PORT: "0" }, (r) => readServerConfig(r, "late-hop", { port: 0, adminPort: 0, edge: false }));
+    const server = specServerConfig("late-hop");
     const peer = createDependencyClient(Counter, {
       dependency: readEnv({ PEER_URL: dependencyUrl }, (r) => readDependencyConfig(r, "peer", dependencyUrl)),
       server,
       retry: "none",
     }) as unknown as CounterClient;
-    const hop = await serve({
-      config: server,
-      logger: createLogger("late-hop", "silent"),
-      services: [Counter],
-      http1: protocol === "connect-http1",
-      routes(router) {
-        router.service(Counter, { get: () => peer.get({}), async *count() {} } as never);
-      },
-    });
+    const hop = await serveGet(protocol, server, () => peer.get({}) as Promise<object>);
     try {
-      await hop.ready;
       const baseUrl = `http://127.0.0.1:${hop.port}`;
       const transport = protocol === "grpc" ? createGrpcTransport({ baseUrl }) : createConnectTransport({ baseUrl, httpVersion: "1.1" });
       const caller = createClient(Counter, transport) as unknown as CounterClient;

@@ -23,41 +23,28 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { abortReason, currentScope } from "@platform/resilience";
 import { Counter } from "@platform/test-support";
-import { readEnv } from "./config.js";
-import { createLogger } from "./logger.js";
-import { serve } from "./serve.js";
-import { readServerConfig } from "./server-config.js";
+import { serveGet, specServerConfig } from "./testing/served-get.js";
 
 for (const protocol of ["grpc", "connect-http1"] as const) {
   test(`${protocol}: a request still running when the drain period ends is aborted with "shutdown" and answered UNAVAILABLE`, async () => {
-    const env = { PORT: "0", ADMIN_PORT: "0", DRAIN_TIMEOUT_MS: "100" };
-    const config = readEnv(env, (r) => readServerConfig(r, "drain-test", { port: 0, adminPort: 0, edge: false }));
     const seen: { signalReason?: unknown; scopeReason?: string } = {};
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
-    const server = await serve({
-      config,
-      logger: createLogger("drain-test", "silent"),
-      services: [Counter],
-      http1: protocol === "connect-http1",
-      routes(router) {
-        router.service(Counter, {
-          get: (_req: unknown, ctx: { signal: AbortSignal }) =>
-            new Promise((resolve) => {
-              const scope = currentScope();
-              started();
-              // Ignores the abort for the answer (the deadline interceptor answers), records what it saw.
-              ctx.signal.addEventListener("abort", () => {
-                seen.signalReason = ctx.signal.reason;
-                seen.scopeReason = scope && abortReason(scope);
-                setTimeout(() => resolve({}), 50);
-              });
-            }),
-          async *count() {},
-        } as never);
-      },
-    });
-    await server.ready;
+    const server = await serveGet(
+      protocol,
+      specServerConfig("drain-test", { DRAIN_TIMEOUT_MS: "100" }),
+      (ctx) =>
+        new Promise((resolve) => {
+          const scope = currentScope();
+          started();
+          // Ignores the abort for the answer (the deadline interceptor answers), records what it saw.
+          ctx.signal.addEventListener("abort", () => {
+            seen.signalReason = ctx.signal.reason;
+            seen.scopeReason = scope && abortReason(scope);
+            setTimeout(() => resolve({}), 50);
+          });
+        }),
+    );
     const baseUrl = `http://127.0.0.1:${server.port}`;
     const transport = protocol === "grpc" ? createGrpcTransport({ baseUrl }) : createConnectTransport({ baseUrl, httpVersion: "1.1" });
     const client = createClient(Counter, transport) as unknown as { get(req: object): Promise<unknown> };
@@ -77,33 +64,23 @@ for (const protocol of ["grpc", "connect-http1"] as const) {
 
 for (const protocol of ["grpc", "connect-http1"] as const) {
   test(`${protocol}: the caller going away mid-request ends the handler's signal with connect-node's reason`, async (t) => {
-    const env = { PORT: "0", ADMIN_PORT: "0" };
-    const config = readEnv(env, (r) => readServerConfig(r, "cancel-test", { port: 0, adminPort: 0, edge: false }));
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
     let aborted!: (reason: unknown) => void;
     const reason = new Promise<unknown>((r) => (aborted = r));
-    const server = await serve({
-      config,
-      logger: createLogger("cancel-test", "silent"),
-      services: [Counter],
-      http1: protocol === "connect-http1",
-      routes(router) {
-        router.service(Counter, {
-          get: (_req: unknown, ctx: { signal: AbortSignal }) =>
-            new Promise((resolve) => {
-              ctx.signal.addEventListener("abort", () => {
-                aborted(ctx.signal.reason);
-                resolve({});
-              });
-              started();
-            }),
-          async *count() {},
-        } as never);
-      },
-    });
+    const server = await serveGet(
+      protocol,
+      specServerConfig("cancel-test"),
+      (ctx) =>
+        new Promise((resolve) => {
+          ctx.signal.addEventListener("abort", () => {
+            aborted(ctx.signal.reason);
+            resolve({});
+          });
+          started();
+        }),
+    );
     t.after(() => server.shutdown());
-    await server.ready;
     if (protocol === "grpc") {
       const session = http2.connect(`http://127.0.0.1:${server.port}`);
       session.on("error", () => {});
