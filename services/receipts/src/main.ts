@@ -3,6 +3,7 @@ import { createDatabase, migrateWhenReachable } from "@platform/database";
 import { mailerV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
+import { checkGraphilePatch } from "./graphile-patch.js";
 import { openInterface, startQueue, type Queue } from "./queue.js";
 import { ReceiptStore } from "./receipt-store.js";
 import { createSendReceipt } from "./send-receipt.js";
@@ -17,6 +18,7 @@ const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 runMain("receipts", async () => {
   const config = loadConfig(process.env);
   const logger = createLogger("receipts", config.server.logLevel);
+  checkGraphilePatch(logger);
   const db = createDatabase({
     name: "receipts-db",
     connectionString: config.databaseUrl,
@@ -65,8 +67,10 @@ runMain("receipts", async () => {
     onShutdown: async () => {
       stopping = true;
       startup.cancel();
-      // Lets running jobs finish (each within its own deadline), then closes.
-      await queue?.stop();
+      // Lets running jobs finish (each may first wait out a pause after a
+      // failure, then has its own deadline), and 2 s to write their outcomes;
+      // past that the database is away, and the jobs are left to the heartbeat.
+      await queue?.stop(config.pauseAfterFailureMs + config.jobTimeoutMs + 2000);
       await db.close();
     },
   });

@@ -11,7 +11,15 @@ import { tolerateUnreturnedLocalJobs } from "./unreturned-jobs.js";
 export { queueSchema };
 
 export interface Queue {
-  stop(): Promise<void>;
+  /**
+   * Stops taking jobs, lets the running ones finish and hands back the rest,
+   * within `budgetMs`. Past it (the database is away: graphile-worker retries
+   * writing a finished job's outcome for minutes), the runner is left as it
+   * is and its heartbeat ends: the jobs it still holds are released by a live
+   * runner (another replica, or this service's next start) once its beats
+   * expire (runner-heartbeat.ts), and run again.
+   */
+  stop(budgetMs: number): Promise<void>;
 }
 
 /**
@@ -48,6 +56,26 @@ export const defaultTuning = (concurrency: number): QueueTuning => ({
 
 /** A runner is dead when its heartbeat is this many intervals old: one late beat is not a death. */
 export const heartbeatsToExpiry = 3;
+
+/** After the runner's stop, how long removing its heartbeat row and closing the pool may take. */
+const cleanupBudgetMs = 1000;
+
+/** Whether `work` settled within `ms` (it is not cancelled when it did not). */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const settled = work.then(
+    () => true,
+    () => true,
+  );
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Waits between restarts of a runner that stopped by itself (the database went away for longer than its own retries). */
 const restartDelaysMs = [500, 1000, 2000, 5000, 10_000];
@@ -107,9 +135,13 @@ export async function startQueue(opts: {
       noHandleSignals: true,
       logger,
       // Completions and failures go through graphile-worker's batcher (never
-      // -1: completions wait tuning.completeJobBatchDelayMs, failures 0), whose
-      // errors it handles by shutting the runner down, which
-      // the loop below restarts. Unbatched, 0.18.0 does not wait on the promise
+      // -1: completions wait tuning.completeJobBatchDelayMs, failures 0),
+      // which retries a write that failed (up to 20 times over some minutes,
+      // holding the workers back meanwhile) and, when it gives up, shuts the
+      // runner down, which the loop below restarts. Both only as patched
+      // (patches/README.md): 0.18.0 gave up at the first failure, and its
+      // second failure left the shutdown, and so the runner, hung for good
+      // (queue-outage.spec.ts). Unbatched, 0.18.0 does not wait on the promise
       // of completeJob/failJob, so a connection lost at that moment became an
       // unhandled rejection that ended the process (the failover test, -m immediate).
       preset: {
@@ -179,14 +211,26 @@ export async function startQueue(opts: {
     onTick: opts.onHeartbeat,
   });
   return {
-    async stop() {
+    async stop(budgetMs) {
       stopped = true;
       wake?.();
-      await runner.stop().catch(() => {});
-      await supervised;
-      // The runner released its jobs as it stopped: its row can go.
-      await heartbeat.stop(poolId);
-      await pool.end();
+      const released = await settlesWithin(
+        (async () => {
+          await runner.stop().catch(() => {});
+          await supervised;
+        })(),
+        budgetMs,
+      );
+      if (!released) {
+        opts.logger.warn(
+          { budgetMs, poolId },
+          "the queue's runner did not stop in time (is the database away?): the jobs it holds are released once its heartbeat expires",
+        );
+      }
+      // A runner that released its jobs as it stopped: its row can go. One that
+      // did not: its row stays, to expire. Neither waits on a database that is away.
+      await settlesWithin(heartbeat.stop(released ? poolId : undefined), cleanupBudgetMs);
+      await settlesWithin(pool.end(), cleanupBudgetMs);
     },
   };
 }

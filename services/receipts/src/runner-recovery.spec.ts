@@ -108,7 +108,7 @@ describe("a runner killed while it holds a job", () => {
       assert.equal(rows.includes(deadPool), false);
       assert.equal(rows.length, 2);
     } finally {
-      for (const r of live) await r.queue.stop();
+      for (const r of live) await r.queue.stop(10_000);
     }
     // Stopped cleanly: their rows are removed, nothing left locked.
     assert.deepEqual(await runnerRows(), []);
