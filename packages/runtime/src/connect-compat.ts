@@ -95,8 +95,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { createMethodSerializationLookup } from "@connectrpc/connect/protocol";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { healthV1 } from "@platform/proto";
-import { ConfigError } from "./config.js";
 import type { Logger } from "./logger.js";
+import { reportUnpatched } from "./unpatched-dependency.js";
 
 /**
  * What is wrong with the installed connect-es, as seen by exercising the two
@@ -124,25 +124,12 @@ export function connectPatchProblems(): string[] {
 }
 
 /**
- * Says loudly when connect-es runs without our patch, as it does when it was
- * installed with --ignore-scripts, pnpm, yarn or bun (patch-package runs from
- * npm's postinstall only), or when a new release moved the patched lines.
- *
- * In production (NODE_ENV=production, as the image sets) the service refuses
- * to start (exit 78, like any configuration error: a restart cannot fix it):
- * without the patch one request whose error message quotes a lone surrogate is
- * never answered and holds an admission slot until its deadline, so a few dozen
- * such requests stall a gateway, and bad protobuf is answered INTERNAL, which
- * pages someone. Elsewhere it logs an error and serves: a developer who
- * installed with another package manager can still try the platform, and the
- * tests that depend on the patch fail with the same message.
+ * Says loudly when connect-es runs without our patch (`reportUnpatched`). In
+ * production the service refuses to start: without the patch one request
+ * whose error message quotes a lone surrogate is never answered and holds an
+ * admission slot until its deadline, so a few dozen such requests stall a
+ * gateway, and bad protobuf is answered INTERNAL, which pages someone.
  */
 export function checkConnectPatch(logger: Logger, env: Record<string, string | undefined> = process.env, problems: string[] = connectPatchProblems()): void {
-  if (problems.length === 0) return;
-  const message =
-    "@connectrpc/connect is not patched (patches/README.md): " +
-    problems.join("; ") +
-    ". Install with `npm ci` (which runs patch-package), or run `npx patch-package` after installing with another tool.";
-  if (env["NODE_ENV"] === "production") throw new ConfigError([message]);
-  logger.error({ problems }, message);
+  reportUnpatched("@connectrpc/connect", problems, logger, env);
 }

@@ -1,6 +1,7 @@
 export * from "./headers.js";
 export { requestContext, requestContextOf, requestContextValues, type RequestContext } from "./request-context.js";
 export { ConfigError, EnvReader, readEnv } from "./config.js";
+export { reportUnpatched } from "./unpatched-dependency.js";
 export {
   readServerConfig,
   databaseDeadlineOptions,

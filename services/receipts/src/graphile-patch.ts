@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { ConfigError, type Logger } from "@platform/runtime";
+import { type Logger, reportUnpatched } from "@platform/runtime";
 
 /**
  * The two fixes patches/graphile-worker+0.18.0.patch makes to the batcher
@@ -34,20 +34,11 @@ function installedMainJs(): string {
 }
 
 /**
- * Says loudly when graphile-worker runs without our patch, as it does when
- * it was installed with --ignore-scripts, pnpm, yarn or bun (patch-package
- * runs from npm's postinstall only): with NODE_ENV=production (the image)
- * the service refuses to start (exit 78), since one PostgreSQL restart under
- * load would then stop every receipt for good while the service reports
- * itself ready; elsewhere it logs an error naming the fix. As
- * `checkConnectPatch` does for connect-es.
+ * Says loudly when graphile-worker runs without our patch (`reportUnpatched`,
+ * as for connect-es). In production the service refuses to start: one
+ * PostgreSQL restart under load would then stop every receipt for good while
+ * the service reports itself ready.
  */
 export function checkGraphilePatch(logger: Logger, env: Record<string, string | undefined> = process.env, problems: string[] = graphilePatchProblems()): void {
-  if (problems.length === 0) return;
-  const message =
-    "graphile-worker is not patched (patches/README.md): " +
-    problems.join("; ") +
-    ". Install with `npm ci` (which runs patch-package), or run `npx patch-package` after installing with another tool.";
-  if (env["NODE_ENV"] === "production") throw new ConfigError([message]);
-  logger.error({ problems }, message);
+  reportUnpatched("graphile-worker", problems, logger, env);
 }
