@@ -238,6 +238,64 @@ describe("Database.transaction", () => {
     assert.ok(await eventually(() => db.stats().inUse === 0));
   });
 
+  it("a write on a connection to a server that takes none (a standby): Unavailable naming it, and that connection is closed, not pooled", async () => {
+    const db = open("standby-db", 1);
+    await db.transaction((tx) => tx.query("CREATE TABLE standby_t (v int)"));
+    const backend = async () => (await db.transaction((tx) => tx.query("SELECT pg_backend_pid() AS pid"))).rows[0].pid as number;
+    const before = await backend();
+    // The one pooled connection now behaves as one to a standby: every transaction on it is read-only.
+    await db.transaction((tx) => tx.query("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"));
+    await assert.rejects(
+      scoped(5000, () => db.transaction((tx) => tx.query("INSERT INTO standby_t VALUES (1)"))),
+      isConnectError(
+        Code.Unavailable,
+        /^\[unavailable\] standby-db: database unavailable: the server takes no writes \(a standby, or set read-only\) \(25006\)$/,
+      ),
+    );
+    // The next transaction gets a new connection, which takes writes.
+    assert.notEqual(await backend(), before);
+    await db.transaction((tx) => tx.query("INSERT INTO standby_t VALUES (2)"));
+    // A transaction that asked to be read-only and writes: its own bug, the server's error as it is.
+    await assert.rejects(
+      db.transaction((tx) => tx.query("INSERT INTO standby_t VALUES (3)"), { readOnly: true }),
+      (err: unknown) => {
+        assert.ok(!(err instanceof ConnectError));
+        assert.equal((err as { code?: string }).code, "25006");
+        return true;
+      },
+    );
+    const rows = await db.transaction(async (tx) => (await tx.query("SELECT v FROM standby_t ORDER BY v")).rows);
+    assert.deepEqual(rows, [{ v: 2 }]);
+  });
+
+  it("a deadlock between two transactions: the one the server rolls back is Aborted, naming the conflict; the other commits", async () => {
+    const db = open("deadlock-db", 2);
+    await db.transaction((tx) => tx.query("CREATE TABLE dl (k int PRIMARY KEY, v int)"));
+    await db.transaction((tx) => tx.query("INSERT INTO dl VALUES (1, 0), (2, 0)"));
+    let firstLocks = 0;
+    let bothLocked: () => void = () => {};
+    const locked = new Promise<void>((resolve) => (bothLocked = resolve));
+    // Each locks one row, waits until the other holds its own, then asks for the other's.
+    const crossing = (mine: number, theirs: number) =>
+      scoped(10_000, () =>
+        db.transaction(async (tx) => {
+          await tx.query("UPDATE dl SET v = v + 1 WHERE k = $1", [mine]);
+          if (++firstLocks === 2) bothLocked();
+          await locked;
+          await tx.query("UPDATE dl SET v = v + 1 WHERE k = $1", [theirs]);
+        }),
+      );
+    const outcomes = await Promise.allSettled([crossing(1, 2), crossing(2, 1)]);
+    const rejected = outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason);
+    assert.equal(rejected.length, 1, "the server broke the deadlock by rolling back one of the two");
+    isConnectError(Code.Aborted, /^\[aborted\] deadlock-db: transaction rolled back by a concurrency conflict: deadlock detected \(40P01\)$/)(rejected[0]);
+    const rows = await db.transaction(async (tx) => (await tx.query("SELECT k, v FROM dl ORDER BY k")).rows);
+    assert.deepEqual(rows, [
+      { k: 1, v: 1 },
+      { k: 2, v: 1 },
+    ]);
+  });
+
   it("applies the fallback deadline outside any request scope", async () => {
     const db = createDatabase({ name: "fallback-db", connectionString: pg.url, minBudgetMs: 5, maxConnections: 1, fallbackTimeoutMs: 300 });
     dbs.push(db);

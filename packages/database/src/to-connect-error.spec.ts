@@ -15,6 +15,17 @@ function mapped(err: unknown): ConnectError {
 }
 
 describe("toConnectError", () => {
+  it("maps a deadlock and a serialization failure to Aborted, naming the conflict and keeping the cause", () => {
+    const deadlock = pgError("40P01", "deadlock detected");
+    const a = mapped(deadlock);
+    assert.equal(a.code, Code.Aborted);
+    assert.equal(a.rawMessage, "orders-db: transaction rolled back by a concurrency conflict: deadlock detected (40P01)");
+    assert.equal(a.cause, deadlock);
+    const s = mapped(pgError("40001", "could not serialize access due to concurrent update"));
+    assert.equal(s.code, Code.Aborted);
+    assert.equal(s.rawMessage, "orders-db: transaction rolled back by a concurrency conflict: serialization failure (40001)");
+  });
+
   it("maps query_canceled by why the scope ended", () => {
     const ac = new AbortController();
     const scope = createScope({ timeoutMs: 10_000, requestId: "r", procedure: "/p", parentSignals: [ac.signal] });

@@ -21,6 +21,20 @@ const UNAVAILABLE_SQLSTATES: Record<string, string> = {
   "53300": "too many connections",
 };
 
+/**
+ * SQLSTATEs of a transaction the server rolled back because it met another
+ * one: nothing is wrong with the request or the server, and the whole
+ * transaction may succeed if tried again (ABORTED, "retry at a higher
+ * level", failure-class.ts "conflict").
+ */
+const CONFLICT_SQLSTATES: Record<string, string> = {
+  "40001": "serialization failure",
+  "40P01": "deadlock detected",
+};
+
+/** read_only_sql_transaction: a write on a server that takes none (readOnlyServerError). */
+const READ_ONLY_SQLSTATE = "25006";
+
 /** node-pg's own messages for a connection that died or was never usable. */
 const CONNECTION_MESSAGES: [RegExp, string][] = [
   [/^Connection terminated/, "connection terminated"],
@@ -75,7 +89,8 @@ export function cancelledError(dbName: string, scope: CallScope | undefined, cau
 /**
  * Maps the database errors whose meaning is the same for every service to
  * a ConnectError: 57014 (query_canceled) to DeadlineExceeded / Canceled /
- * Unavailable by the scope's abort reason, and connection failures to
+ * Unavailable by the scope's abort reason, a deadlock or a serialization
+ * failure (40P01, 40001) to Aborted, and connection failures to
  * Unavailable. Returns every other error UNCHANGED (a unique violation,
  * 23505, means something different to each service, so the service
  * decides). Messages never contain SQL or values; the original error is kept
@@ -83,7 +98,12 @@ export function cancelledError(dbName: string, scope: CallScope | undefined, cau
  */
 export function toConnectError(err: unknown, dbName: string, scope?: CallScope): unknown {
   if (err instanceof ConnectError) return err;
-  if (codeOf(err) === "57014") return cancelledError(dbName, scope, err);
+  const code = codeOf(err);
+  if (code === "57014") return cancelledError(dbName, scope, err);
+  const conflict = code === undefined ? undefined : CONFLICT_SQLSTATES[code];
+  if (conflict !== undefined) {
+    return new ConnectError(`${dbName}: transaction rolled back by a concurrency conflict: ${conflict} (${code})`, Code.Aborted, undefined, undefined, err);
+  }
   const reason = connectionFailureReason(err);
   if (reason !== undefined) {
     return new ConnectError(`${dbName}: database unavailable: ${reason}`, Code.Unavailable, undefined, undefined, err);
@@ -102,4 +122,27 @@ export function toConnectError(err: unknown, dbName: string, scope?: CallScope):
 export function connectionLostError(dbName: string, loss: { message: string; code: string | undefined; error: Error }): ConnectError {
   const code = loss.code !== undefined ? ` (${loss.code})` : "";
   return new ConnectError(`${dbName}: connection lost: ${loss.message}${code}`, Code.Unavailable, undefined, undefined, loss.error);
+}
+
+/**
+ * A write refused because the server takes none (25006), in a transaction
+ * that did not ask to be read-only: the connection reached a standby (an
+ * HA failover moved the primary, and this connection, or the address it
+ * was opened to, still points at the old one) or a server set read-only
+ * (`default_transaction_read_only`). Unavailable: the request is fine and
+ * may succeed once a writable primary answers, so the edge retries it with
+ * its idempotency key, and the connection is closed rather than pooled
+ * (ScopedTx) so that the next one is opened afresh. In a transaction that
+ * asked to be read-only the same error is the caller's bug, and stays as
+ * it is. Undefined for any other error.
+ */
+export function readOnlyServerError(err: unknown, dbName: string): ConnectError | undefined {
+  if (codeOf(err) !== READ_ONLY_SQLSTATE) return undefined;
+  return new ConnectError(
+    `${dbName}: database unavailable: the server takes no writes (a standby, or set read-only) (${READ_ONLY_SQLSTATE})`,
+    Code.Unavailable,
+    undefined,
+    undefined,
+    err,
+  );
 }

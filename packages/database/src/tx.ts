@@ -4,7 +4,7 @@ import type pg from "pg";
 import { cancelTargetOf, sendCancelRequest } from "./cancel-request.js";
 import type { DatabaseMetrics, StatementOutcome } from "./metrics.js";
 import { scopeEndedError } from "./scope-ended-error.js";
-import { cancelledError, connectionFailureReason, connectionLostError, toConnectError } from "./to-connect-error.js";
+import { cancelledError, connectionFailureReason, connectionLostError, readOnlyServerError, toConnectError } from "./to-connect-error.js";
 import { lossOf, markAbandoned } from "./connection-watch.js";
 import { type StatementTarget, endStatementSpan, startStatementSpan } from "./statement-span.js";
 
@@ -64,6 +64,8 @@ export class ScopedTx implements Tx {
   private inFlight = 0;
   private cancellableInFlight = 0;
   private timeoutInForceMs = 0;
+  /** The transaction asked to be read-only: a refused write is then its own bug, not a read-only server. */
+  private readOnly = false;
   private cancelSent: Promise<void> | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
   /** The last statement error; a COMMIT that the server turned into ROLLBACK rethrows it. */
@@ -82,6 +84,7 @@ export class ScopedTx implements Tx {
   /** BEGIN and the deadline-derived statement_timeout, in one round trip. */
   async begin(readOnly: boolean): Promise<void> {
     const ms = this.statementTimeoutMs();
+    this.readOnly = readOnly;
     if (this.settings.autocommit) return;
     // SET LOCAL, never SET: transaction-scoped, so the value cannot outlive
     // us on a pooled server connection (PgBouncer transaction pooling).
@@ -196,6 +199,12 @@ export class ScopedTx implements Tx {
       return connectionLostError(this.settings.dbName, loss);
     }
     if (connectionFailureReason(err) !== undefined) this.broken = true;
+    const readOnlyServer = this.readOnly ? undefined : readOnlyServerError(err, this.settings.dbName);
+    if (readOnlyServer) {
+      // Pooled, this connection would keep reaching the server that takes no writes.
+      this.broken = true;
+      return readOnlyServer;
+    }
     return toConnectError(err, this.settings.dbName, this.scope);
   }
 
