@@ -296,6 +296,29 @@ describe("Database.transaction", () => {
     ]);
   });
 
+  it("a server that refuses the connection by its rules (no such role, no such database): Unavailable naming why, not an internal error", async () => {
+    const url = new URL(pg.url);
+    const refused = (mutate: (u: URL) => void) => {
+      const u = new URL(url);
+      mutate(u);
+      const db = createDatabase({ name: "refused-db", connectionString: u.toString(), minBudgetMs: 5, maxConnections: 1 });
+      dbs.push(db);
+      return scoped(5000, () => db.transaction((tx) => tx.query("SELECT 1")));
+    };
+    await assert.rejects(
+      refused((u) => {
+        u.username = "nobody_here";
+      }),
+      isConnectError(Code.Unavailable, /^\[unavailable\] refused-db: database unavailable: connection not authorized \(28000\)$/),
+    );
+    await assert.rejects(
+      refused((u) => {
+        u.pathname = "/no_such_database";
+      }),
+      isConnectError(Code.Unavailable, /^\[unavailable\] refused-db: database unavailable: database does not exist \(3D000\)$/),
+    );
+  });
+
   it("applies the fallback deadline outside any request scope", async () => {
     const db = createDatabase({ name: "fallback-db", connectionString: pg.url, minBudgetMs: 5, maxConnections: 1, fallbackTimeoutMs: 300 });
     dbs.push(db);

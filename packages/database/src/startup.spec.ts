@@ -141,4 +141,25 @@ describe("waitForDatabase (real PostgreSQL)", () => {
       await db.close();
     }
   });
+
+  it("does not wait out a connection the server's rules refuse (no such role): start-up fails at once, naming why", async () => {
+    const url = new URL(server.url);
+    url.username = "nobody_here";
+    const db = createDatabase({ name: "refused-db", connectionString: url.toString(), minBudgetMs: 5, maxConnections: 1 });
+    const retries: string[] = [];
+    try {
+      await assert.rejects(
+        waitForDatabase(db, async () => {}, { budgetMs: 30_000, onRetry: ({ error }) => retries.push(String(error)) }),
+        (err: unknown) => {
+          assert.ok(err instanceof ConnectError);
+          assert.equal(err.code, Code.Unavailable);
+          assert.match(err.rawMessage, /refused-db: database unavailable: connection not authorized \(28000\)/);
+          return true;
+        },
+      );
+      assert.deepEqual(retries, [], "no retry: waiting cannot change the server's rules");
+    } finally {
+      await db.close();
+    }
+  });
 });

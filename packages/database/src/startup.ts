@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type BackoffPolicy, type Clock, type Scheduler, backoffDelayMs, createScope, runInScope, systemClock, systemScheduler } from "@platform/resilience";
 import type { Database } from "./create-database.js";
 import { migrate } from "./migrate.js";
-import { connectionFailureReason } from "./to-connect-error.js";
+import { connectionFailureReason, refusedByServerRules } from "./to-connect-error.js";
 
 export interface StartupRetryOptions {
   /** Named in the error when the budget runs out, e.g. "orders-db". */
@@ -29,6 +29,8 @@ export const defaultStartupBackoff: BackoffPolicy = { initialMs: 100, multiplier
  * credentials) fails start-up at once.
  */
 export function isTransientStartupError(err: unknown): boolean {
+  // Unavailable to a caller, but no wait fixes it (to-connect-error.ts).
+  if (refusedByServerRules(err) !== undefined) return false;
   if (err instanceof ConnectError) return err.code === Code.Unavailable || err.code === Code.DeadlineExceeded;
   return connectionFailureReason(err) !== undefined;
 }

@@ -61,6 +61,9 @@ describe("toConnectError", () => {
       [pgError("57P02"), "server crashed (57P02)"],
       [pgError("57P03"), "server not accepting connections yet (57P03)"],
       [pgError("53300", "sorry, too many clients already"), "too many connections (53300)"],
+      [pgError("28P01", 'password authentication failed for user "orders"'), "authentication failed (28P01)"],
+      [pgError("28000", 'no pg_hba.conf entry for host "10.0.0.7"'), "connection not authorized (28000)"],
+      [pgError("3D000", 'database "platform" does not exist'), "database does not exist (3D000)"],
       [new AggregateError([pgError("ECONNREFUSED")], "x"), "connection refused"],
     ];
     for (const [err, reason] of cases) {

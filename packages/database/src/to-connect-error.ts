@@ -22,6 +22,27 @@ const UNAVAILABLE_SQLSTATES: Record<string, string> = {
 };
 
 /**
+ * SQLSTATEs of a connection refused by the server's rules: our credentials,
+ * its pg_hba.conf, a database that is not there. For a caller the database
+ * is unavailable (no request of theirs can change it; the service logs the
+ * server's own message for the operator, who can). Unlike the failures
+ * above, waiting does not help: a starting service fails at once
+ * (startup.ts).
+ */
+const REFUSED_SQLSTATES: Record<string, string> = {
+  "28000": "connection not authorized",
+  "28P01": "authentication failed",
+  "3D000": "database does not exist",
+};
+
+/** The short reason when `err` (or the error a ConnectError was made from) is a connection the server's rules refused. */
+export function refusedByServerRules(err: unknown): string | undefined {
+  const code = codeOf(err instanceof ConnectError ? err.cause : err);
+  const reason = code === undefined ? undefined : REFUSED_SQLSTATES[code];
+  return reason === undefined ? undefined : `${reason} (${code})`;
+}
+
+/**
  * SQLSTATEs of a transaction the server rolled back because it met another
  * one: nothing is wrong with the request or the server, and the whole
  * transaction may succeed if tried again (ABORTED, "retry at a higher
@@ -90,8 +111,9 @@ export function cancelledError(dbName: string, scope: CallScope | undefined, cau
  * Maps the database errors whose meaning is the same for every service to
  * a ConnectError: 57014 (query_canceled) to DeadlineExceeded / Canceled /
  * Unavailable by the scope's abort reason, a deadlock or a serialization
- * failure (40P01, 40001) to Aborted, and connection failures to
- * Unavailable. Returns every other error UNCHANGED (a unique violation,
+ * failure (40P01, 40001) to Aborted, and connection failures and
+ * connections refused by the server's rules to Unavailable. Returns every
+ * other error UNCHANGED (a unique violation,
  * 23505, means something different to each service, so the service
  * decides). Messages never contain SQL or values; the original error is kept
  * as `cause` for logs.
@@ -104,7 +126,7 @@ export function toConnectError(err: unknown, dbName: string, scope?: CallScope):
   if (conflict !== undefined) {
     return new ConnectError(`${dbName}: transaction rolled back by a concurrency conflict: ${conflict} (${code})`, Code.Aborted, undefined, undefined, err);
   }
-  const reason = connectionFailureReason(err);
+  const reason = connectionFailureReason(err) ?? refusedByServerRules(err);
   if (reason !== undefined) {
     return new ConnectError(`${dbName}: database unavailable: ${reason}`, Code.Unavailable, undefined, undefined, err);
   }
