@@ -217,9 +217,10 @@ async function underLoad(tag: string, disrupt: () => Promise<void>): Promise<voi
     .map((o) => `${o.key}: acknowledged ${o.orderId}, recorded ${JSON.stringify(byKey.get(o.key) ?? [])}`);
   assert.deepEqual(keyProblems, [], "every acknowledged key recorded exactly once, with its order");
   assert.equal(records.length, acknowledged, "no record for a key nobody was answered for");
-  // The receipts worker came through it too: every acknowledged order's receipt is sent, by a worker
-  // that kept running (graphile-worker 0.18.0 unpatched stopped taking jobs for good after a restart
-  // under load, while the service still reported itself ready: services/receipts/src/queue-outage.spec.ts).
+  // The receipts worker came through it too: every acknowledged order's receipt is sent. (Unpatched,
+  // graphile-worker 0.18.0 stopped taking jobs for good after a restart under load, while the service
+  // still reported itself ready. At this file's 10 orders a second too few jobs are in flight for that:
+  // services/receipts/src/queue-outage.spec.ts is what reproduces it.)
   const orderIds = load.orders.map((o) => o.orderId!);
   const unsent = () =>
     withDb(

@@ -113,10 +113,9 @@ export function cancelledError(dbName: string, scope: CallScope | undefined, cau
  * Unavailable by the scope's abort reason, a deadlock or a serialization
  * failure (40P01, 40001) to Aborted, and connection failures and
  * connections refused by the server's rules to Unavailable. Returns every
- * other error UNCHANGED (a unique violation,
- * 23505, means something different to each service, so the service
- * decides). Messages never contain SQL or values; the original error is kept
- * as `cause` for logs.
+ * other error UNCHANGED (a unique violation, 23505, means something
+ * different to each service, so the service decides). Messages never
+ * contain SQL or values; the original error is kept as `cause` for logs.
  */
 export function toConnectError(err: unknown, dbName: string, scope?: CallScope): unknown {
   if (err instanceof ConnectError) return err;
