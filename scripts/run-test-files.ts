@@ -84,13 +84,21 @@ function nameSharedProcesses(files: FileTiming[]): FileTiming[] {
   });
 }
 const phases: Record<string, number> = {};
+const flushBeforeExit = new URL("./flush-before-exit.ts", import.meta.url).href;
 const phaseStart = Date.now();
 
 /** One run() over `files`, `concurrency` at a time, reported to the terminal and the TAP file. */
 async function runFiles(files: string[], concurrency: number): Promise<void> {
   if (files.length === 0) return;
-  // forceExit: a file whose tests are done but that left a timer or a server open ends instead of holding the run.
-  const stream = run({ files: files.map((f) => resolve(f)), concurrency, timeout: 300_000, forceExit: true });
+  // forceExit: a file whose tests are done but that left a timer or a server open ends instead of holding the run;
+  // flush-before-exit.ts: without losing the last results that file's process sent.
+  const stream = run({
+    files: files.map((f) => resolve(f)),
+    concurrency,
+    timeout: 300_000,
+    forceExit: true,
+    execArgv: ["--import", flushBeforeExit],
+  });
   stream.on("test:fail", (event: { todo?: boolean | string }) => {
     if (!event.todo) process.exitCode = 1;
   });
