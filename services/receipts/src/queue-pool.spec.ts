@@ -20,7 +20,8 @@ after(async () => {
 test("a checked-out client whose connection the server ends: logged, the process goes on, the pool serves again", async () => {
   const lines: { msg: string; err?: { message: string } }[] = [];
   const logger = pino({ level: "warn" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  const pool = createQueuePool({ connectionString: server.url, max: 2, genericPlans: true, logger });
+  let losses = 0;
+  const pool = createQueuePool({ connectionString: server.url, max: 2, genericPlans: true, logger, onConnectionLost: () => losses++ });
   const uncaught: unknown[] = [];
   const onUncaught = (e: unknown) => uncaught.push(e);
   // Without the pool's listener, the client's `error` would be thrown from the socket's event: catch it here so that it fails this test, not the run.
@@ -38,6 +39,7 @@ test("a checked-out client whose connection the server ends: logged, the process
       lines.some((l) => l.msg === "queue connection lost" && /terminat/i.test(l.err?.message ?? "")),
       `the loss was logged: ${JSON.stringify(lines)}`,
     );
+    assert.ok(losses >= 1, "and reported, for the queue to retire its runner");
     // And the pool still serves: a new connection.
     const again = await pool.query<{ one: number }>("SELECT 1 AS one");
     assert.equal(again.rows[0]!.one, 1);

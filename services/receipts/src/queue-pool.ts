@@ -15,10 +15,12 @@ import pg from "pg";
  * restart of PostgreSQL with `-m immediate` then ended the process
  * (test/e2e/failover.test.ts, (c), about one run in twelve under load).
  * So every client gets a listener of ours as it connects, for its whole
- * life. It only logs: pg also fails the client's queries with the error,
- * and whoever holds the client sees it there.
+ * life. It logs, and tells `onConnectionLost` (a statement's answer may have
+ * been lost with the connection: src/queue.ts retires the runner); pg also
+ * fails the client's queries with the error, and whoever holds the client
+ * sees it there.
  */
-export function createQueuePool(opts: { connectionString: string; max: number; genericPlans: boolean; logger: Pino }): pg.Pool {
+export function createQueuePool(opts: { connectionString: string; max: number; genericPlans: boolean; logger: Pino; onConnectionLost?: () => void }): pg.Pool {
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
     max: opts.max,
@@ -27,9 +29,15 @@ export function createQueuePool(opts: { connectionString: string; max: number; g
     // without ignore_startup_parameters) needs genericPlans off.
     ...(opts.genericPlans ? { options: "-c plan_cache_mode=force_generic_plan" } : {}),
   });
-  pool.on("error", (err) => opts.logger.warn({ err }, "idle queue connection lost"));
+  pool.on("error", (err) => {
+    opts.logger.warn({ err }, "idle queue connection lost");
+    opts.onConnectionLost?.();
+  });
   pool.on("connect", (client) => {
-    client.on("error", (err) => opts.logger.warn({ err }, "queue connection lost"));
+    client.on("error", (err) => {
+      opts.logger.warn({ err }, "queue connection lost");
+      opts.onConnectionLost?.();
+    });
   });
   return pool;
 }

@@ -115,7 +115,19 @@ export async function startQueue(opts: {
   // A runner stopping with jobs in its local queue must not end the process (unreturned-jobs.ts).
   if (tuning.localQueueSize > 1) tolerateUnreturnedLocalJobs(opts.logger);
   // One connection per runner, one for LISTEN, one spare for bookkeeping and the heartbeat.
-  const pool = createQueuePool({ connectionString: opts.connectionString, max: opts.concurrency + 2, genericPlans: tuning.genericPlans, logger: opts.logger });
+  // A lost queue connection may have taken a fetch's answer with it: the supervisor then retires the runner (retire() below).
+  let connectionLost = false;
+  let onConnectionLost: (() => void) | undefined;
+  const pool = createQueuePool({
+    connectionString: opts.connectionString,
+    max: opts.concurrency + 2,
+    genericPlans: tuning.genericPlans,
+    logger: opts.logger,
+    onConnectionLost: () => {
+      connectionLost = true;
+      onConnectionLost?.();
+    },
+  });
   const levels = { error: "error", warning: "warn", info: "debug", debug: "debug" } as const;
   const logger = new Logger((scope) => (level, message, meta) => opts.logger[levels[level]]({ queue: scope, ...meta }, message));
   // The id graphile-worker locks jobs with: its worker pool's, new at each (re)start.
@@ -168,37 +180,100 @@ export async function startQueue(opts: {
   let stopped = false;
   let restarts = 0;
   let wake: (() => void) | undefined;
+  /** A pause that stop() cuts short. */
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      setTimeout(resolve, ms).unref();
+    });
+  /** Runners retired and still stopping (stop() waits for them too). */
+  const retiring = new Set<Promise<void>>();
+  /** Starts a runner in place of one that is gone or retired; false (and a runner that failed, for the loop to retry) when it could not. */
+  const replaceRunner = async (): Promise<boolean> => {
+    try {
+      runner = await start();
+      restarts = 0;
+      // stop() came while this runner was starting: it stopped the old one, so stop this one here.
+      if (stopped) await runner.stop();
+      return true;
+    } catch (e) {
+      restarts++;
+      opts.logger.warn({ err: e }, "could not start the queue's runner yet");
+      // A runner that failed to start: wait again, then retry, through the supervisor's loop.
+      const failed = Promise.reject(e);
+      failed.catch(() => {});
+      runner = { promise: failed, stop: async () => {} } as unknown as Runner;
+      return false;
+    }
+  };
+  /**
+   * A queue connection was lost. If a fetch was on it, its statement may
+   * have committed (the jobs are locked with this runner's id) while its
+   * answer was lost: the runner does not know it holds those jobs, and
+   * being alive, its heartbeat keeps them from being released
+   * (queue-lost-fetch.spec.ts). So once the database answers again, a new
+   * runner (a new id) takes over, the old one stops (its running jobs
+   * finish, its local queue goes back), and its id is no longer beaten for:
+   * whatever that id still holds is released once its heartbeat row expires
+   * (release_dead_runners, migration 002). A job that the old runner was
+   * still running past that expiry would run twice, which the receipt's
+   * idempotency absorbs (docs/outbox.md).
+   */
+  const retire = async (old: Runner): Promise<void> => {
+    for (let attempt = 0; !stopped; attempt++) {
+      // A loss after this point is a new one, for the next retirement.
+      connectionLost = false;
+      const answers = await pool.query("SELECT 1").then(
+        () => true,
+        () => false,
+      );
+      if (answers) break;
+      await pause(restartDelaysMs[Math.min(attempt, restartDelaysMs.length - 1)]!);
+    }
+    if (stopped) return;
+    const retiredPoolId = poolId;
+    poolId = undefined;
+    if (!(await replaceRunner())) return;
+    opts.logger.info({ retiredPoolId, poolId }, "a queue connection was lost: a new runner took over, so that any job locked by a lost fetch is released");
+    const stopping = old.stop().then(
+      () => {},
+      (err: unknown) =>
+        opts.logger.warn({ err, retiredPoolId }, "the retired queue runner did not stop cleanly: its jobs are released once its heartbeat expires"),
+    );
+    retiring.add(stopping);
+    void stopping.finally(() => retiring.delete(stopping));
+  };
   const supervise = async (): Promise<void> => {
     while (!stopped) {
-      const ended = await runner.promise.then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const current = runner;
+      const lost = new Promise<"lost">((resolve) => {
+        onConnectionLost = () => resolve("lost");
+        if (connectionLost) resolve("lost");
+      });
+      const outcome = await Promise.race([
+        current.promise.then(
+          () => ({ ended: undefined as unknown }),
+          (e: unknown) => ({ ended: e }),
+        ),
+        lost,
+      ]);
+      onConnectionLost = undefined;
       if (stopped) return;
+      if (outcome === "lost") {
+        await retire(current);
+        continue;
+      }
       // Its jobs may still be locked (the database went away before it could
       // release them): stop beating for it, so that they are released once
       // its row expires (runner-heartbeat.ts), by this process or another.
       poolId = undefined;
       const delayMs = restartDelaysMs[Math.min(restarts, restartDelaysMs.length - 1)]!;
-      opts.logger.warn({ err: ended, delayMs }, "the queue's runner stopped by itself; starting it again");
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        setTimeout(resolve, delayMs).unref();
-      });
+      opts.logger.warn({ err: outcome.ended, delayMs }, "the queue's runner stopped by itself; starting it again");
+      await pause(delayMs);
       if (stopped) return;
-      try {
-        runner = await start();
-        restarts = 0;
-        // stop() came while this runner was starting: it stopped the old one, so stop this one here.
-        if (stopped) await runner.stop();
-      } catch (e) {
-        restarts++;
-        opts.logger.warn({ err: e }, "could not start the queue's runner yet");
-        // A runner that failed to start: wait again, then retry, through the same loop.
-        const failed = Promise.reject(e);
-        failed.catch(() => {});
-        runner = { promise: failed, stop: async () => {} } as unknown as Runner;
-      }
+      // A runner stopping by itself took its connections' losses with it.
+      connectionLost = false;
+      await replaceRunner();
     }
   };
   const supervised = supervise();
@@ -218,6 +293,7 @@ export async function startQueue(opts: {
         (async () => {
           await runner.stop().catch(() => {});
           await supervised;
+          await Promise.all(retiring);
         })(),
         budgetMs,
       );

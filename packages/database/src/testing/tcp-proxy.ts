@@ -11,7 +11,11 @@ import net from "node:net";
  *   terminated right after it was opened;
  * - `resetAll`: reset every client connection (ECONNRESET);
  * - `freezeAll`: stop delivering the server's answers on the connections open
- *   now (a server or path that stopped answering); new connections work.
+ *   now (a server or path that stopped answering); new connections work;
+ * - `loseAnswerTo`: let the server run a statement to its end (through its
+ *   ReadyForQuery: an autocommit statement has committed by then), then reset
+ *   the client's connection instead of delivering the answer, as when the
+ *   server or the path dies between a commit and its reply.
  */
 export interface TcpProxy {
   readonly port: number;
@@ -19,12 +23,40 @@ export interface TcpProxy {
   via(url: string): string;
   resetAll(): void;
   freezeAll(): void;
+  /** Answers lost so far by `loseAnswerTo`, each with the number of rows it carried. */
+  readonly lostAnswers: ReadonlyArray<{ rows: number }>;
   close(): Promise<void>;
 }
 
 export interface TcpProxyOptions {
   /** Called once per connection when its start-up is done; return a promise to hold the answer until it settles, undefined to pass. */
   onStartup?: (backendPid: number) => Promise<void> | undefined;
+  /**
+   * Statements whose answer is lost (see above), matched on the text the
+   * client sends (a simple Query, or the Parse of an extended one: a
+   * prepared statement is matched when a connection first prepares it).
+   * Up to `times` answers (default 1) in all.
+   */
+  loseAnswerTo?: { statement: (text: string) => boolean; times?: number };
+}
+
+/** Splits a buffer of protocol messages (type byte, then length) into whole messages; returns the rest. */
+function messages(buf: Buffer, each: (type: string, body: Buffer) => void): Buffer {
+  while (buf.length >= 5) {
+    const len = buf.readInt32BE(1);
+    if (buf.length < 1 + len) break;
+    each(String.fromCharCode(buf[0]!), buf.subarray(5, 1 + len));
+    buf = buf.subarray(1 + len);
+  }
+  return buf;
+}
+
+/** The statement text of a Query ('Q': text) or Parse ('P': name, text, ...) message. */
+function statementText(type: string, body: Buffer): string | undefined {
+  if (type === "Q") return body.toString("utf8", 0, body.indexOf(0));
+  if (type !== "P") return undefined;
+  const nameEnd = body.indexOf(0);
+  return body.toString("utf8", nameEnd + 1, body.indexOf(0, nameEnd + 1));
 }
 
 interface Pair {
@@ -35,6 +67,9 @@ interface Pair {
 
 export async function startTcpProxy(target: { host: string; port: number }, opts: TcpProxyOptions = {}): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
+  const lostAnswers: Array<{ rows: number }> = [];
+  /** Answers being lost or lost, on every connection: `times` bounds this one. */
+  let losses = 0;
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host);
     const pair: Pair = { client, upstream, frozen: false };
@@ -47,7 +82,33 @@ export async function startTcpProxy(target: { host: string; port: number }, opts
     client.on("error", done);
     upstream.on("error", done);
     client.on("close", done);
-    client.on("data", (d) => upstream.write(d));
+    // Client -> server: the startup packet has no type byte; typed messages follow it.
+    let clientBuf: Buffer = Buffer.alloc(0);
+    let clientStarted = false;
+    /** A statement whose answer is to be lost was sent: its answer is being swallowed, with this many rows so far. */
+    let losing: { rows: number } | undefined;
+    let serverBuf: Buffer = Buffer.alloc(0);
+    const lose = opts.loseAnswerTo;
+    client.on("data", (d) => {
+      upstream.write(d);
+      if (!lose || losing || losses >= (lose.times ?? 1)) return;
+      clientBuf = Buffer.concat([clientBuf, d]);
+      if (!clientStarted) {
+        if (clientBuf.length < 8) return;
+        const len = clientBuf.readInt32BE(0);
+        if (clientBuf.length < len) return;
+        // An SSLRequest (80877103) is answered with one byte and followed by the real startup packet.
+        clientStarted = clientBuf.readInt32BE(4) !== 80877103;
+        clientBuf = clientBuf.subarray(len);
+        if (!clientStarted) return;
+      }
+      clientBuf = messages(clientBuf, (type, body) => {
+        const text = statementText(type, body);
+        if (losing || losses >= (lose.times ?? 1) || text === undefined || !lose.statement(text)) return;
+        losing = { rows: 0 };
+        losses++;
+      });
+    });
     client.on("end", () => upstream.end());
 
     // Server -> client: parse messages until the first ReadyForQuery, holding them.
@@ -64,6 +125,20 @@ export async function startTcpProxy(target: { host: string; port: number }, opts
     };
     upstream.on("data", (d) => {
       if (pair.frozen) return;
+      if (losing) {
+        // Everything up to the statement's ReadyForQuery is swallowed; then the client's connection is reset.
+        serverBuf = messages(Buffer.concat([serverBuf, d]), (type) => {
+          if (!losing) return;
+          if (type === "D") losing.rows++;
+          if (type === "Z") {
+            lostAnswers.push(losing);
+            losing = undefined;
+            client.resetAndDestroy();
+            upstream.destroy();
+          }
+        });
+        return;
+      }
       if (startupDone && !holding) {
         client.write(d);
         return;
@@ -121,6 +196,7 @@ export async function startTcpProxy(target: { host: string; port: number }, opts
   const port = (server.address() as net.AddressInfo).port;
   return {
     port,
+    lostAnswers,
     via(url) {
       const u = new URL(url);
       u.hostname = "127.0.0.1";
