@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type CircuitBreakerEvent, type CircuitBreakerOptions, CircuitBreaker, isDependencyFailure } from "./circuit-breaker.js";
+import { failedDependencyHeader } from "./failed-dependency.js";
 import { localRejection, markLocalRejection } from "./local-rejection.js";
 
 /**
@@ -114,6 +115,33 @@ describe("CircuitBreaker", () => {
     assert.equal(breaker.state(), "closed");
     await call(() => Promise.reject(new DOMException("timed out", "TimeoutError"))).catch(() => {});
     assert.equal(breaker.state(), "open");
+  });
+
+  it("does not count a failure marked as another service's, one further down that this dependency reports (stacked breakers), whatever its code", async (t) => {
+    const { breaker, call } = setup(t, { dependency: "orders" });
+    // orders' breaker for pricing is open: orders answers at once, marked, with a pushback hint.
+    const pricingFailed = (code: Code) =>
+      new ConnectError("orders: pricing.GetPrices: circuit open", code, { [failedDependencyHeader]: "pricing", "grpc-retry-pushback-ms": "4000" });
+    for (let i = 0; i < 20; i++) await call(() => Promise.reject(pricingFailed(i % 2 ? Code.Unavailable : Code.DeadlineExceeded))).catch(() => {});
+    assert.equal(breaker.state(), "closed");
+    assert.equal(breaker.stats().failures, 0);
+    assert.equal(breaker.stats().notCounted, 20);
+    // A failure marked as orders' own (this hop's mapping names the dependency it called) counts.
+    // (The answers above were a live service's, so they count as successes in the window: past 20 of 40 it opens.)
+    for (let i = 0; i < 30; i++) {
+      await call(() => Promise.reject(new ConnectError("orders: down", Code.Unavailable, { [failedDependencyHeader]: "orders" }))).catch(() => {});
+    }
+    assert.equal(breaker.state(), "open");
+    assert.equal(breaker.stats().failures, 21);
+  });
+
+  it("a trial answered with another service's failure proves this one is up and closes it", async (t) => {
+    const { breaker, fail, call, tick } = setup(t, { dependency: "orders" });
+    for (let i = 0; i < 10; i++) await fail();
+    tick(5_000);
+    assert.equal(breaker.state(), "half_open");
+    await call(() => Promise.reject(new ConnectError("refused", Code.Unavailable, { [failedDependencyHeader]: "pricing" }))).catch(() => {});
+    assert.equal(breaker.state(), "closed");
   });
 
   it("rethrows fn's error unchanged and returns its value", async (t) => {
@@ -271,5 +299,8 @@ describe("isDependencyFailure", () => {
     assert.equal(isDependencyFailure(new DOMException("x", "AbortError")), false);
     const local = markLocalRejection(new ConnectError("", Code.Unavailable), { kind: "circuit_open", dependency: "x" });
     assert.equal(isDependencyFailure(local), false);
+    const markedPricing = new ConnectError("", Code.Unavailable, { [failedDependencyHeader]: "pricing" });
+    assert.equal(isDependencyFailure(markedPricing, "orders"), false, "pricing's failure, reported by orders");
+    assert.equal(isDependencyFailure(markedPricing, "pricing"), true, "pricing's own, as this hop mapped it");
   });
 });

@@ -4,6 +4,7 @@ import Opossum from "opossum";
 import { type Clock, systemClock } from "./clock.js";
 import { classify, countsAgainstDependency } from "./failure-class.js";
 import { Listeners } from "./listeners.js";
+import { failedDependencyOf } from "./failed-dependency.js";
 import { localRejection, markLocalRejection } from "./local-rejection.js";
 
 /**
@@ -29,6 +30,12 @@ import { localRejection, markLocalRejection } from "./local-rejection.js";
 export interface CircuitBreakerOptions {
   /** The dependency; prefixes error messages and labels events. */
   name: string;
+  /**
+   * The service this breaker judges, by the name the callers' marks use
+   * (failed-dependency.ts): a failure marked as another service's (one
+   * further down, reported by this one) is not counted against it.
+   */
+  dependency?: string;
   /** Calls in the window before the failure rate is considered at all. Default 10. */
   volumeThreshold?: number;
   /** Opens when the failure rate in the window EXCEEDS this percentage. Default 50. */
@@ -79,10 +86,15 @@ export interface CircuitBreakerStats {
  * non-Connect error (a raw network error). Every other code is an answer
  * from a working server about this request, or the caller's own doing.
  * Local rejections (our own bulkhead or breaker) never count, nor does a
- * call the caller cancelled.
+ * call the caller cancelled, nor a failure marked as another service's
+ * than `dependency` (failed-dependency.ts): the dependency answered, and the
+ * failure began further down, behind a breaker of its own. (This hop's own
+ * mapping marks a failure of `dependency` with its name: that one counts.)
  */
-export function isDependencyFailure(err: unknown): boolean {
+export function isDependencyFailure(err: unknown, dependency?: string): boolean {
   if (localRejection(err) !== undefined) return false;
+  const below = failedDependencyOf(err);
+  if (below !== undefined && below !== dependency) return false;
   // ConnectError.from maps a TimeoutError to Canceled; for a call that is our
   // own timeout expiring, i.e. the dependency being too slow.
   if (err instanceof Error && err.name === "TimeoutError") return true;
@@ -120,7 +132,7 @@ export class CircuitBreaker {
   constructor(opts: CircuitBreakerOptions) {
     this.name = opts.name;
     this.clock = opts.clock ?? systemClock;
-    this.isFailure = opts.isFailure ?? isDependencyFailure;
+    this.isFailure = opts.isFailure ?? ((err) => isDependencyFailure(err, opts.dependency));
     this.resetTimeout = opts.resetTimeout ?? 5_000;
     const rollingCountTimeout = opts.rollingCountTimeout ?? 10_000;
     this.buckets = opts.rollingCountBuckets ?? 10;

@@ -49,6 +49,8 @@ it("exports the curated public surface", () => {
     "isDependencyFailure",
     "localRejection",
     "markLocalRejection",
+    "failedDependencyHeader",
+    "failedDependencyOf",
     "IntakeController",
     "AdmissionController",
     "currentFaults",

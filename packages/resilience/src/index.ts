@@ -64,6 +64,7 @@ export {
   type CircuitBreakerStats,
 } from "./circuit-breaker.js";
 export { localRejection, markLocalRejection, type LocalRejection, type LocalRejectionKind } from "./local-rejection.js";
+export { failedDependencyHeader, failedDependencyOf } from "./failed-dependency.js";
 
 // Metastable recovery at the edge.
 export {

@@ -16,21 +16,34 @@ describe("mapping a dependency's error at each hop", () => {
     assert.equal(out.rawMessage, 'unknown sku "X"');
   });
 
+  test("a dependency's failure is marked with the dependency's name, for the breakers above; the caller's errors are not; a mark from further down is kept", () => {
+    assert.equal(mapDownstreamError(new ConnectError("stock-db: database unavailable", Code.Unavailable), ctx).metadata.get("x-failed-dependency"), "stock");
+    const late = mapDownstreamError(new ConnectError("stream reset", Code.Internal), { ...ctx, ownDeadlinePassed: true });
+    assert.equal(late.code, Code.DeadlineExceeded);
+    assert.equal(late.metadata.get("x-failed-dependency"), "stock", "too slow is the dependency's failure too");
+    const deeper = new ConnectError("stock: warehouse-db: down", Code.Unavailable, { "x-failed-dependency": "warehouse" });
+    assert.equal(mapDownstreamError(deeper, ctx).metadata.get("x-failed-dependency"), "warehouse", "where the failure began");
+    assert.equal(mapDownstreamError(new ConnectError('unknown sku "X"', Code.InvalidArgument), ctx).metadata.get("x-failed-dependency"), null);
+    assert.equal(mapDownstreamError(new ConnectError("x", Code.Canceled), { ...ctx, callerCancelled: true }).metadata.get("x-failed-dependency"), null);
+  });
+
   test("server-side failures name the dependency", () => {
     const out = mapDownstreamError(new ConnectError("stock-db: database unavailable", Code.Unavailable), ctx);
     assert.equal(out.code, Code.Unavailable);
     assert.equal(out.rawMessage, "stock: stock-db: database unavailable");
   });
 
-  test("a fresh error: only the pushback hint crosses the hop, never other wire headers", () => {
+  test("a fresh error: only the pushback hint and a refusal's mark cross the hop, never other wire headers", () => {
     const err = new ConnectError("overloaded", Code.ResourceExhausted, {
       "grpc-retry-pushback-ms": "120",
+      "x-failed-dependency": "pricing",
       "content-type": "application/grpc",
       "x-secret": "1",
     });
     const out = mapDownstreamError(err, ctx);
     assert.notEqual(out, err);
     assert.equal(out.metadata.get("grpc-retry-pushback-ms"), "120");
+    assert.equal(out.metadata.get("x-failed-dependency"), "pricing", "the hops above do not count a refusal made below (stacked breakers)");
     assert.equal(out.metadata.get("content-type"), null);
     assert.equal(out.metadata.get("x-secret"), null);
   });

@@ -1,9 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describesCallersRequest } from "@platform/resilience";
-import { grpcRetryPushbackHeader, retryAfterHeader } from "./headers.js";
+import { failedDependencyHeader, grpcRetryPushbackHeader, retryAfterHeader } from "./headers.js";
 
-/** Response metadata that may cross a hop: the server's pushback hint (both of its headers, resilience's pushback.ts). */
-const forwardedMetadata = [retryAfterHeader, grpcRetryPushbackHeader];
+/**
+ * Response metadata that may cross a hop: the server's pushback hint (both
+ * of its headers, resilience's pushback.ts) and where a failure began
+ * (resilience's failed-dependency.ts).
+ */
+const forwardedMetadata = [retryAfterHeader, grpcRetryPushbackHeader, failedDependencyHeader];
 
 export interface DownstreamFailureContext {
   dependency: string;
@@ -16,7 +20,10 @@ export interface DownstreamFailureContext {
 /**
  * Maps an error from a downstream call to the error this hop answers with.
  *
- * Always a fresh error carrying only the dependency's pushback hint: since
+ * Always a fresh error carrying only the dependency's pushback hint and the
+ * failed-dependency mark (which this hop adds, naming the dependency, to a
+ * failure of the dependency's that carries none yet: the breakers above
+ * then do not count it against this hop, which answered): since
  * connect-es 2.2 (#1717) an error parsed from the wire loses all its headers
  * when rethrown (so it can no longer corrupt our response, as it did in
  * 2.1.2), the hint included, which our caller's retry layer needs. And a
@@ -25,6 +32,15 @@ export interface DownstreamFailureContext {
  * the upstream behaviour this relies on.)
  */
 export function mapDownstreamError(e: unknown, ctx: DownstreamFailureContext): ConnectError {
+  const out = mapped(e, ctx);
+  // The caller's own request and the caller's own cancelling are nobody's failure.
+  if (!describesCallersRequest(out.code) && out.code !== Code.Canceled && !out.metadata.has(failedDependencyHeader)) {
+    out.metadata.set(failedDependencyHeader, ctx.dependency);
+  }
+  return out;
+}
+
+function mapped(e: unknown, ctx: DownstreamFailureContext): ConnectError {
   const err = ConnectError.from(e);
   if (ctx.ownDeadlinePassed) {
     return new ConnectError(`${ctx.dependency}: no answer before the deadline`, Code.DeadlineExceeded);

@@ -27,15 +27,20 @@ test("an unexpected exception is answered INTERNAL without its internals, and lo
   assert.match(JSON.stringify(logged["err"]), /relation \\"orders\\" does not exist/);
 });
 
-test("a ConnectError keeps its code and message; only the pushback hint of its metadata crosses", async () => {
+test("a ConnectError keeps its code and message; only the pushback hint and a refusal's mark of its metadata cross", async () => {
   const { logger } = capturingLogger();
   const get = inMemoryGet([errorInterceptor({ logger })], () => {
-    throw new ConnectError("overloaded", Code.ResourceExhausted, { "grpc-retry-pushback-ms": "250", "x-internal-host": "db-7" });
+    throw new ConnectError("overloaded", Code.ResourceExhausted, {
+      "grpc-retry-pushback-ms": "250",
+      "x-failed-dependency": "pricing",
+      "x-internal-host": "db-7",
+    });
   });
   const err = await get().catch((e: unknown) => ConnectError.from(e));
   assert.ok(err instanceof ConnectError);
   assert.equal(err.code, Code.ResourceExhausted);
   assert.equal(err.rawMessage, "overloaded");
   assert.equal(err.metadata.get("grpc-retry-pushback-ms"), "250");
+  assert.equal(err.metadata.get("x-failed-dependency"), "pricing");
   assert.equal(err.metadata.get("x-internal-host"), null);
 });

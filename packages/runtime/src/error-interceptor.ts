@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { currentScope } from "@platform/resilience";
 import type { Logger } from "./logger.js";
-import { grpcRetryPushbackHeader, retryAfterHeader } from "./headers.js";
+import { grpcRetryPushbackHeader, failedDependencyHeader, retryAfterHeader } from "./headers.js";
 import { scopeEndedError } from "./deadline-interceptor.js";
 import { requestContext } from "./request-context.js";
 
@@ -36,11 +36,11 @@ export function errorInterceptor(opts: { logger: Logger }): Interceptor {
  * A fresh error with the same code, message and details: the request id
  * goes into its metadata, which connect-es would not send for an error
  * parsed from the wire (2.2+, #1717); only the pushback hint crosses the
- * hop with it.
+ * hop with it, and the mark of a refusal made below (failed-dependency.ts).
  */
 function freshError(e: ConnectError): ConnectError {
   const out = new ConnectError(e.rawMessage, e.code);
   out.details.push(...e.details);
-  for (const [k, v] of e.metadata) if (k === retryAfterHeader || k === grpcRetryPushbackHeader) out.metadata.set(k, v);
+  for (const [k, v] of e.metadata) if (k === retryAfterHeader || k === grpcRetryPushbackHeader || k === failedDependencyHeader) out.metadata.set(k, v);
   return out;
 }

@@ -5,7 +5,7 @@
  * class from one service to the next. Inside a process, per-request data
  * travels in the request context (request-context.ts), never in headers.
  */
-export { grpcRetryPushbackHeader, idempotencyKeyHeader, retryAfterHeader } from "@platform/resilience";
+export { grpcRetryPushbackHeader, idempotencyKeyHeader, failedDependencyHeader, retryAfterHeader } from "@platform/resilience";
 
 /** gRPC and gRPC-Web deadline (e.g. `250m`); parsed by resilience's timeout-header.ts. */
 export const grpcTimeoutHeader = "grpc-timeout";

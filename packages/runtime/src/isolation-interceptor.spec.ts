@@ -2,10 +2,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, createRouterTransport, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
 import { FakeScheduler, runInScope, type CallScope } from "@platform/resilience";
+import { Counter } from "@platform/test-support";
 import { classOf, isolationInterceptor, type IsolationConfig } from "./isolation-interceptor.js";
 import { register } from "./metrics.js";
+import { outboundInterceptor } from "./outbound-interceptor.js";
 
 const config: IsolationConfig = {
   maxConcurrent: 4,
@@ -42,6 +44,7 @@ test("breakers are per method: a failing method is cut off, a working one on the
   const err = await intercepted(call("CreateOrder")).catch((e: unknown) => ConnectError.from(e));
   assert.ok(err instanceof ConnectError && err.code === Code.Unavailable && /CreateOrder: circuit open/.test(err.rawMessage));
   assert.ok(Number(err.metadata.get("grpc-retry-pushback-ms")) > 0, "an open breaker says when its next trial is");
+  assert.equal(err.metadata.get("x-failed-dependency"), "orders-test", "and that it refused for orders-test, for the breakers above");
   assert.equal(reached.filter((m) => m === "CreateOrder").length, before, "an open breaker does not call");
   await intercepted(call("GetOrder"));
   assert.equal(reached.at(-1), "GetOrder", "the other method still reaches the dependency");
@@ -60,7 +63,10 @@ test("a full bulkhead refuses at once, naming the dependency and class, with a p
     await assert.rejects(
       intercepted(read("GetPrices")),
       (e: ConnectError) =>
-        e.code === Code.Unavailable && /^stock-test \(GetPrices calls\): bulkhead full/.test(e.rawMessage) && e.metadata.has("grpc-retry-pushback-ms"),
+        e.code === Code.Unavailable &&
+        /^stock-test \(GetPrices calls\): bulkhead full/.test(e.rawMessage) &&
+        e.metadata.has("grpc-retry-pushback-ms") &&
+        e.metadata.get("x-failed-dependency") === "stock-test",
     );
   }
   release();
@@ -162,4 +168,43 @@ test("adaptive (the default): calls that run out of time shrink their class's li
   const fixed = isolationInterceptor("stock-fixed", { ...cfg, limit: "fixed" }, 0, { clock, scheduler: clock })(next as never);
   for (let i = 0; i < 30; i++) await fixed(read("GetPrices")).catch(() => {});
   assert.equal(await gauge("bulkhead_limit", { dependency: "stock-fixed", class: "GetPrices" }), 16);
+});
+
+test("through the outbound interceptor: a dependency's own failures open its breaker; failures it reports from further down do not, and keep their mark", async () => {
+  let answer: () => never = () => {
+    throw new ConnectError("orders-db: database unavailable", Code.Unavailable);
+  };
+  const transport = createRouterTransport((router) => router.service(Counter, { get: () => answer(), async *count() {} } as never), {
+    transport: {
+      interceptors: [isolationInterceptor("orders-chain", config, 0), outboundInterceptor({ dependency: "orders-chain", hopReserveMs: 5, minBudgetMs: 10 })],
+    },
+  });
+  const client = createClient(Counter, transport) as unknown as { get(req: object): Promise<unknown> };
+  const breakerState = () => gauge("circuit_breaker_state", { dependency: "orders-chain", method: "Get" });
+  const failures = async (n: number) => {
+    const errs: ConnectError[] = [];
+    for (let i = 0; i < n; i++)
+      errs.push(
+        await client.get({}).then(
+          () => assert.fail("no answer expected"),
+          (e: unknown) => ConnectError.from(e),
+        ),
+      );
+    return errs;
+  };
+  // orders reports pricing's failure (marked by orders' own mapping, as it would be on the wire).
+  answer = () => {
+    throw new ConnectError("pricing: pricing-db: database unavailable", Code.Unavailable, { "x-failed-dependency": "pricing" });
+  };
+  const reported = await failures(20);
+  assert.equal(await breakerState(), 0, "closed: orders answered, pricing failed");
+  assert.deepEqual(new Set(reported.map((e) => e.metadata.get("x-failed-dependency"))), new Set(["pricing"]), "the mark names where it began");
+  // orders' own failure: this hop marks it with orders' name, and it counts.
+  answer = () => {
+    throw new ConnectError("orders-db: database unavailable", Code.Unavailable);
+  };
+  const own = await failures(40);
+  assert.equal(await breakerState(), 2, "open after orders' own failures");
+  assert.equal(own[0]!.metadata.get("x-failed-dependency"), "orders-chain");
+  assert.match(own.at(-1)!.rawMessage, /orders-chain\.Get: circuit open/);
 });

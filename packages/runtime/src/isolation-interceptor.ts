@@ -6,6 +6,7 @@ import {
   currentScope,
   localRejection,
   grpcRetryPushbackHeader,
+  failedDependencyHeader,
   pushbackHeaders,
   systemClock,
   type Clock,
@@ -69,7 +70,10 @@ export interface IsolationClock {
  * own state, not the dependency's health, so it happens outside the
  * breaker: opossum would count an ignored error as a success and dilute the
  * failure rate until the breaker could never open. Every refusal of ours
- * carries a pushback hint (grpc-retry-pushback-ms, retry-after).
+ * carries a pushback hint (grpc-retry-pushback-ms, retry-after) and the
+ * isolation-refusal mark naming this dependency (x-failed-dependency), so
+ * that the breakers of the hops above do not count it against us: we
+ * answered; `dependency` is the sick one (resilience's failed-dependency.ts).
  */
 export function isolationInterceptor(
   dependency: string,
@@ -78,6 +82,8 @@ export function isolationInterceptor(
   time: IsolationClock = { clock: systemClock },
 ): Interceptor {
   const metrics = isolationMetrics();
+  // Annotated: a call of it ends the path only for a declared never-returning type.
+  const withPushback: (e: unknown) => never = refusalFor(dependency);
   const adaptive = (config.limit ?? "adaptive") === "adaptive";
   const minConcurrent = Math.min(config.maxConcurrent, config.minConcurrent ?? Math.max(1, Math.floor(config.maxConcurrent / 8)));
 
@@ -126,6 +132,7 @@ export function isolationInterceptor(
     if (b) return b;
     b = new CircuitBreaker({
       name: `${dependency}.${method}`,
+      dependency,
       volumeThreshold: config.breaker.volumeThreshold,
       errorThresholdPercentage: config.breaker.errorThresholdPercentage,
       rollingCountTimeout: config.breaker.windowMs,
@@ -188,15 +195,21 @@ function ranOutOfTime(e: unknown, signal: AbortSignal | undefined): boolean {
 
 /**
  * Our own refusals (breaker, bulkhead) tell the caller when to come back, if
- * we know. A rejection handler (`.catch(withPushback)`) rather than an async
+ * we know, and that they were made for `dependency`. A rejection handler
+ * (`.catch(withPushback)`), made once per dependency, rather than an async
  * wrapper: no extra promise and closure per call on the path that succeeds.
  */
-function withPushback(e: unknown): never {
-  const local = localRejection(e);
-  if (local?.retryAfterMs !== undefined && e instanceof ConnectError && !e.metadata.has(grpcRetryPushbackHeader)) {
-    for (const [k, v] of Object.entries(pushbackHeaders(Math.max(1, local.retryAfterMs)))) e.metadata.set(k, v);
-  }
-  throw e;
+function refusalFor(dependency: string): (e: unknown) => never {
+  return (e) => {
+    const local = localRejection(e);
+    if (local !== undefined && e instanceof ConnectError) {
+      if (local.retryAfterMs !== undefined && !e.metadata.has(grpcRetryPushbackHeader)) {
+        for (const [k, v] of Object.entries(pushbackHeaders(Math.max(1, local.retryAfterMs)))) e.metadata.set(k, v);
+      }
+      e.metadata.set(failedDependencyHeader, dependency);
+    }
+    throw e;
+  };
 }
 
 const stateValue = { closed: 0, half_open: 1, open: 2 } as const;
