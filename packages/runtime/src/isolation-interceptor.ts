@@ -71,7 +71,7 @@ export interface IsolationClock {
  * breaker: opossum would count an ignored error as a success and dilute the
  * failure rate until the breaker could never open. Every refusal of ours
  * carries a pushback hint (grpc-retry-pushback-ms, retry-after) and the
- * isolation-refusal mark naming this dependency (x-failed-dependency), so
+ * failed-dependency mark naming this dependency (x-failed-dependency), so
  * that the breakers of the hops above do not count it against us: we
  * answered; `dependency` is the sick one (resilience's failed-dependency.ts).
  */

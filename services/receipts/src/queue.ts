@@ -233,8 +233,11 @@ export async function startQueue(opts: {
     if (stopped) return;
     const retiredPoolId = poolId;
     poolId = undefined;
-    if (!(await replaceRunner())) return;
-    opts.logger.info({ retiredPoolId, poolId }, "a queue connection was lost: a new runner took over, so that any job locked by a lost fetch is released");
+    // The old runner stops even when its successor could not start (the database went away again):
+    // the supervisor's loop then retries the start, and no runner works on under an id nobody beats for.
+    if (await replaceRunner()) {
+      opts.logger.info({ retiredPoolId, poolId }, "a queue connection was lost: a new runner took over, so that any job locked by a lost fetch is released");
+    }
     const stopping = old.stop().then(
       () => {},
       (err: unknown) =>
