@@ -107,7 +107,12 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
       // Live metrics DURING the slowdown: every bulkhead above orders stays below its limit.
       const overfull: string[] = [];
       const peaks: Record<string, string> = {};
-      let breakerOpened = false;
+      // The breaker nearest the fault: orders' for pricing. (The ones above it do not count
+      // pricing's failures, which orders reports marked as pricing's: failed-dependency.ts.) Counted
+      // by its transitions, not sampled: open for its first 0.5 s only, a sample could miss it.
+      const ordersBreakerOpenings = async () =>
+        metricValue(await p.metrics("orders"), "circuit_breaker_transitions_total", { dependency: "pricing", method: "GetPrices", to: "open" });
+      const openingsBefore = await ordersBreakerOpenings();
       let samples = 0;
       const sampleTimes: { startedAt: number; endedAt: number }[] = [];
       const sampler = (async () => {
@@ -122,9 +127,6 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
               if (b.inUse >= peak!) peaks[key] = `${b.inUse}/${b.limit}`;
             }
           }
-          // The breaker nearest the fault: orders' for pricing. (The ones above it do not count
-          // pricing's failures, which orders reports marked as pricing's: failed-dependency.ts.)
-          if (metricValue(await p.metrics("orders"), "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" }) === 2) breakerOpened = true;
           samples++;
           sampleTimes.push({ startedAt, endedAt: performance.now() });
           await new Promise((r) => setTimeout(r, 100));
@@ -205,7 +207,7 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
       const peakInUse = (key: string) => Number((peaks[key] ?? "0/0").split("/")[0]);
       assert.ok(peakInUse("checkout->orders/CreateOrder") > 0, `the samples saw PlaceOrders in flight above orders: ${JSON.stringify(peaks)}`);
       assert.deepEqual(overfull, [], "no bulkhead of the gateway or checkout filled");
-      assert.ok(breakerOpened, "orders' breaker for pricing opened");
+      assert.ok((await ordersBreakerOpenings()) > openingsBefore, "orders' breaker for pricing opened");
       assert.deepEqual(getOrderBreakers, [0, 0], "GetOrder's breakers stayed closed");
       assert.ok(limitDuring < limitBefore, `pricing's adaptive limit in orders shrank (${limitBefore} -> ${limitDuring})`);
     } finally {
@@ -301,7 +303,7 @@ describe("pricing failing every call", () => {
     const phaseEnded = performance.now();
     const elapsed = phaseEnded - phaseStarted;
     const reachedWhileOpen = (await calls()) - openAt;
-    const trialsAllowed = Math.floor((phaseEnded - closedAt) / breaker.resetTimeoutMs);
+    const trialsAllowed = trialsWithin(phaseEnded - closedAt, breaker);
     const orders = await p.metrics("orders");
     console.log(
       `[breaker] ${sent} orders through the gateway opened it (${reachedWhileClosed} calls reached pricing); then ${n} orders in ${Math.round(elapsed)} ms: ` +
@@ -336,3 +338,14 @@ describe("pricing failing every call", () => {
     assert.equal(metricValue(await p.metrics("orders"), "circuit_breaker_state", { dependency: "pricing", method: "GetPrices" }), 0, "closed again");
   });
 });
+
+/** Half-open trials an open breaker may have let through in `ms`: its waits start at firstResetMs and double up to resetTimeoutMs (circuit-breaker.ts). */
+function trialsWithin(ms: number, breaker: { resetTimeoutMs: number; firstResetMs?: number }): number {
+  let trials = 0;
+  let wait = breaker.firstResetMs ?? breaker.resetTimeoutMs;
+  for (let at = wait; at <= ms; at += wait) {
+    trials++;
+    wait = Math.min(wait * 2, breaker.resetTimeoutMs);
+  }
+  return trials;
+}

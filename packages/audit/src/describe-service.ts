@@ -104,6 +104,7 @@ export function describeService(name: string, configJson: unknown, wired?: Wired
         errorThresholdPercentage: num(breaker["errorThresholdPercentage"], "breaker.errorThresholdPercentage"),
         windowMs: num(breaker["windowMs"], "breaker.windowMs"),
         resetTimeoutMs: num(breaker["resetTimeoutMs"], "breaker.resetTimeoutMs"),
+        ...(breaker["firstResetMs"] !== undefined ? { firstResetMs: num(breaker["firstResetMs"], "breaker.firstResetMs") } : {}),
       },
       retry,
     };

@@ -64,7 +64,7 @@ export interface DependencyDescription {
   baseUrl: string;
   /** Undefined when the calls go through no bulkhead (a plug-in took isolation out). */
   bulkhead?: { limit: string; minConcurrent: number; maxConcurrent: number; maxQueue: number };
-  breaker?: { volumeThreshold: number; errorThresholdPercentage: number; windowMs: number; resetTimeoutMs: number };
+  breaker?: { volumeThreshold: number; errorThresholdPercentage: number; windowMs: number; resetTimeoutMs: number; firstResetMs?: number };
   retry: RetryDescription;
   /** A plug-in's fixed per-call timeout instead of the propagated deadline. */
   fixedTimeoutMs?: number;

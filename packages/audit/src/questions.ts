@@ -327,9 +327,15 @@ export function isolationPerDependency(graph: CallGraph): Answer {
     } else {
       const br = h.dependency.breaker!;
       facts.push(
-        `${hopName(h)}: bulkhead and breaker per method (opens at ${br.errorThresholdPercentage} % errors over ${br.volumeThreshold}+ calls in ${br.windowMs / 1000} s; trial after ${br.resetTimeoutMs / 1000} s)`,
+        `${hopName(h)}: bulkhead and breaker per method (opens at ${br.errorThresholdPercentage} % errors over ${br.volumeThreshold}+ calls in ${br.windowMs / 1000} s; trial after ${trialWaits(br)})`,
       );
     }
   }
   return { question: "Isolation: does every dependency have a bulkhead and a breaker?", pass: problems.length === 0, facts, problems };
+}
+
+/** "0.5 s, doubling up to 5 s" or "5 s": when an open breaker tries again. */
+function trialWaits(br: { resetTimeoutMs: number; firstResetMs?: number }): string {
+  const first = br.firstResetMs ?? br.resetTimeoutMs;
+  return first < br.resetTimeoutMs ? `${first / 1000} s, doubling up to ${br.resetTimeoutMs / 1000} s` : `${br.resetTimeoutMs / 1000} s`;
 }

@@ -183,6 +183,42 @@ describe("CircuitBreaker", () => {
     assert.equal(breaker.stats().opened, 2);
   });
 
+  it("with a first reset, waits that first, doubles it after each failed trial up to resetTimeout, and starts again from it once closed", async (t) => {
+    const { breaker, fail, succeed, tick } = setup(t, { firstResetTimeout: 500, resetTimeout: 3_000 });
+    /** How long it stays open from now: ticks 1 ms at a time until half-open. */
+    const openFor = () => {
+      let ms = 0;
+      while (breaker.state() === "open" && ms < 10_000) tick(1), ms++;
+      return ms;
+    };
+    const openMessage = async () => ((await fail()) as ConnectError).rawMessage;
+    for (let i = 0; i < 10; i++) await fail();
+    assert.equal(breaker.state(), "open");
+    assert.match(await openMessage(), /next trial in ~1s/);
+    const waits = [openFor()];
+    for (let i = 0; i < 4; i++) {
+      await fail(); // the trial fails: open again
+      waits.push(openFor());
+    }
+    assert.deepEqual(waits, [500, 1_000, 2_000, 3_000, 3_000]);
+    await succeed(); // the trial succeeds: closed
+    assert.equal(breaker.state(), "closed");
+    for (let i = 0; i < 10; i++) await fail();
+    assert.equal(openFor(), 500, "a new open period starts from the first wait again");
+  });
+
+  it("the open breaker's pushback is the wait of the period it is in", async (t) => {
+    const { breaker, fail, tick } = setup(t, { firstResetTimeout: 500, resetTimeout: 3_000 });
+    for (let i = 0; i < 10; i++) await fail();
+    tick(200);
+    assert.equal(localRejection(await fail())?.retryAfterMs, 300);
+    tick(300);
+    await fail(); // failed trial: the next period is 1 s
+    tick(400);
+    assert.equal(localRejection(await fail())?.retryAfterMs, 600);
+    assert.equal(breaker.state(), "open");
+  });
+
   it("a trial answered with a caller error proves the server is up and closes it", async (t) => {
     const { breaker, fail, tick } = setup(t);
     for (let i = 0; i < 10; i++) await fail();

@@ -44,8 +44,19 @@ export interface CircuitBreakerOptions {
   rollingCountTimeout?: number;
   /** Buckets of the rolling window. Default 10. */
   rollingCountBuckets?: number;
-  /** Time in ms an open breaker waits before letting a trial call through. Default 5_000. */
+  /**
+   * Time in ms an open breaker waits before letting a trial call through, at
+   * most. Default 5_000.
+   */
   resetTimeout?: number;
+  /**
+   * The first wait after the breaker opens from closed; each failed trial
+   * doubles it, up to `resetTimeout`, and closing starts again from here.
+   * A short outage is then over for the callers soon after the dependency
+   * is back (one trial within this time), while a long one costs a trial
+   * every `resetTimeout` only. Default: `resetTimeout` (a fixed wait).
+   */
+  firstResetTimeout?: number;
   /**
    * Overrides which errors count against the dependency. Local rejections
    * (bulkhead, breaker) never count, whatever this returns.
@@ -120,6 +131,9 @@ export class CircuitBreaker {
   private readonly clock: Clock;
   private readonly isFailure: (err: unknown) => boolean;
   private readonly resetTimeout: number;
+  private readonly firstResetTimeout: number;
+  /** The wait of the current (or next) open period: firstResetTimeout, doubled by each failed trial, at most resetTimeout. */
+  private currentResetTimeout: number;
   private readonly buckets: number;
   private readonly bucketMs: number;
   private readonly rotator = new EventEmitter();
@@ -134,12 +148,15 @@ export class CircuitBreaker {
     this.clock = opts.clock ?? systemClock;
     this.isFailure = opts.isFailure ?? ((err) => isDependencyFailure(err, opts.dependency));
     this.resetTimeout = opts.resetTimeout ?? 5_000;
+    this.firstResetTimeout = Math.min(opts.firstResetTimeout ?? this.resetTimeout, this.resetTimeout);
+    this.currentResetTimeout = this.firstResetTimeout;
     const rollingCountTimeout = opts.rollingCountTimeout ?? 10_000;
     this.buckets = opts.rollingCountBuckets ?? 10;
     const volumeThreshold = opts.volumeThreshold ?? 10;
     const errorThresholdPercentage = opts.errorThresholdPercentage ?? 50;
     for (const [k, v] of [
       ["resetTimeout", this.resetTimeout],
+      ["firstResetTimeout", this.firstResetTimeout],
       ["rollingCountTimeout", rollingCountTimeout],
       ["rollingCountBuckets", this.buckets],
     ] as const) {
@@ -162,7 +179,8 @@ export class CircuitBreaker {
     this.opossum = new Opossum(action, {
       name: opts.name,
       timeout: false,
-      resetTimeout: this.resetTimeout,
+      // opossum reads options.resetTimeout each time it opens: the backoff sets it (below).
+      resetTimeout: this.currentResetTimeout,
       rollingCountTimeout,
       rollingCountBuckets: this.buckets,
       volumeThreshold,
@@ -185,15 +203,21 @@ export class CircuitBreaker {
     });
     this.opossum.on("open", () => {
       this.openedAt = this.clock.now();
+      this.openPeriodMs = this.currentResetTimeout;
       this.counters.opened++;
       this.transition("open");
     });
-    this.opossum.on("halfOpen", () => this.transition("half_open"));
+    this.opossum.on("halfOpen", () => {
+      // Should this trial fail, the next open period waits twice as long (at most resetTimeout).
+      this.setResetTimeout(Math.min(this.currentResetTimeout * 2, this.resetTimeout));
+      this.transition("half_open");
+    });
     this.opossum.on("close", () => {
       // Start the closed period with a clean window, as Hystrix does: the
       // failures that opened the breaker are still inside it and would
       // re-open it on the first new failure.
       this.clearWindow();
+      this.setResetTimeout(this.firstResetTimeout);
       this.transition("closed");
     });
   }
@@ -273,13 +297,24 @@ export class CircuitBreaker {
         dependency: this.name,
       });
     }
-    const retryAfterMs = Math.max(0, this.openedAt + this.resetTimeout - this.clock.now());
+    const retryAfterMs = Math.max(0, this.openedAt + this.openPeriodMs - this.clock.now());
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
     return markLocalRejection(new ConnectError(`${this.name}: circuit open, next trial in ~${seconds}s`, Code.Unavailable), {
       kind: "circuit_open",
       dependency: this.name,
       retryAfterMs,
     });
+  }
+
+  /** The wait of the open period the breaker is in: set when it opened (a half-open breaker has already doubled it for the next one). */
+  private openPeriodMs = 0;
+
+  private setResetTimeout(ms: number): void {
+    this.currentResetTimeout = ms;
+    // opossum 9 starts each open period's timer from `options.resetTimeout`,
+    // read when it opens (lib/circuit.js, _startTimer); its typings leave
+    // `options` out. circuit-breaker.spec.ts's backoff test fails if that changes.
+    (this.opossum as unknown as { options: { resetTimeout: number } }).options.resetTimeout = ms;
   }
 
   private transition(to: CircuitState): void {

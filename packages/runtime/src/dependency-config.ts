@@ -67,6 +67,7 @@ export function readDependencyConfig(r: EnvReader, name: string, defaultUrl: str
   if (minExplicit && minConcurrent > maxConcurrent) {
     r.problems.push(`${prefix}_MIN_CONCURRENT (${minConcurrent}) must not exceed ${prefix}_MAX_CONCURRENT (${maxConcurrent})`);
   }
+  const resetTimeoutMs = r.int("BREAKER_RESET_MS", 5_000, { min: 100, max: 600_000 });
   return {
     name,
     baseUrl: r.url(`${prefix}_URL`, defaultUrl),
@@ -80,7 +81,9 @@ export function readDependencyConfig(r: EnvReader, name: string, defaultUrl: str
         volumeThreshold: r.int("BREAKER_VOLUME_THRESHOLD", 20, { min: 1, max: 100_000 }),
         errorThresholdPercentage: r.int("BREAKER_ERROR_PERCENT", 50, { min: 1, max: 100 }),
         windowMs: r.int("BREAKER_WINDOW_MS", 10_000, { min: 1000, max: 600_000 }),
-        resetTimeoutMs: r.int("BREAKER_RESET_MS", 5_000, { min: 100, max: 600_000 }),
+        resetTimeoutMs,
+        // The first wait after opening, doubled by each failed trial up to BREAKER_RESET_MS (circuit-breaker.ts).
+        firstResetMs: Math.min(r.int("BREAKER_FIRST_RESET_MS", 500, { min: 50, max: 600_000 }), resetTimeoutMs),
       },
     },
     keepalive: readKeepalive(r),

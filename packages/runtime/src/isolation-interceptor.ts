@@ -41,7 +41,10 @@ export interface BreakerConfig {
   volumeThreshold: number;
   errorThresholdPercentage: number;
   windowMs: number;
+  /** The longest wait of an open breaker before its trial call. */
   resetTimeoutMs: number;
+  /** The first wait after it opens, doubled by each failed trial up to resetTimeoutMs (default: resetTimeoutMs, fixed). */
+  firstResetMs?: number;
 }
 
 /** Test seams; production uses real time. */
@@ -137,6 +140,7 @@ export function isolationInterceptor(
       errorThresholdPercentage: config.breaker.errorThresholdPercentage,
       rollingCountTimeout: config.breaker.windowMs,
       resetTimeout: config.breaker.resetTimeoutMs,
+      ...(config.breaker.firstResetMs !== undefined ? { firstResetTimeout: config.breaker.firstResetMs } : {}),
       clock: time.clock,
       onEvent(e) {
         if (e.type === "transition") {
