@@ -28,6 +28,15 @@ export interface WatchedStatement {
  * process's timers and queries): a bound on when a statement stopped that
  * must not depend on the machine's speed reads `ranAtLeastMs`. A statement
  * that was never stopped still fails it, as the polls see it running on.
+ *
+ * One statement is one backend, transaction and text: not its
+ * `query_start`, which PostgreSQL sets again at each message of the
+ * extended protocol (Parse, Bind, Execute), so a poll between two of them
+ * saw one parameterized statement with two start times, tens of
+ * microseconds apart, and counted it twice (11 of 400 transactions polled
+ * without pause; `test/e2e/deadlines.test.ts` failed once in a full run
+ * with "the watcher saw 2 slow statements"). Its start is the earliest one
+ * seen. Two statements of the same text in one transaction count as one.
  */
 export function watchStatements(
   connectionString: string,
@@ -51,8 +60,8 @@ export function watchStatements(
     try {
       for (let last = false; !last; ) {
         last = !polling;
-        const { rows } = await client.query<{ pid: number; query: string; started: string; now: string }>(
-          `SELECT pid, query, extract(epoch FROM query_start) * 1000 AS started, extract(epoch FROM clock_timestamp()) * 1000 AS now
+        const { rows } = await client.query<{ pid: number; query: string; xact: string | null; started: string; now: string }>(
+          `SELECT pid, query, xact_start::text AS xact, extract(epoch FROM query_start) * 1000 AS started, extract(epoch FROM clock_timestamp()) * 1000 AS now
              FROM pg_stat_activity
             WHERE application_name = $1 AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%' || $2 || '%'`,
           [where.applicationName, where.queryContains ?? ""],
@@ -60,12 +69,13 @@ export function watchStatements(
         const now = Number((await client.query<{ now: string }>("SELECT extract(epoch FROM clock_timestamp()) * 1000 AS now")).rows[0]!.now);
         const running = new Set<string>();
         for (const r of rows) {
-          const key = `${r.pid}@${r.started}`;
+          // Outside a transaction block a statement is its own transaction: xact_start is its start.
+          const key = `${r.pid}@${r.xact ?? r.started}@${r.query}`;
           running.add(key);
           const seenAt = Number(r.now);
-          const startedAt = Number(r.started);
           const known = byKey.get(key);
-          if (known) Object.assign(known, { lastSeenAt: seenAt, ranAtLeastMs: seenAt - startedAt });
+          const startedAt = Math.min(Number(r.started), known?.startedAt ?? Number.POSITIVE_INFINITY);
+          if (known) Object.assign(known, { startedAt, lastSeenAt: seenAt, ranAtLeastMs: seenAt - startedAt });
           else
             byKey.set(key, {
               pid: r.pid,
