@@ -98,10 +98,11 @@ describe("browsers (CORS)", () => {
     assert.match(res.headers.get("access-control-allow-headers") ?? "", /Authorization/i);
   });
 
-  test("responses to an allowed origin expose the request id and the pushback hint", async () => {
+  test("responses to an allowed origin expose the request id, the pushback hint and which service failed", async () => {
     const res = await list({ origin: "https://app.example.com", "x-api-key": aliceKey });
     assert.equal(res.headers.get("access-control-allow-origin"), "https://app.example.com");
     assert.match(res.headers.get("access-control-expose-headers") ?? "", /Retry-After/i);
+    assert.match(res.headers.get("access-control-expose-headers") ?? "", /X-Failed-Dependency/i);
   });
 
   test("another origin gets no CORS headers", async () => {

@@ -139,6 +139,8 @@ export class CircuitBreaker {
   private readonly rotator = new EventEmitter();
   private rotatedAt: number;
   private openedAt = 0;
+  /** The wait of the open period the breaker is in: set when it opened (a half-open breaker has already doubled it for the next one). */
+  private openPeriodMs = 0;
   private current: CircuitState = "closed";
   private readonly listeners = new Listeners<CircuitBreakerEvent>();
   private readonly counters = { successes: 0, failures: 0, notCounted: 0, rejected: 0, opened: 0 };
@@ -305,9 +307,6 @@ export class CircuitBreaker {
       retryAfterMs,
     });
   }
-
-  /** The wait of the open period the breaker is in: set when it opened (a half-open breaker has already doubled it for the next one). */
-  private openPeriodMs = 0;
 
   private setResetTimeout(ms: number): void {
     this.currentResetTimeout = ms;

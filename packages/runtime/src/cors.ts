@@ -28,10 +28,10 @@ export function readCorsConfig(r: EnvReader): CorsConfig {
 }
 
 // Our own headers on top of Connect's lists: the idempotency key, the
-// caller's request id and credentials go in; the request id and the
-// pushback hint come out.
+// caller's request id and credentials go in; the request id, the
+// pushback hint and which service failed (x-failed-dependency) come out.
 const allowHeaders = [...connectCors.allowedHeaders, "Idempotency-Key", "X-Request-Id", "Authorization", "X-Api-Key"].join(", ");
-const exposeHeaders = [...connectCors.exposedHeaders, "X-Request-Id", "Retry-After", "Grpc-Retry-Pushback-Ms"].join(", ");
+const exposeHeaders = [...connectCors.exposedHeaders, "X-Request-Id", "Retry-After", "Grpc-Retry-Pushback-Ms", "X-Failed-Dependency"].join(", ");
 
 /**
  * CORS for browser clients at the edge. Answers preflights itself (true:
