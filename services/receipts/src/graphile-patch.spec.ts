@@ -1,29 +1,35 @@
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { ConfigError } from "@platform/runtime";
 import { checkGraphilePatch, graphilePatchProblems } from "./graphile-patch.js";
 
-const installed = fileURLToPath(new URL("./main.js", import.meta.resolve("graphile-worker")));
+const installed = dirname(fileURLToPath(import.meta.resolve("graphile-worker")));
 
-test("the installed graphile-worker carries both fixes of the patch", () => {
+test("the installed graphile-worker carries the three fixes of the patch", () => {
   assert.deepEqual(graphilePatchProblems(), []);
 });
 
 test("a graphile-worker without the patch is named, fix by fix: an error in development, a refusal to start in production", (t) => {
   const dir = mkdtempSync(join(tmpdir(), "graphile-patch-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  // The installed file with the patch's comments taken out: what an install that skipped patch-package has.
-  const unpatched = join(dir, "main.js");
-  writeFileSync(unpatched, readFileSync(installed, "utf8").replaceAll("graphile/worker#636", "").replaceAll("every holdup() is matched by", ""));
-  const problems = graphilePatchProblems(unpatched);
-  assert.equal(problems.length, 2);
+  // The installed files with the patch's comments taken out: what an install that skipped patch-package has.
+  const strip = (file: string, ...markers: string[]) =>
+    writeFileSync(
+      join(dir, file),
+      markers.reduce((text, m) => text.replaceAll(m, ""), readFileSync(join(installed, file), "utf8")),
+    );
+  strip("main.js", "graphile/worker#636", "every holdup() is matched by");
+  strip("localQueue.js", "patches/README.md): the promise refused");
+  const problems = graphilePatchProblems(dir);
+  assert.equal(problems.length, 3);
   assert.match(problems[0]!, /not retried/);
   assert.match(problems[1]!, /backpressure/);
-  assert.match(graphilePatchProblems(join(dir, "missing.js"))[0]!, /cannot be read/);
+  assert.match(problems[2]!, /loses the promise/);
+  assert.match(graphilePatchProblems(join(dir, "missing"))[0]!, /cannot be read/);
 
   const logged: string[] = [];
   const logger = { error: (_o: object, m: string) => logged.push(m) } as unknown as Parameters<typeof checkGraphilePatch>[0];

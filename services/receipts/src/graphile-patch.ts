@@ -1,36 +1,57 @@
 import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Logger, reportUnpatched } from "@platform/runtime";
 
 /**
- * The two fixes patches/graphile-worker+0.18.0.patch makes to the batcher
- * in graphile-worker's dist/main.js, each known by the comment it leaves
- * there. The batcher is internal (nothing exported can be called to see how
- * it behaves), so its installed source is what can be checked; what the
- * fixes do is held by queue-outage.spec.ts.
+ * The fixes patches/graphile-worker+0.18.0.patch makes, each known by the
+ * comment it leaves in graphile-worker's installed source: two to the
+ * batcher in dist/main.js, one to the local queue in dist/localQueue.js.
+ * Both are internal (nothing exported can be called to see how they
+ * behave), so their installed source is what can be checked; what the
+ * fixes do is held by queue-outage.spec.ts and queue-release.spec.ts.
  */
 const fixes = [
-  { marker: "graphile/worker#636", problem: "a failed write of jobs' outcomes is not retried (graphile/worker#636)" },
+  { file: "main.js", marker: "graphile/worker#636", problem: "a failed write of jobs' outcomes is not retried (graphile/worker#636)" },
   {
+    file: "main.js",
     marker: "every holdup() is matched by",
     problem: "the batcher's backpressure is not cleared: after a second failed write the runner neither works nor stops",
   },
-];
+  {
+    file: "localQueue.js",
+    marker: "patches/README.md): the promise refused",
+    problem: "a released local queue loses the promise that hands its jobs back: when that fails, an unhandled rejection",
+  },
+] as const;
 
-/** What is missing from the installed graphile-worker; empty when the patch is in. */
-export function graphilePatchProblems(mainJs: string = installedMainJs()): string[] {
-  let source: string;
-  try {
-    source = readFileSync(mainJs, "utf8");
-  } catch (e) {
-    return [`graphile-worker's ${mainJs} cannot be read (${String(e)})`];
+/** What is missing from the installed graphile-worker; empty when the patch is in. `dir`: its dist/ folder. */
+export function graphilePatchProblems(dir: string = installedDist()): string[] {
+  const sources = new Map<string, string | Error>();
+  const read = (file: string) => {
+    if (!sources.has(file)) {
+      try {
+        sources.set(file, readFileSync(join(dir, file), "utf8"));
+      } catch (e) {
+        sources.set(file, e instanceof Error ? e : new Error(String(e)));
+      }
+    }
+    return sources.get(file)!;
+  };
+  const problems: string[] = [];
+  for (const f of fixes) {
+    const source = read(f.file);
+    if (source instanceof Error) {
+      const message = `graphile-worker's ${join(dir, f.file)} cannot be read (${source.message})`;
+      if (!problems.includes(message)) problems.push(message);
+    } else if (!source.includes(f.marker)) problems.push(f.problem);
   }
-  return fixes.filter((f) => !source.includes(f.marker)).map((f) => f.problem);
+  return problems;
 }
 
-function installedMainJs(): string {
-  // The package's entry is dist/index.js; the batcher lives beside it.
-  return fileURLToPath(new URL("./main.js", import.meta.resolve("graphile-worker")));
+function installedDist(): string {
+  // The package's entry is dist/index.js; the batcher and the local queue live beside it.
+  return dirname(fileURLToPath(import.meta.resolve("graphile-worker")));
 }
 
 /**

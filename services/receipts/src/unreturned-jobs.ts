@@ -11,9 +11,11 @@ import type { Logger as Pino } from "@platform/runtime";
  * lost: they stay locked by the stopped runner's id, whose heartbeat has
  * stopped, so runner-heartbeat.ts releases them once it has expired.
  *
- * The rejection is recognized by graphile-worker's own message for it (the
- * version is pinned; queue-release.spec.ts reproduces the case against the
- * real library and fails if the message or the behaviour changes).
+ * patches/graphile-worker+0.18.0.patch now handles that promise, so with
+ * the patch in nothing reaches this; it stays for an install without the
+ * patch (an error in the log at start-up, graphile-patch.ts), which would
+ * otherwise end on the first failed hand-back. The rejection is recognized
+ * by graphile-worker's own message for it (the version is pinned).
  */
 const unreturnedJobs = /^Error occurred whilst returning jobs from local queue to database queue: /;
 
