@@ -27,24 +27,16 @@ const fixes = [
 
 /** What is missing from the installed graphile-worker; empty when the patch is in. `dir`: its dist/ folder. */
 export function graphilePatchProblems(dir: string = installedDist()): string[] {
-  const sources = new Map<string, string | Error>();
-  const read = (file: string) => {
-    if (!sources.has(file)) {
-      try {
-        sources.set(file, readFileSync(join(dir, file), "utf8"));
-      } catch (e) {
-        sources.set(file, e instanceof Error ? e : new Error(String(e)));
-      }
-    }
-    return sources.get(file)!;
-  };
   const problems: string[] = [];
-  for (const f of fixes) {
-    const source = read(f.file);
-    if (source instanceof Error) {
-      const message = `graphile-worker's ${join(dir, f.file)} cannot be read (${source.message})`;
-      if (!problems.includes(message)) problems.push(message);
-    } else if (!source.includes(f.marker)) problems.push(f.problem);
+  for (const file of new Set(fixes.map((f) => f.file))) {
+    let source: string;
+    try {
+      source = readFileSync(join(dir, file), "utf8");
+    } catch (e) {
+      problems.push(`graphile-worker's ${join(dir, file)} cannot be read (${String(e)})`);
+      continue;
+    }
+    for (const f of fixes) if (f.file === file && !source.includes(f.marker)) problems.push(f.problem);
   }
   return problems;
 }
