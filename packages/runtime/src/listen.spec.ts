@@ -262,3 +262,44 @@ test("shutdown: an HTTP/1.1 answer in flight when the listener stops says Connec
     l.destroy();
   }
 });
+
+test("shutdown: an HTTP/1.1 connection idle when the listener stops is closed then, not left open for destroy() to cut while a client reuses it", { timeout: 10_000 }, async () => {
+  const answers: (() => void)[] = [];
+  const l = await listen({
+    host: "127.0.0.1",
+    port: 0,
+    http1: true,
+    handler: (req, res) => {
+      if (req.url === "/slow") answers.push(() => res.end("slow"));
+      else res.end("done");
+    },
+  });
+  // Two connections, as a keep-alive pool holds them: one idle, one with a request in flight.
+  const connect = () => {
+    const socket = net.connect(l.port, "127.0.0.1");
+    const read = { text: "" };
+    socket.setEncoding("latin1");
+    socket.on("data", (d: string) => (read.text += d));
+    socket.on("error", () => {});
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    return { socket, read, closed };
+  };
+  const idle = connect();
+  const busy = connect();
+  try {
+    idle.socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    busy.socket.write("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+    while (!idle.read.text.endsWith("done") || answers.length === 0) await new Promise((r) => setTimeout(r, 5));
+    assert.match(idle.read.text, /connection: keep-alive/i);
+    l.stopAccepting();
+    await idle.closed;
+    assert.equal(busy.socket.destroyed, false, "the busy connection stays for its answer");
+    answers[0]!();
+    await busy.closed;
+    assert.match(busy.read.text, /HTTP\/1\.1 200[\s\S]*connection: close[\s\S]*slow$/i, busy.read.text);
+  } finally {
+    idle.socket.destroy();
+    busy.socket.destroy();
+    l.destroy();
+  }
+});

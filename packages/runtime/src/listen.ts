@@ -59,7 +59,15 @@ export async function listen(opts: {
   let accepting = true;
   /** HTTP/1.1 answers not yet started: told to close their connection once the listener stops. */
   const h1Pending = new Set<http.ServerResponse>();
+  /** Each HTTP/1.1 connection, with its requests not yet answered: 0 is idle (closeIdle). */
+  const h1Busy = new Map<net.Socket, number>();
   const h1 = http.createServer({ maxHeaderSize: maxHeaderBytes }, (req, res) => {
+    const socket = req.socket;
+    h1Busy.set(socket, (h1Busy.get(socket) ?? 0) + 1);
+    res.once("close", () => {
+      const n = h1Busy.get(socket);
+      if (n !== undefined) h1Busy.set(socket, n - 1);
+    });
     // Stopping: this answer says "Connection: close" and node closes the
     // connection after it, so a keep-alive client does not send its next
     // request on a connection destroy() is about to cut.
@@ -132,6 +140,8 @@ export async function listen(opts: {
         // then the native handle: no JavaScript stream in between.
         toH2(socket);
       } else {
+        h1Busy.set(socket, 0);
+        socket.once("close", () => h1Busy.delete(socket));
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -154,8 +164,9 @@ export async function listen(opts: {
     stopAccepting() {
       accepting = false;
       server.close();
-      h1.close();
-      h1.closeIdleConnections();
+      // http.Server's own closeIdleConnections() knows only the connections
+      // of a server that listens itself (this one is handed its sockets).
+      closeIdle(h1Busy);
       for (const res of h1Pending) if (!res.headersSent) res.shouldKeepAlive = false;
       for (const s of sessions) closeGracefully(s, socketOf.get(s));
     },
@@ -168,6 +179,27 @@ export async function listen(opts: {
     },
     closed,
   };
+}
+
+/**
+ * HTTP/1.1 has no shutdown notice: a server can only close a connection, and
+ * a keep-alive client that sends its next request on an idle connection just
+ * as the server closes it gets a reset or EPIPE for a request nobody refused
+ * (connect-node reports it as INTERNAL; a caller of a non-idempotent method
+ * cannot tell whether it ran). That race cannot be avoided, only placed. The
+ * idle connections are closed the moment the listener stops, as Go's
+ * `Server.Shutdown` does, while the clients' own requests are still in flight
+ * on their busy connections: by the time a client picks a pooled connection
+ * again, it has seen the close. The busy ones answer with "Connection: close"
+ * and close after the answer (so do requests that arrive on them later),
+ * and never become idle. Left for destroy() to cut, after the drain, is only
+ * a connection whose answer did not finish. Keeping idle connections open
+ * until then instead (as before) put the race where the clients, walking
+ * down their pools past connections that closed after their answers, were
+ * most likely to pick one of them.
+ */
+function closeIdle(busy: Map<net.Socket, number>): void {
+  for (const [socket, requests] of busy) if (requests === 0) socket.destroy();
 }
 
 /** Longest wait for the peer to acknowledge the shutdown notice. */
