@@ -263,7 +263,9 @@ test("shutdown: an HTTP/1.1 answer in flight when the listener stops says Connec
   }
 });
 
-test("shutdown: an HTTP/1.1 connection idle when the listener stops is closed then, not left open for destroy() to cut while a client reuses it", { timeout: 10_000 }, async () => {
+test("shutdown: an HTTP/1.1 connection idle when the listener stops is closed then, not left open for destroy() to cut while a client reuses it", {
+  timeout: 10_000,
+}, async () => {
   const answers: (() => void)[] = [];
   const l = await listen({
     host: "127.0.0.1",
