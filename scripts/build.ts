@@ -7,7 +7,10 @@
  *
  *   npm run build
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import ts from "typescript";
+import { bundleService, isBundledService } from "./build/bundle.js";
 import { compileWorkspace, emitOptions, exportProblems } from "./build/compile.js";
 import { TranspileCache } from "./build/transpile-cache.js";
 import { listWorkspaces } from "./build/workspaces.js";
@@ -23,15 +26,18 @@ try {
   let files = 0;
   let written = 0;
   let removed = 0;
+  const services = workspaces.filter((w) => isBundledService(w) && existsSync(join(root, w.dir, "src/main.ts")));
   for (const w of workspaces) {
-    const r = compileWorkspace(root, w, options, cache);
+    const r = compileWorkspace(root, w, options, cache, services.includes(w));
     files += r.files;
     written += r.written;
     removed += r.removed;
   }
   cache.save();
+  // After the libraries' dist/: the bundles read them (their exports point there).
+  await Promise.all(services.map((w) => bundleService(root, w)));
   process.stdout.write(
-    `[build] ${workspaces.length} workspaces, ${files} files to dist/ (${written} changed, ${removed} removed) in ${Math.round(performance.now() - started)} ms\n`,
+    `[build] ${workspaces.length} workspaces, ${files} files to dist/ (${written} changed, ${removed} removed), ${services.length} services bundled, in ${Math.round(performance.now() - started)} ms\n`,
   );
 } catch (e) {
   process.stderr.write(`[build] failed: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -9,7 +9,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -171,4 +171,29 @@ test("npm run build on this repository: every shipped source has its output, and
   assert.equal(launcherForm, "source");
   assert.equal(serviceEntry("gateway", launcherForm), join(root, "services/gateway/src/main.ts"));
   assert.throws(() => serviceEntry("no-such-service", "build"), /services\/no-such-service\/dist\/main\.js does not exist \(run `npm run build`\)/);
+});
+
+test("npm run build bundles each service into its dist/main.js, and a plug-in loaded into it imports the bundle's own packages", async () => {
+  const gateway = readFileSync(join(root, "services/gateway/dist/main.js"), "utf8");
+  assert.match(gateway, /shareBundledModules\(\{[^}]*"@platform\/runtime"/, "the bundle shares @platform/runtime with plug-ins");
+  assert.doesNotMatch(gateway, /^import .* from "@platform\//m, "no import of a platform package is left to node_modules");
+  const probe = join(root, "test/fixtures/identity-probe-plugin.mjs");
+  const child = spawn(process.execPath, [join(root, "services/gateway/dist/main.js")], {
+    env: { ...process.env, PLATFORM_PLUGINS: probe, PORT: "0", ADMIN_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let err = "";
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stderr.setEncoding("utf8");
+      child.stderr.on("data", (d: string) => {
+        err += d;
+        if (err.includes("identity-probe sees")) resolve();
+      });
+      child.once("exit", (code) => reject(new Error(`the gateway exited (${code}) before the plug-in ran:\n${err}`)));
+    });
+  } finally {
+    child.kill("SIGKILL");
+  }
+  assert.match(err, /identity-probe sees \["identity-probe"\]/);
 });

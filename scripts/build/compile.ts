@@ -68,7 +68,14 @@ export interface CompileResult {
  * With a `cache` (transpile-cache.ts), a source whose output in dist/ is
  * still what it compiled to last time is not transpiled again.
  */
-export function compileWorkspace(root: string, w: Workspace, compilerOptions: ts.CompilerOptions, cache?: TranspileCache): CompileResult {
+export function compileWorkspace(
+  root: string,
+  w: Workspace,
+  compilerOptions: ts.CompilerOptions,
+  cache?: TranspileCache,
+  /** The service's src/main.ts is bundled into dist/main.js instead (bundle.ts): not compiled, its output kept. */
+  mainBundled = false,
+): CompileResult {
   const src = join(root, w.dir, "src");
   const dist = join(root, w.dir, "dist");
   const result: CompileResult = { files: 0, written: 0, removed: 0 };
@@ -84,6 +91,7 @@ export function compileWorkspace(root: string, w: Workspace, compilerOptions: ts
     const target = join(dist, outputPath(rel));
     wanted.add(target);
     result.files++;
+    if (mainBundled && rel === "main.ts") continue;
     let output: Buffer;
     if (how === "copy") output = readFileSync(file);
     else {

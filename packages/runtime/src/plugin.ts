@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Interceptor } from "@connectrpc/connect";
+import { sharePluginImports } from "./bundled-modules.js";
 import type { DependencyConfig, KeepaliveConfig } from "./dependency-config.js";
 import type { Logger } from "./logger.js";
 import type { ServerInterceptors } from "./server-interceptors.js";
@@ -89,6 +90,9 @@ export const pluginsVariable = "PLATFORM_PLUGINS";
  */
 export async function loadPlugins(env: Record<string, string | undefined> = process.env): Promise<PlatformPlugin[]> {
   const specifiers = pluginSpecifiers(env);
+  // In a bundled service, the plug-ins' imports of the packages the bundle
+  // contains must reach the bundle's own instances (bundled-modules.ts).
+  if (specifiers.length > 0) sharePluginImports();
   const loaded: PlatformPlugin[] = [];
   for (const specifier of specifiers) {
     const plugin = await importPlugin(specifier);
