@@ -34,10 +34,9 @@ try {
     removed += r.removed;
   }
   cache.save();
-  // After the libraries' dist/: the bundles read them (their exports point there).
-  await Promise.all(services.map((w) => bundleService(root, w)));
+  const bundled = (await Promise.all(services.map((w) => bundleService(root, w)))).filter((b) => b.written).length;
   process.stdout.write(
-    `[build] ${workspaces.length} workspaces, ${files} files to dist/ (${written} changed, ${removed} removed), ${services.length} services bundled, in ${Math.round(performance.now() - started)} ms\n`,
+    `[build] ${workspaces.length} workspaces, ${files} files to dist/ (${written} changed, ${removed} removed), ${bundled} of ${services.length} service bundles made, in ${Math.round(performance.now() - started)} ms\n`,
   );
 } catch (e) {
   process.stderr.write(`[build] failed: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -144,6 +144,9 @@ test("npm run build on this repository: every shipped source has its output, and
   const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: root, encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^\[build\] \d+ workspaces, \d+ files to dist\//m);
+  // Nothing changed since: no file written, no bundle made again.
+  const again = spawnSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: root, encoding: "utf8" });
+  assert.match(again.stdout, /\(0 changed, 0 removed\), 0 of \d+ service bundles made/, again.stdout + again.stderr);
   for (const w of listWorkspaces(root)) {
     const src = join(root, w.dir, "src");
     if (!existsSync(src)) continue;

@@ -1,5 +1,9 @@
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { isBuiltin } from "node:module";
-import { join, relative } from "node:path";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import type { Workspace } from "./workspaces.js";
 
@@ -35,17 +39,23 @@ const shareModule = "platform-bundle:share";
  * the same names and gets these instances, not second copies from
  * node_modules (packages/runtime/src/bundled-modules.ts).
  *
- * The bundle keeps import.meta.url at dist/main.js, where the compiled
- * main.js was, so paths the service computes from it (`../migrations`)
- * are unchanged.
+ * Made from the TypeScript sources, the platform's packages included
+ * (tsconfig.json's `paths`), by esbuild: the same transform tsx applies when
+ * the tests and the lab run the sources. The bundle keeps import.meta.url
+ * at dist/main.js, where the compiled main.js was, so paths the service
+ * computes from it (`../migrations`) are unchanged.
  */
-export async function bundleService(root: string, w: Workspace): Promise<{ bytes: number; shared: number }> {
+export async function bundleService(root: string, w: Workspace): Promise<{ written: boolean }> {
   const dir = join(root, w.dir);
+  const outfile = join(dir, "dist/main.js");
+  const stamp = BundleStamp.forService(root, w.dir);
+  if (stamp.isCurrent(outfile)) return { written: false };
   const common: esbuild.BuildOptions = {
     bundle: true,
     platform: "node",
     format: "esm",
     target: "node22",
+    tsconfig: join(root, "tsconfig.json"),
     external: leftOutOfBundles,
     logLevel: "silent",
     // CommonJS packages in an ES module bundle still call require() (node's
@@ -80,7 +90,6 @@ export async function bundleService(root: string, w: Workspace): Promise<{ bytes
     ...specifiers.map((s, i) => `import * as m${i} from ${JSON.stringify(platformImports.get(s))};`),
     `shareBundledModules({ ${specifiers.map((s, i) => `${JSON.stringify(s)}: m${i}`).join(", ")} });`,
   ].join("\n");
-  const outfile = join(dir, "dist/main.js");
   const result = await esbuild.build({
     ...common,
     stdin: { contents: `import ${JSON.stringify(shareModule)};\nimport "./src/main.ts";\n`, resolveDir: dir, sourcefile: "bundle-entry.js", loader: "js" },
@@ -96,8 +105,64 @@ export async function bundleService(root: string, w: Workspace): Promise<{ bytes
       },
     ],
   });
-  const bytes = result.metafile.outputs[relative(process.cwd(), outfile)]?.bytes ?? Object.values(result.metafile.outputs)[0]?.bytes ?? 0;
-  return { bytes, shared: specifiers.length };
+  stamp.record(
+    Object.keys(result.metafile.inputs)
+      .filter((f) => !f.startsWith("platform-bundle:") && f !== "bundle-entry.js")
+      .map((f) => resolve(f)),
+    outfile,
+  );
+  return { written: true };
+}
+
+/**
+ * What a service's bundle was made from: each input file's size and
+ * modification time (with the lock file, tsconfig.json and this file),
+ * esbuild's version, and the bundle's hash. When all still hold, the bundle is current and is not made again
+ * (`npm start` and the tests build often, and bundling eight services costs
+ * about 5 CPU s). Kept beside the transpile cache, outside the repository.
+ */
+class BundleStamp {
+  private constructor(
+    private readonly file: string,
+    private readonly root: string,
+  ) {}
+
+  static forService(root: string, dir: string): BundleStamp {
+    return new BundleStamp(join(tmpdir(), `platform-bundle-${sha256(join(root, dir)).slice(0, 16)}.json`), root);
+  }
+
+  isCurrent(outfile: string): boolean {
+    let saved: { esbuild: string; output: string; inputs: Record<string, string> };
+    try {
+      saved = JSON.parse(readFileSync(this.file, "utf8")) as typeof saved;
+      if (saved.esbuild !== esbuild.version || !existsSync(outfile) || sha256(readFileSync(outfile)) !== saved.output) return false;
+    } catch {
+      return false;
+    }
+    return Object.entries(saved.inputs).every(([f, seen]) => fileState(f) === seen);
+  }
+
+  record(inputs: string[], outfile: string): void {
+    // Also what decides how inputs resolve and are bundled: the lock file, tsconfig.json (paths), this file (the options).
+    const files = [...inputs, join(this.root, "package-lock.json"), join(this.root, "tsconfig.json"), fileURLToPath(import.meta.url)];
+    const state = { esbuild: esbuild.version, output: sha256(readFileSync(outfile)), inputs: Object.fromEntries(files.map((f) => [f, fileState(f)])) };
+    const temporary = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(temporary, JSON.stringify(state));
+    renameSync(temporary, this.file);
+  }
+}
+
+function fileState(file: string): string {
+  try {
+    const s = statSync(file);
+    return `${s.size}:${s.mtimeMs}`;
+  } catch {
+    return "missing";
+  }
+}
+
+function sha256(data: string | Buffer): string {
+  return createHash("sha256").update(data).digest("hex");
 }
 
 /** "@scope/name/sub" -> "@scope/name"; "name/sub" -> "name". */
