@@ -155,6 +155,8 @@ test("npm run build on this repository: every shipped source has its output, and
       .map((e) => join(e.parentPath, e.name).slice(src.length + 1))
       .filter((f) => shippedAs(f) !== undefined)
       .map(outputPath)
+      // A service's main.js is its bundle, with the bundle's source map beside it.
+      .concat(w.dir.startsWith("services/") ? ["main.js.map"] : [])
       .sort();
     const dist = join(root, w.dir, "dist");
     const built = readdirSync(dist, { recursive: true, withFileTypes: true })
@@ -176,13 +178,11 @@ test("npm run build on this repository: every shipped source has its output, and
   assert.throws(() => serviceEntry("no-such-service", "build"), /services\/no-such-service\/dist\/main\.js does not exist \(run `npm run build`\)/);
 });
 
-test("npm run build bundles each service into its dist/main.js, and a plug-in loaded into it imports the bundle's own packages", async () => {
-  const gateway = readFileSync(join(root, "services/gateway/dist/main.js"), "utf8");
-  assert.match(gateway, /shareBundledModules\(\{[^}]*"@platform\/runtime"/, "the bundle shares @platform/runtime with plug-ins");
-  assert.doesNotMatch(gateway, /^import .* from "@platform\//m, "no import of a platform package is left to node_modules");
+/** Starts the bundled gateway with the identity probe plug-in (test/fixtures) and returns its stderr once the probe has spoken. */
+async function probeBundledGateway(env: Record<string, string> = {}): Promise<string> {
   const probe = join(root, "test/fixtures/identity-probe-plugin.mjs");
   const child = spawn(process.execPath, [join(root, "services/gateway/dist/main.js")], {
-    env: { ...process.env, PLATFORM_PLUGINS: probe, PORT: "0", ADMIN_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+    env: { ...process.env, PLATFORM_PLUGINS: probe, PORT: "0", ADMIN_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let err = "";
@@ -198,5 +198,16 @@ test("npm run build bundles each service into its dist/main.js, and a plug-in lo
   } finally {
     child.kill("SIGKILL");
   }
-  assert.match(err, /identity-probe sees \["identity-probe"\]/);
+  return err;
+}
+
+test("npm run build bundles each service into its dist/main.js, and a plug-in loaded into it imports the bundle's own packages", async () => {
+  const gateway = readFileSync(join(root, "services/gateway/dist/main.js"), "utf8");
+  assert.match(gateway, /shareBundledModules\(\{[^}]*"@platform\/runtime"/, "the bundle shares @platform/runtime with plug-ins");
+  assert.doesNotMatch(gateway, /^import .* from "@platform\//m, "no import of a platform package is left to node_modules");
+  const plain = await probeBundledGateway();
+  assert.match(plain, /identity-probe sees \["identity-probe"\]/);
+  assert.match(plain, /at readEnv \(file:\/\/\S+\/services\/gateway\/dist\/main\.js:\d+:\d+\)/, "without source maps: the bundle's line");
+  const mapped = await probeBundledGateway({ NODE_OPTIONS: "--enable-source-maps" });
+  assert.match(mapped, /at readEnv \(\S*packages\/runtime\/src\/config\.ts:\d+:\d+\)/, "with source maps: the source's line");
 });

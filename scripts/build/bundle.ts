@@ -95,6 +95,14 @@ export async function bundleService(root: string, w: Workspace): Promise<{ writt
     stdin: { contents: `import ${JSON.stringify(shareModule)};\nimport "./src/main.ts";\n`, resolveDir: dir, sourcefile: "bundle-entry.js", loader: "js" },
     outfile,
     metafile: true,
+    // A stack trace names dist/main.js and a line of one large file; the map
+    // (no sources inside: they are in the repository) turns that back into
+    // the source file and line for whoever runs with
+    // NODE_OPTIONS=--enable-source-maps. Off by default: with it, every
+    // stack a log line prints is mapped, at a cost paid most when many
+    // requests fail at once.
+    sourcemap: "linked",
+    sourcesContent: false,
     plugins: [
       {
         name: "share-module",

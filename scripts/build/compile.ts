@@ -91,7 +91,10 @@ export function compileWorkspace(
     const target = join(dist, outputPath(rel));
     wanted.add(target);
     result.files++;
-    if (mainBundled && rel === "main.ts") continue;
+    if (mainBundled && rel === "main.ts") {
+      wanted.add(`${target}.map`);
+      continue;
+    }
     let output: Buffer;
     if (how === "copy") output = readFileSync(file);
     else {
