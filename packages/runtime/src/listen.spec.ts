@@ -305,3 +305,25 @@ test("shutdown: an HTTP/1.1 connection idle when the listener stops is closed th
     l.destroy();
   }
 });
+
+test("shutdown: an HTTP/1.1 connection whose first request is still arriving when the listener stops is answered, with Connection: close", async () => {
+  const l = await listen({ host: "127.0.0.1", port: 0, http1: true, handler: (_req, res) => res.end("done") });
+  const socket = net.connect(l.port, "127.0.0.1");
+  let received = "";
+  socket.setEncoding("latin1");
+  socket.on("data", (d: string) => (received += d));
+  socket.on("error", () => {});
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  try {
+    // The request line and a header, not yet the blank line that ends the head.
+    await new Promise<void>((resolve) => socket.write("GET / HTTP/1.1\r\nHost: x\r\n", () => resolve()));
+    await new Promise((r) => setTimeout(r, 20));
+    l.stopAccepting();
+    socket.write("\r\n");
+    await closed;
+    assert.match(received, /^HTTP\/1\.1 200[\s\S]*connection: close[\s\S]*done$/i, received);
+  } finally {
+    socket.destroy();
+    l.destroy();
+  }
+});

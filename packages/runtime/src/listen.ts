@@ -59,15 +59,10 @@ export async function listen(opts: {
   let accepting = true;
   /** HTTP/1.1 answers not yet started: told to close their connection once the listener stops. */
   const h1Pending = new Set<http.ServerResponse>();
-  /** Each HTTP/1.1 connection, with its requests not yet answered: 0 is idle (closeIdle). */
-  const h1Busy = new Map<net.Socket, number>();
+  /** Each open HTTP/1.1 connection, and whether a request has arrived on it yet (closeIdle). */
+  const h1Connections = new Map<net.Socket, boolean>();
   const h1 = http.createServer({ maxHeaderSize: maxHeaderBytes }, (req, res) => {
-    const socket = req.socket;
-    h1Busy.set(socket, (h1Busy.get(socket) ?? 0) + 1);
-    res.once("close", () => {
-      const n = h1Busy.get(socket);
-      if (n !== undefined) h1Busy.set(socket, n - 1);
-    });
+    h1Connections.set(req.socket, true);
     // Stopping: this answer says "Connection: close" and node closes the
     // connection after it, so a keep-alive client does not send its next
     // request on a connection destroy() is about to cut.
@@ -140,8 +135,8 @@ export async function listen(opts: {
         // then the native handle: no JavaScript stream in between.
         toH2(socket);
       } else {
-        h1Busy.set(socket, 0);
-        socket.once("close", () => h1Busy.delete(socket));
+        h1Connections.set(socket, false);
+        socket.once("close", () => h1Connections.delete(socket));
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -166,7 +161,7 @@ export async function listen(opts: {
       server.close();
       // http.Server's own closeIdleConnections() knows only the connections
       // of a server that listens itself (this one is handed its sockets).
-      closeIdle(h1Busy);
+      closeIdle(h1Connections, h1Pending);
       for (const res of h1Pending) if (!res.headersSent) res.shouldKeepAlive = false;
       for (const s of sessions) closeGracefully(s, socketOf.get(s));
     },
@@ -188,7 +183,8 @@ export async function listen(opts: {
  * (connect-node reports it as INTERNAL; a caller of a non-idempotent method
  * cannot tell whether it ran). That race cannot be avoided, only placed. The
  * idle connections are closed the moment the listener stops, as Go's
- * `Server.Shutdown` does, while the clients' own requests are still in flight
+ * `Server.Shutdown` does (connections that have served a request and have
+ * none pending), while the clients' own requests are still in flight
  * on their busy connections: by the time a client picks a pooled connection
  * again, it has seen the close. The busy ones answer with "Connection: close"
  * and close after the answer (so do requests that arrive on them later),
@@ -198,8 +194,13 @@ export async function listen(opts: {
  * down their pools past connections that closed after their answers, were
  * most likely to pick one of them.
  */
-function closeIdle(busy: Map<net.Socket, number>): void {
-  for (const [socket, requests] of busy) if (requests === 0) socket.destroy();
+function closeIdle(connections: Map<net.Socket, boolean>, pending: Set<http.ServerResponse>): void {
+  const busy = new Set<net.Socket | null>();
+  for (const res of pending) busy.add(res.socket);
+  // A connection no request has arrived on yet was just opened: its first
+  // request is on its way, and is answered with "Connection: close" (as Go
+  // leaves a new connection alone).
+  for (const [socket, served] of connections) if (served && !busy.has(socket)) socket.destroy();
 }
 
 /** Longest wait for the peer to acknowledge the shutdown notice. */
