@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { isBuiltin } from "node:module";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import type { Workspace } from "./workspaces.js";
@@ -94,6 +94,10 @@ export async function bundleService(root: string, w: Workspace): Promise<{ writt
     ...common,
     stdin: { contents: `import ${JSON.stringify(shareModule)};\nimport "./src/main.ts";\n`, resolveDir: dir, sourcefile: "bundle-entry.js", loader: "js" },
     outfile,
+    // Written below, each file to a temporary name then renamed (as
+    // compile.ts writes): a service starting during a build never reads
+    // half a bundle.
+    write: false,
     metafile: true,
     // A stack trace names dist/main.js and a line of one large file; the map
     // (no sources inside: they are in the repository) turns that back into
@@ -113,6 +117,12 @@ export async function bundleService(root: string, w: Workspace): Promise<{ writt
       },
     ],
   });
+  mkdirSync(dirname(outfile), { recursive: true });
+  for (const f of result.outputFiles) {
+    const temporary = `${f.path}.${process.pid}.tmp`;
+    writeFileSync(temporary, f.contents);
+    renameSync(temporary, f.path);
+  }
   stamp.record(
     Object.keys(result.metafile.inputs)
       .filter((f) => !f.startsWith("platform-bundle:") && f !== "bundle-entry.js")
