@@ -29,7 +29,7 @@ const shareModule = "platform-bundle:share";
  * Writes a service's dist/main.js as one ES module holding the service and
  * every package it imports, except `leftOutOfBundles`. A service started
  * from it loads one file instead of about 500 modules: about half the CPU
- * to get ready (docs/performance.md, "Start-up").
+ * to get ready (docs/deployment.md, "Each service is one file").
  *
  * Two passes. The first records each package the platform's own code
  * imports (not the imports between third-party packages), with the file it
