@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { isBuiltin } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { sha256, writeAtomically } from "./files.js";
 import type { Workspace } from "./workspaces.js";
 
 /**
@@ -94,9 +94,8 @@ export async function bundleService(root: string, w: Workspace): Promise<{ writt
     ...common,
     stdin: { contents: `import ${JSON.stringify(shareModule)};\nimport "./src/main.ts";\n`, resolveDir: dir, sourcefile: "bundle-entry.js", loader: "js" },
     outfile,
-    // Written below, each file to a temporary name then renamed (as
-    // compile.ts writes): a service starting during a build never reads
-    // half a bundle.
+    // Written below with writeAtomically: a service starting during a
+    // build never reads half a bundle.
     write: false,
     metafile: true,
     // A stack trace names dist/main.js and a line of one large file; the map
@@ -119,15 +118,13 @@ export async function bundleService(root: string, w: Workspace): Promise<{ writt
   });
   mkdirSync(dirname(outfile), { recursive: true });
   for (const f of result.outputFiles) {
-    const temporary = `${f.path}.${process.pid}.tmp`;
-    writeFileSync(temporary, f.contents);
-    renameSync(temporary, f.path);
+    writeAtomically(f.path, f.contents);
   }
   stamp.record(
     Object.keys(result.metafile.inputs)
       .filter((f) => !f.startsWith("platform-bundle:") && f !== "bundle-entry.js")
       .map((f) => resolve(f)),
-    outfile,
+    sha256(result.outputFiles.find((f) => f.path === outfile)?.contents ?? ""),
   );
   return { written: true };
 }
@@ -160,13 +157,11 @@ class BundleStamp {
     return Object.entries(saved.inputs).every(([f, seen]) => fileState(f) === seen);
   }
 
-  record(inputs: string[], outfile: string): void {
+  record(inputs: string[], outputHash: string): void {
     // Also what decides how inputs resolve and are bundled: the lock file, tsconfig.json (paths), this file (the options).
     const files = [...inputs, join(this.root, "package-lock.json"), join(this.root, "tsconfig.json"), fileURLToPath(import.meta.url)];
-    const state = { esbuild: esbuild.version, output: sha256(readFileSync(outfile)), inputs: Object.fromEntries(files.map((f) => [f, fileState(f)])) };
-    const temporary = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(temporary, JSON.stringify(state));
-    renameSync(temporary, this.file);
+    const state = { esbuild: esbuild.version, output: outputHash, inputs: Object.fromEntries(files.map((f) => [f, fileState(f)])) };
+    writeAtomically(this.file, JSON.stringify(state));
   }
 }
 
@@ -177,10 +172,6 @@ function fileState(file: string): string {
   } catch {
     return "missing";
   }
-}
-
-function sha256(data: string | Buffer): string {
-  return createHash("sha256").update(data).digest("hex");
 }
 
 /** "@scope/name/sub" -> "@scope/name"; "name/sub" -> "name". */

@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, rmdirSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import ts from "typescript";
+import { writeAtomically } from "./files.js";
 import type { TranspileCache } from "./transpile-cache.js";
 import type { Workspace } from "./workspaces.js";
 
@@ -107,9 +108,7 @@ export function compileWorkspace(
     }
     if (existsSync(target) && readFileSync(target).equals(output)) continue;
     mkdirSync(dirname(target), { recursive: true });
-    const temporary = `${target}.${process.pid}.tmp`;
-    writeFileSync(temporary, output);
-    renameSync(temporary, target);
+    writeAtomically(target, output);
     result.written++;
   }
   if (errors.length > 0) throw new Error(`cannot compile ${w.dir}:\n  ${errors.join("\n  ")}`);

@@ -1,9 +1,7 @@
-import { createHash } from "node:crypto";
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
-const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+import { sha256, writeAtomically } from "./files.js";
 
 /**
  * What `npm run build` compiled before: for each source (by its path, its
@@ -63,8 +61,6 @@ export class TranspileCache {
 
   /** Writes the entries of this build (those of sources gone or changed are dropped). */
   save(): void {
-    const temporary = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(temporary, JSON.stringify(Object.fromEntries(this.used)));
-    renameSync(temporary, this.file);
+    writeAtomically(this.file, JSON.stringify(Object.fromEntries(this.used)));
   }
 }

@@ -26,7 +26,7 @@ export {
   type ServerComposition,
   type ClientComposition,
 } from "./plugin.js";
-export { shareBundledModules, bundledSpecifiers } from "./bundled-modules.js";
+export { shareBundledModules } from "./bundled-modules.js";
 export { serverInterceptors, serverInterceptorOrder, inOrder, type ServerInterceptors, type ServerInterceptorOptions } from "./server-interceptors.js";
 export { scopeFor, countInboundDeadline, scopeEndedError } from "./deadline-interceptor.js";
 export { runMain, exitConfigError, type ReadyMessage } from "./run-main.js";
