@@ -21,6 +21,8 @@ import { readFileSync, readdirSync } from "node:fs";
 
 export interface FileTiming {
   file: string;
+  /** When the file's first process was seen, seconds after the sampling started: the run's schedule. */
+  startSeconds: number;
   wallSeconds: number;
   cpuSeconds: number;
 }
@@ -82,6 +84,7 @@ export function sampleTree(
 ): { stop(): FileTiming[] } {
   const fileOfChild = new Map<number, string | undefined>();
   const totals = new Map<string, { first: number; last: number; ticks: number }>();
+  const startedAt = Date.now();
 
   function sample(): void {
     const now = Date.now();
@@ -123,7 +126,12 @@ export function sampleTree(
       clearInterval(timer);
       sample();
       return [...totals.entries()]
-        .map(([file, t]) => ({ file, wallSeconds: (t.last - t.first) / 1000, cpuSeconds: t.ticks / ticksPerSecond }))
+        .map(([file, t]) => ({
+          file,
+          startSeconds: (t.first - startedAt) / 1000,
+          wallSeconds: (t.last - t.first) / 1000,
+          cpuSeconds: t.ticks / ticksPerSecond,
+        }))
         .sort((a, b) => b.cpuSeconds - a.cpuSeconds);
     },
   };

@@ -72,7 +72,12 @@ async function runChecks(checks: Check[]): Promise<void> {
   if (sampler) {
     const cpu = new Map(sampler.stop().map((t) => [t.file, t.cpuSeconds]));
     for (const r of results)
-      checkTimings.push({ file: `(check) ${r.check.title}`, wallSeconds: r.wallSeconds, cpuSeconds: cpu.get(`(check) ${r.check.title}`) ?? 0 });
+      checkTimings.push({
+        file: `(check) ${r.check.title}`,
+        startSeconds: 0,
+        wallSeconds: r.wallSeconds,
+        cpuSeconds: cpu.get(`(check) ${r.check.title}`) ?? 0,
+      });
     checksWallSeconds = (Date.now() - started) / 1000;
   }
   for (const r of results) {

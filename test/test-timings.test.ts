@@ -1,7 +1,7 @@
 /**
  * scripts/test-timings.ts (TEST_TIMINGS=<file> npm test): a file's CPU is
  * its whole process tree's (Linux, /proc), children and grandchildren included, also
- * those that ended before the last sample, and nothing of another file's.
+ * those that ended before the last sample, and nothing of another file's; and when each tree was first seen.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -39,4 +39,20 @@ test("each child's tree is timed apart, a grandchild that ended included", async
   assert.ok(burnedA !== undefined && a >= burnedA - 0.05, `tree a: ${a} CPU s counted, its grandchild alone used ${burnedA}`);
   assert.ok(burnedB !== undefined && b >= burnedB - 0.05, `tree b: ${b} CPU s counted, its grandchild alone used ${burnedB}`);
   assert.ok(b < a, `tree b (${b} s) must not include tree a's burn (${a} s)`);
+});
+
+test("a tree's start is when it was first seen: one started later starts later in the timings", async () => {
+  const sleeper = () => spawn(process.execPath, ["-e", "setTimeout(()=>{},600)"], { stdio: "ignore" });
+  const first = sleeper();
+  const names = new Map<number | undefined, string>([[first.pid, "first"]]);
+  const sampler = sampleTree((pid) => names.get(pid), "self", process.pid, 50);
+  await once(first, "exit");
+  // Started only once the first has ended: several samples later, whatever the machine's speed.
+  const second = sleeper();
+  names.set(second.pid, "second");
+  await once(second, "exit");
+  const starts = new Map(sampler.stop().map((t) => [t.file, t.startSeconds]));
+  const [a, b] = [starts.get("first"), starts.get("second")];
+  assert.ok(a !== undefined && b !== undefined, `both trees were seen: ${JSON.stringify([...starts])}`);
+  assert.ok(a >= 0 && b > a, `first seen at ${a} s, second at ${b} s`);
 });
