@@ -42,12 +42,13 @@ test("each child's tree is timed apart, a grandchild that ended included", async
 });
 
 test("a tree's start is when it was first seen: one started later starts later in the timings", async () => {
-  const sleeper = () => spawn(process.execPath, ["-e", "setTimeout(()=>{},600)"], { stdio: "ignore" });
+  // Each lives a second: the 50 ms sampling sees it even on a loaded machine.
+  const sleeper = () => spawn(process.execPath, ["-e", "setTimeout(()=>{},1000)"], { stdio: "ignore" });
   const first = sleeper();
   const names = new Map<number | undefined, string>([[first.pid, "first"]]);
   const sampler = sampleTree((pid) => names.get(pid), "self", process.pid, 50);
   await once(first, "exit");
-  // Started only once the first has ended: several samples later, whatever the machine's speed.
+  // Started once the first has ended, so first seen by a later sample than the first, whatever the machine's speed.
   const second = sleeper();
   names.set(second.pid, "second");
   await once(second, "exit");
