@@ -8,7 +8,11 @@
  *   (b) PostgreSQL restarted with stop("fast") (-m fast);
  *   (c) PostgreSQL restarted with stop("immediate") (-m immediate);
  *   (d) a service restarted while the database is down: it waits for it,
- *       NOT_SERVING meanwhile, instead of dying.
+ *       NOT_SERVING meanwhile, instead of dying;
+ *   (e) first of all, every connection slot taken by another client and
+ *       the platform's connections ended: PostgreSQL refuses the pools'
+ *       new ones (53300), callers get UNAVAILABLE naming the database and
+ *       the failed dependency, and orders succeed once slots are free.
  * For (a)-(c): no service process exits, callers see only retryable codes,
  * every acknowledged order is in the database exactly once (by its key's
  * customer), and orders succeed again within twice the outage after it
@@ -24,7 +28,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { startEmbeddedPostgres, type EmbeddedPostgres, type StopMode } from "@platform/embedded-postgres";
 import { healthV1, ordersV1 } from "@platform/proto";
-import { metricValue, protocols, startTestPlatform, untilStarted, withFreshConnection, type TestPlatform } from "@platform/test-support";
+import { eventually, metricValue, protocols, startTestPlatform, untilStarted, withFreshConnection, type TestPlatform } from "@platform/test-support";
 import { OrderLoad, codeName, histogram, reconcile, sleep, type CallRecord, type LogicalOrder } from "../hardening/order-load.js";
 import { catalogue } from "../hardening/fuzz-cases.js";
 
@@ -262,6 +266,104 @@ async function restartPostgres(mode: StopMode): Promise<void> {
 async function lost(service: "orders" | "pricing", cause: string): Promise<number> {
   return metricValue(await p.metrics(service), "db_connections_lost_total", { cause });
 }
+
+/**
+ * Connects as a role of its own until PostgreSQL refuses, keeping every
+ * connection it got; returns the refusal. Superusers keep their reserved
+ * slots (superuser_reserved_connections), so the test's own checks still
+ * connect.
+ */
+async function takeFreeSlots(url: string, held: pg.Client[]): Promise<unknown> {
+  for (let i = 0; i < 1000; i++) {
+    const c = new pg.Client(url);
+    try {
+      await c.connect();
+      held.push(c);
+    } catch (e) {
+      return e;
+    }
+  }
+  throw new Error("PostgreSQL took 1,000 more connections: its slots never ran out");
+}
+
+describe("connection slots taken by another client", () => {
+  // First in the file, so that no breaker has counted the failures of the outages below.
+  test("(e) PostgreSQL refuses the platform's new connections (53300): UNAVAILABLE naming the database and the dependency, no service exits, orders succeed once slots are free", async () => {
+    const hog = "slot_hog";
+    await withDb(async (db) => {
+      await db.query(`CREATE ROLE ${hog} LOGIN`);
+      await db.query(`GRANT CONNECT ON DATABASE postgres TO ${hog}`);
+    });
+    const hogUrl = new URL(currentPg!.url);
+    hogUrl.username = hog;
+    const held: pg.Client[] = [];
+    let platformBackends = -1;
+    try {
+      const refusal = await takeFreeSlots(hogUrl.href, held);
+      assert.equal((refusal as { code?: string }).code, "53300", String(refusal));
+      // The platform's pools still hold connections: end them, and take the slots they free before
+      // the pools can reconnect, until the platform holds none (its workers reconnect on their own).
+      for (let round = 0; round < 20 && platformBackends !== 0; round++) {
+        await withDb((db) =>
+          db.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND usename NOT IN ($1, current_user)",
+            [hog],
+          ),
+        );
+        await takeFreeSlots(hogUrl.href, held);
+        platformBackends = await withDb(async (db) => {
+          const r = await db.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND usename NOT IN ($1, current_user)",
+            [hog],
+          );
+          return r.rows[0]!.n;
+        });
+      }
+      assert.equal(platformBackends, 0, `the platform still holds ${platformBackends} connections beside ${held.length} taken`);
+
+      const client = p.client("connect-json");
+      const failure = (e: unknown) => ConnectError.from(e);
+      const list = await client.listProducts({}, { timeoutMs: 3000 }).then(() => undefined, failure);
+      assert.equal(list?.code, Code.Unavailable, String(list));
+      assert.match(list.rawMessage, /^checkout: pricing: pricing-db: database unavailable: too many connections \(53300\)$/);
+      assert.equal(list.metadata.get("x-failed-dependency"), "pricing");
+      const order = { customerId: "foslots-1", items: [{ sku: catalogue[0]!, quantity: 1 }] };
+      const placed = await client.placeOrder(order, { timeoutMs: 3000, headers: { "idempotency-key": "foslots-key-1" } }).then(() => undefined, failure);
+      assert.equal(placed?.code, Code.Unavailable, String(placed));
+      assert.match(placed.rawMessage, /-db: database unavailable: too many connections \(53300\)$/);
+      assert.ok(["pricing", "orders"].includes(placed.metadata.get("x-failed-dependency") ?? ""), String(placed.metadata.get("x-failed-dependency")));
+      summary.push(
+        `[failover slots] ${held.length} connections taken by ${hog}; ListProducts: ${list.rawMessage}; PlaceOrder: ${placed.rawMessage} (x-failed-dependency: ${placed.metadata.get("x-failed-dependency")})`,
+      );
+    } finally {
+      await Promise.all(held.map((c) => c.end()));
+    }
+    // Slots free again: the same order, asked again with its key, is placed once.
+    const client = p.client("connect-json");
+    let orderId: string | undefined;
+    await eventually(
+      async () => {
+        const res = await client
+          .placeOrder(
+            { customerId: "foslots-1", items: [{ sku: catalogue[0]!, quantity: 1 }] },
+            { timeoutMs: 3000, headers: { "idempotency-key": "foslots-key-1" } },
+          )
+          .catch(() => undefined);
+        orderId = res?.order?.id;
+        return orderId !== undefined;
+      },
+      "an order placed once the slots are free",
+      100,
+      100,
+    );
+    const rows = await withDb((db) => db.query("SELECT id FROM orders.orders WHERE customer_id = $1", ["foslots-1"]));
+    assert.deepEqual(
+      rows.rows.map((r: { id: string }) => r.id),
+      [orderId],
+    );
+    assertNoServiceExited("slots taken");
+  });
+});
 
 describe("database failover under steady load", () => {
   test("(a) every platform connection terminated every 20 ms for 3 s", async () => {
