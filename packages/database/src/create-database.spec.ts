@@ -22,7 +22,11 @@ function isConnectError(code: Code, message?: RegExp) {
   };
 }
 
-function scoped<T>(timeoutMs: number, fn: () => Promise<T>, extra: { clock?: FakeClock; parentSignals?: AbortSignal[] } = {}): Promise<T> {
+function scoped<T>(
+  timeoutMs: number,
+  fn: () => Promise<T>,
+  extra: { clock?: FakeClock; parentSignals?: AbortSignal[]; callsEnd?: AbortSignal } = {},
+): Promise<T> {
   const scope = createScope({ timeoutMs, requestId: "test", procedure: "/test.v1.Test/Run", ...extra });
   return runInScope(scope, fn).finally(() => scope.dispose());
 }
@@ -65,10 +69,10 @@ describe("Database.transaction", () => {
       },
       { clock },
     );
-    assert.deepEqual(seen, ["8761", "7761", "7761"]);
+    assert.deepEqual(seen, ["8746", "7746", "7746"]);
     // SET LOCAL: nothing stays on the pooled session after the transaction.
     const after = await db.transaction(async (tx) => (await tx.query("SELECT current_setting('statement_timeout') AS v")).rows[0].v);
-    assert.notEqual(after, "7761ms");
+    assert.notEqual(after, "7746ms");
   });
 
   it("runs read-only transactions when asked", async () => {
@@ -158,6 +162,50 @@ describe("Database.transaction", () => {
       caller.abort();
       await assert.rejects(running, isConnectError(Code.Canceled, /stuck-db: statement cancelled: caller went away/));
       assert.equal(db.stats().total, 0, "a connection in an unknown state went back to the pool");
+    } finally {
+      process.kill(backend, "SIGCONT");
+    }
+    const fresh: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    assert.notEqual(fresh, backend);
+  });
+
+  it("stops waiting for a statement when the request's calls end, before its deadline; the server cancels it and the connection is pooled again", async () => {
+    const db = open("calls-end-db", 1);
+    const pidBefore: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const callsEnd = new AbortController();
+    // 30 s deadline: neither statement_timeout nor the deadline is what ends the 20 s sleep below.
+    const running = scoped(30_000, () => db.transaction((tx) => tx.query("SELECT pg_sleep(20)")), { callsEnd: callsEnd.signal });
+    assert.ok(await eventually(async () => (await activeStatements(pg.url, "calls-end-db")).length === 1), "pg_sleep never started");
+    callsEnd.abort("deadline");
+    await assert.rejects(running, isConnectError(Code.DeadlineExceeded, /^\[deadline_exceeded\] calls-end-db: statement cancelled at deadline$/));
+    assert.ok(await eventually(async () => (await activeStatements(pg.url, "calls-end-db")).length === 0), "the statement was not cancelled on the server");
+    assert.ok(await eventually(() => db.stats().inUse === 0), `pool not back: ${JSON.stringify(db.stats())}`);
+    // Rolled back after the answer and pooled: the same connection serves the next transaction.
+    const pidAfter: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    assert.equal(pidAfter, pidBefore);
+    assert.equal(await metricValue("db_statements_total", { db: "calls-end-db", outcome: "cancelled_deadline" }), 1);
+  });
+
+  it("stops waiting when the request's calls end even when the server answers nothing, and drops that connection after the grace", async () => {
+    const db = open("calls-end-stuck-db", 1);
+    const backend: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const callsEnd = new AbortController();
+    let settled = false;
+    const running = scoped(30_000, () => db.transaction((tx) => tx.query("SELECT pg_sleep(20)")), { callsEnd: callsEnd.signal });
+    void running.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    assert.ok(await eventually(async () => (await activeStatements(pg.url, "calls-end-stuck-db")).length === 1), "pg_sleep never started");
+    process.kill(backend, "SIGSTOP"); // a frozen server: neither the statement nor the cancel gets an answer
+    try {
+      await sleep(50);
+      assert.equal(settled, false, "the statement's wait ended before the calls did");
+      callsEnd.abort("deadline");
+      // Answered while the connection is still held (the cancel's grace has not run out): the caller did not wait for it.
+      await assert.rejects(running, isConnectError(Code.DeadlineExceeded, /^\[deadline_exceeded\] calls-end-stuck-db: statement cancelled at deadline$/));
+      assert.equal(db.stats().inUse, 1, "the connection is held until its cancel is answered or its grace ends");
+      assert.ok(await eventually(() => db.stats().total === 0), `a connection in an unknown state went back to the pool: ${JSON.stringify(db.stats())}`);
     } finally {
       process.kill(backend, "SIGCONT");
     }

@@ -23,7 +23,7 @@ export interface DatabaseOptions {
    * `databaseDeadlineOptions`), the same minimum its dependency calls keep.
    */
   minBudgetMs: number;
-  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 5; a service passes its DEADLINE_HOP_RESERVE_MS. */
+  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 20; a service passes its DEADLINE_HOP_RESERVE_MS. */
   statementReserveMs?: number;
   /** Deadline for work outside any request scope (startup jobs, scripts). Default 5000. */
   fallbackTimeoutMs?: number;
@@ -105,7 +105,7 @@ export function createDatabase(opts: DatabaseOptions): Database {
 function createPlatformDatabase(opts: DatabaseOptions): Database {
   const name = opts.name;
   const minBudgetMs = opts.minBudgetMs;
-  const statementReserveMs = opts.statementReserveMs ?? 5;
+  const statementReserveMs = opts.statementReserveMs ?? 20;
   const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
   const metrics = databaseMetrics();
   const target = statementTarget(opts.connectionString, name);
@@ -198,6 +198,8 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
     const tx = new ScopedTx(client, scope, { dbName: name, target, minBudgetMs, statementReserveMs, metrics, autocommit: txOpts?.autocommit ?? false });
     let begun = false;
     let outcome = "error";
+    /** The caller stopped waiting for a statement in flight (ScopedTx.detached): the ROLLBACK and the release go on after it has its answer. */
+    let cleanupAfterAnswer = false;
     try {
       await tx.begin(txOpts?.readOnly ?? false);
       begun = true;
@@ -212,14 +214,23 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
       outcome = "ok";
       return result;
     } catch (err) {
-      await tx.rollback();
+      if (tx.detached) {
+        cleanupAfterAnswer = true;
+        // rollback() never rejects; it waits for the cancel (or the grace that drops the connection).
+        void tx.rollback().then(() => {
+          tx.release();
+          slots.release();
+        });
+      } else await tx.rollback();
       throw toConnectError(err, name, scope);
     } finally {
       // Guarded: the line's object would be built for every transaction, and debug is off by default.
       if (begun && opts.logger?.debug && opts.logger.isLevelEnabled?.("debug") !== false)
         opts.logger.debug({ db: name, requestId: scope.requestId, outcome }, "db transaction");
-      tx.release();
-      slots.release();
+      if (!cleanupAfterAnswer) {
+        tx.release();
+        slots.release();
+      }
     }
   }
 

@@ -54,6 +54,9 @@ const CANCEL_GRACE_MS = 1_000;
  */
 const TIMEOUT_REFRESH_MS = 50;
 
+/** What a statement's wait rejects with when the request's calls end first; mapped at once (mapError), never seen outside. */
+const callsEnded = new Error("the request's calls ended");
+
 /** One transaction on one checked-out connection, bound to a CallScope. */
 export class ScopedTx implements Tx {
   /** The connection must be destroyed instead of returned to the pool. */
@@ -70,6 +73,21 @@ export class ScopedTx implements Tx {
   private graceTimer: NodeJS.Timeout | undefined;
   /** The last statement error; a COMMIT that the server turned into ROLLBACK rethrows it. */
   private lastFailure: unknown;
+  /** Ends the caller's wait for the statement it awaits now (set while one is awaited). */
+  private stopWaiting: (() => void) | undefined;
+  /**
+   * The caller stopped waiting for a statement still in flight: the
+   * request's calls ended first (`CallScope.callsEnd`, a hop reserve before
+   * the deadline). A database that answers nothing (a frozen server: its
+   * statement_timeout cannot fire, nor its answer to the cancel) would
+   * otherwise hold the request to its full deadline, and its failure would
+   * reach the caller after the caller stopped waiting, blamed on this
+   * service instead of its database (docs/architecture.md, "Stacked
+   * breakers"). The statement is cancelled as at the deadline; the
+   * ROLLBACK and the connection's release come after the caller has its
+   * answer (create-database.ts).
+   */
+  detached = false;
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -77,6 +95,7 @@ export class ScopedTx implements Tx {
     private readonly settings: TxSettings,
   ) {
     scope.signal.addEventListener("abort", this.onAbort, { once: true });
+    scope.callsEnd?.addEventListener("abort", this.onCallsEnd, { once: true });
     // No 'error' listener here: the pool's clients listen for their whole
     // life (connection-watch.ts), and a lost connection is known by lossOf().
   }
@@ -98,7 +117,7 @@ export class ScopedTx implements Tx {
     const { dbName, minBudgetMs, metrics } = this.settings;
     if (this.scope.signal.aborted) throw scopeEndedError(dbName, this.scope, "the statement started");
     const remaining = remainingMs(this.scope);
-    if (remaining < minBudgetMs) {
+    if (remaining < minBudgetMs || this.detached || this.scope.callsEnd?.aborted) {
       throw new ConnectError(`${dbName}: not enough time left for a statement (${Math.max(0, Math.floor(remaining))}ms)`, Code.DeadlineExceeded);
     }
     const started = performance.now();
@@ -133,6 +152,7 @@ export class ScopedTx implements Tx {
   async commit(): Promise<void> {
     if (this.settings.autocommit) return;
     if (this.scope.signal.aborted) throw scopeEndedError(this.settings.dbName, this.scope, "commit");
+    if (this.detached) throw cancelledError(this.settings.dbName, this.scope);
     const result = await this.exec("COMMIT", undefined, false);
     // PostgreSQL answers COMMIT of a failed transaction (the body caught a
     // statement error and carried on) with ROLLBACK. Reporting success
@@ -167,6 +187,7 @@ export class ScopedTx implements Tx {
     this.finished = true;
     clearTimeout(this.graceTimer);
     this.scope.signal.removeEventListener("abort", this.onAbort);
+    this.scope.callsEnd?.removeEventListener("abort", this.onCallsEnd);
     const loss = lossOf(this.client);
     this.client.release(loss?.error ?? (this.broken || undefined));
   }
@@ -175,23 +196,55 @@ export class ScopedTx implements Tx {
     return Math.max(1, Math.floor(remainingMs(this.scope) - this.settings.statementReserveMs));
   }
 
-  /** Runs a statement, tracking it for cancellation; errors come out mapped. */
+  /**
+   * Runs a statement, tracking it for cancellation; errors come out mapped.
+   * A cancellable statement's caller stops waiting when the request's calls
+   * end (see `detached`); the statement counts as in flight until the
+   * server answers or its connection is dropped.
+   */
   private async exec<R extends pg.QueryResultRow>(text: string, values: unknown[] | undefined, cancellable: boolean): Promise<pg.QueryResult<R>> {
     this.inFlight++;
     if (cancellable) this.cancellableInFlight++;
     if (this.scope.signal.aborted) this.armGrace();
-    try {
-      return await this.client.query<R>(text, values);
-    } catch (err) {
-      this.lastFailure = err;
-      throw this.mapError(err);
-    } finally {
+    const query = this.client.query<R>(text, values);
+    // Registered before the caller's await, so it runs first: the counts are right when the caller resumes.
+    const settled = () => {
       this.inFlight--;
       if (cancellable) this.cancellableInFlight--;
+    };
+    query.then(settled, settled);
+    try {
+      return await (cancellable && this.scope.callsEnd ? this.untilCallsEnd(query) : query);
+    } catch (err) {
+      if (err !== callsEnded) this.lastFailure = err;
+      throw this.mapError(err);
     }
   }
 
+  /** `query`'s outcome, or a rejection with `callsEnded` when the request's calls end first. */
+  private untilCallsEnd<T>(query: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.stopWaiting = () => {
+        this.stopWaiting = undefined;
+        this.detached = true;
+        reject(callsEnded);
+      };
+      query.then(
+        (r) => {
+          this.stopWaiting = undefined;
+          resolve(r);
+        },
+        (e: unknown) => {
+          this.stopWaiting = undefined;
+          reject(e);
+        },
+      );
+      if (this.scope.callsEnd?.aborted) this.stopWaiting();
+    });
+  }
+
   private mapError(err: unknown): unknown {
+    if (err === callsEnded) return cancelledError(this.settings.dbName, this.scope);
     if (this.abandoned) return cancelledError(this.settings.dbName, this.scope, err);
     const loss = lossOf(this.client);
     if (loss) {
@@ -209,7 +262,7 @@ export class ScopedTx implements Tx {
   }
 
   private outcomeOf(err: unknown): StatementOutcome {
-    const cancelled = this.abandoned || (err instanceof ConnectError && (err.cause as { code?: unknown } | undefined)?.code === "57014");
+    const cancelled = this.abandoned || this.detached || (err instanceof ConnectError && (err.cause as { code?: unknown } | undefined)?.code === "57014");
     if (!cancelled) return "error";
     const reason = abortReason(this.scope);
     return reason === "cancelled" || reason === "shutdown" ? "cancelled_caller" : "cancelled_deadline";
@@ -225,6 +278,12 @@ export class ScopedTx implements Tx {
       if (target) this.cancelSent = sendCancelRequest(target, CANCEL_GRACE_MS);
     }
     this.armGrace();
+  };
+
+  /** The request's calls ended: cancel as at the deadline, and stop the caller's wait for the statement in flight. */
+  private readonly onCallsEnd = (): void => {
+    this.onAbort();
+    this.stopWaiting?.();
   };
 
   private armGrace(): void {

@@ -19,6 +19,15 @@ export interface CallScope {
    * the server shuts down. Its `reason` is an `AbortReason`.
    */
   readonly signal: AbortSignal;
+  /**
+   * Aborts when this hop stops waiting for what it called (its
+   * dependencies, its database): a hop reserve before the deadline, so that
+   * their failures, named, reach this hop's answer before its deadline
+   * does (the runtime's request context arms it). Absent, `signal` is that
+   * moment. A caller leaving or a shutdown aborts `signal`, not this: a
+   * waiter watches both.
+   */
+  readonly callsEnd?: AbortSignal;
   /** Correlates log lines across hops; forwarded as `x-request-id`. */
   readonly requestId: string;
   /** Fully qualified procedure that created this scope, e.g. `/stock.v1.StockService/GetLevels`. */
@@ -72,6 +81,8 @@ export interface CreateScopeOptions {
    * the scope arms no timer of its own.
    */
   deadlineSignal?: AbortSignal;
+  /** See CallScope.callsEnd. */
+  callsEnd?: AbortSignal;
   clock?: Clock;
 }
 
@@ -113,6 +124,7 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     deadlineAt,
     clock,
     signal: controller.signal,
+    callsEnd: opts.callsEnd,
     requestId: opts.requestId,
     procedure: opts.procedure,
     ...(opts.criticality ? { criticality: opts.criticality } : {}),

@@ -4,7 +4,7 @@ import type { Logger } from "./logger.js";
 import type { DeadlineConfig } from "./server-config.js";
 import { deadlineMetrics } from "./metrics.js";
 import { cellsOf, histogramCellsOf } from "./metric-cells.js";
-import { bindScope, requestContextOf, type RequestContext } from "./request-context.js";
+import { requestContextOf, type RequestContext } from "./request-context.js";
 
 export interface DeadlineInterceptorOptions {
   deadline: Pick<DeadlineConfig, "edge" | "defaultMs" | "maxMs">;
@@ -54,6 +54,7 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     timeoutMs: context.timeoutMs,
     startedAt: context.arrivedAt,
     deadlineSignal: context.deadline,
+    callsEnd: context.callsEnd,
     requestId: context.requestId,
     procedure: context.procedure,
     criticality: context.criticality,
@@ -61,7 +62,6 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     parentSignals,
   });
   context.scope = scope;
-  bindScope(scope, context);
   return scope;
 }
 

@@ -17,7 +17,6 @@ import { deadlineMetrics, okCallCells, rpcClientMetrics } from "./metrics.js";
 import { histogramCellsOf } from "./metric-cells.js";
 import { mapDownstreamError } from "./downstream-error.js";
 import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader } from "./headers.js";
-import { requestContextOfScope } from "./request-context.js";
 import { attemptKey } from "./retry-interceptor.js";
 import { clientSpanNeeded, endSpan, startClientSpan } from "./tracing.js";
 import { codeLabel } from "./code-label.js";
@@ -100,7 +99,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
   return (next) => async (req) => {
     const procedure = procedureOf(req.method);
     const scope = currentScope();
-    const callsEnd = scope && requestContextOfScope(scope)?.callsEnd;
+    const callsEnd = scope?.callsEnd;
     let release = () => {};
     if (scope) {
       const budget = Math.floor(callDeadlineAt(req, scope, opts.hopReserveMs) - scope.clock.now());

@@ -213,18 +213,6 @@ export function fetchHeader(headers: Headers): (name: string) => string | undefi
   return (name) => headers.get(name) ?? undefined;
 }
 
-const contextOfScope = new WeakMap<CallScope, RequestContext>();
-
-/** Remembers which request a call scope serves (the deadline interceptor does), for the client interceptors that only see the scope. */
-export function bindScope(scope: CallScope, context: RequestContext): void {
-  contextOfScope.set(scope, context);
-}
-
-/** The request context a call scope serves, if it was made from one. */
-export function requestContextOfScope(scope: CallScope): RequestContext | undefined {
-  return contextOfScope.get(scope);
-}
-
 const requestContextKey = createContextKey<RequestContext | undefined>(undefined, { description: "platform request context" });
 
 /** The request context of an RPC; undefined when it did not come through serve() (an in-memory transport in a unit test). */

@@ -76,7 +76,10 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
       edge,
       defaultMs: Math.min(defaultMs, maxMs),
       maxMs,
-      hopReserveMs: r.int("DEADLINE_HOP_RESERVE_MS", 5, { min: 0, max: 10_000 }),
+      // Wide enough for a dependency's answer, given when its own reserve began, to cross one hop
+      // before this hop stops waiting for it (docs/architecture.md, "Stacked breakers": at 5 ms a
+      // frozen database's first failure reached the gateway after it had stopped waiting).
+      hopReserveMs: r.int("DEADLINE_HOP_RESERVE_MS", 20, { min: 0, max: 10_000 }),
       minBudgetMs: r.int("DEADLINE_MIN_BUDGET_MS", 10, { min: 1, max: 10_000 }),
     },
     admission: {
