@@ -31,6 +31,9 @@ function scoped<T>(
   return runInScope(scope, fn).finally(() => scope.dispose());
 }
 
+/** The server process behind the connection a one-connection pool hands out. */
+const backendPid = (db: Database): Promise<number> => db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+
 describe("Database.transaction", () => {
   let pg: TestServer;
   const dbs: Database[] = [];
@@ -136,7 +139,7 @@ describe("Database.transaction", () => {
 
   it("cancels the running statement on the server when the caller goes away", async () => {
     const db = open("cancel-db", 1);
-    const pidBefore = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const pidBefore = await backendPid(db);
     const caller = new AbortController();
     // 30 s deadline: statement_timeout cannot be what stops the 20 s sleep below.
     const running = scoped(30_000, () => db.transaction((tx) => tx.query("SELECT pg_sleep(20)")), { parentSignals: [caller.signal] });
@@ -146,14 +149,14 @@ describe("Database.transaction", () => {
     assert.deepEqual(await activeStatements(pg.url, "cancel-db"), []);
     assert.ok(await eventually(() => db.stats().inUse === 0), `pool not back: ${JSON.stringify(db.stats())}`);
     // The same connection came back (cancelled, not dropped).
-    const pidAfter = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const pidAfter = await backendPid(db);
     assert.equal(pidAfter, pidBefore);
     assert.equal(await metricValue("db_statements_total", { db: "cancel-db", outcome: "cancelled_caller" }), 1);
   });
 
   it("drops the connection when the server does not answer the cancel", async () => {
     const db = open("stuck-db", 1);
-    const backend: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const backend: number = await backendPid(db);
     const caller = new AbortController();
     const running = scoped(30_000, () => db.transaction((tx) => tx.query("SELECT pg_sleep(20)")), { parentSignals: [caller.signal] });
     assert.ok(await eventually(async () => (await activeStatements(pg.url, "stuck-db")).length === 1), "pg_sleep never started");
@@ -165,13 +168,13 @@ describe("Database.transaction", () => {
     } finally {
       process.kill(backend, "SIGCONT");
     }
-    const fresh: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const fresh: number = await backendPid(db);
     assert.notEqual(fresh, backend);
   });
 
   it("stops waiting for a statement when the request's calls end, before its deadline; the server cancels it and the connection is pooled again", async () => {
     const db = open("calls-end-db", 1);
-    const pidBefore: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const pidBefore: number = await backendPid(db);
     const callsEnd = new AbortController();
     // 30 s deadline: neither statement_timeout nor the deadline is what ends the 20 s sleep below.
     const running = scoped(30_000, () => db.transaction((tx) => tx.query("SELECT pg_sleep(20)")), { callsEnd: callsEnd.signal });
@@ -181,14 +184,14 @@ describe("Database.transaction", () => {
     assert.ok(await eventually(async () => (await activeStatements(pg.url, "calls-end-db")).length === 0), "the statement was not cancelled on the server");
     assert.ok(await eventually(() => db.stats().inUse === 0), `pool not back: ${JSON.stringify(db.stats())}`);
     // Rolled back after the answer and pooled: the same connection serves the next transaction.
-    const pidAfter: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const pidAfter: number = await backendPid(db);
     assert.equal(pidAfter, pidBefore);
     assert.equal(await metricValue("db_statements_total", { db: "calls-end-db", outcome: "cancelled_deadline" }), 1);
   });
 
   it("stops waiting when the request's calls end even when the server answers nothing, and drops that connection after the grace", async () => {
     const db = open("calls-end-stuck-db", 1);
-    const backend: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const backend: number = await backendPid(db);
     const callsEnd = new AbortController();
     let settled = false;
     const running = scoped(30_000, () => db.transaction((tx) => tx.query("SELECT pg_sleep(20)")), { callsEnd: callsEnd.signal });
@@ -209,7 +212,7 @@ describe("Database.transaction", () => {
     } finally {
       process.kill(backend, "SIGCONT");
     }
-    const fresh: number = await db.transaction(async (tx) => (await tx.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+    const fresh: number = await backendPid(db);
     assert.notEqual(fresh, backend);
   });
 

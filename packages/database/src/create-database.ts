@@ -216,11 +216,12 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
     } catch (err) {
       if (tx.detached) {
         cleanupAfterAnswer = true;
-        // rollback() never rejects; it waits for the cancel (or the grace that drops the connection).
-        void tx.rollback().then(() => {
+        // rollback() waits for the cancel (or the grace that drops the connection); it does not reject, and the release follows either way.
+        const cleanUp = () => {
           tx.release();
           slots.release();
-        });
+        };
+        void tx.rollback().then(cleanUp, cleanUp);
       } else await tx.rollback();
       throw toConnectError(err, name, scope);
     } finally {

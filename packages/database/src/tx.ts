@@ -87,7 +87,10 @@ export class ScopedTx implements Tx {
    * ROLLBACK and the connection's release come after the caller has its
    * answer (create-database.ts).
    */
-  detached = false;
+  get detached(): boolean {
+    return this.callerStoppedWaiting;
+  }
+  private callerStoppedWaiting = false;
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -226,7 +229,7 @@ export class ScopedTx implements Tx {
     return new Promise<T>((resolve, reject) => {
       this.stopWaiting = () => {
         this.stopWaiting = undefined;
-        this.detached = true;
+        this.callerStoppedWaiting = true;
         reject(callsEnded);
       };
       query.then(
