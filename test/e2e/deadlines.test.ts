@@ -188,7 +188,7 @@ describe("propagation", () => {
     const atCheckout = async () => metricValue(await p.metrics("checkout"), "rpc_server_requests_total", { procedure });
     const before = await atCheckout();
     const rejectedBefore = metricValue(await p.metrics("gateway"), "deadline_rejected_before_start_total", { dependency: "checkout" });
-    // 12 ms minus the 20 ms hop reserve leaves less than the 10 ms minimum. The gateway refuses at
+    // 12 ms minus the 5 ms hop reserve leaves less than the 10 ms minimum. The gateway refuses at
     // its call to checkout when the request gets there within the 12 ms; on a loaded machine the
     // 12 ms can pass before (at admission, or in the handler), which ends the same way for the
     // caller but not by this mechanism. So: every attempt ends deadline_exceeded without reaching

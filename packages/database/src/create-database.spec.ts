@@ -72,10 +72,10 @@ describe("Database.transaction", () => {
       },
       { clock },
     );
-    assert.deepEqual(seen, ["8746", "7746", "7746"]);
+    assert.deepEqual(seen, ["8761", "7761", "7761"]);
     // SET LOCAL: nothing stays on the pooled session after the transaction.
     const after = await db.transaction(async (tx) => (await tx.query("SELECT current_setting('statement_timeout') AS v")).rows[0].v);
-    assert.notEqual(after, "7746ms");
+    assert.notEqual(after, "7761ms");
   });
 
   it("runs read-only transactions when asked", async () => {

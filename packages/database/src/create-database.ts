@@ -23,7 +23,7 @@ export interface DatabaseOptions {
    * `databaseDeadlineOptions`), the same minimum its dependency calls keep.
    */
   minBudgetMs: number;
-  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 20; a service passes its DEADLINE_HOP_RESERVE_MS. */
+  /** statement_timeout = remaining - reserve (at least 1), leaving time to report the error. Default 5; a service passes its DEADLINE_HOP_RESERVE_MS. */
   statementReserveMs?: number;
   /** Deadline for work outside any request scope (startup jobs, scripts). Default 5000. */
   fallbackTimeoutMs?: number;
@@ -105,7 +105,7 @@ export function createDatabase(opts: DatabaseOptions): Database {
 function createPlatformDatabase(opts: DatabaseOptions): Database {
   const name = opts.name;
   const minBudgetMs = opts.minBudgetMs;
-  const statementReserveMs = opts.statementReserveMs ?? 20;
+  const statementReserveMs = opts.statementReserveMs ?? 5;
   const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
   const metrics = databaseMetrics();
   const target = statementTarget(opts.connectionString, name);
