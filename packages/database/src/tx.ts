@@ -209,12 +209,20 @@ export class ScopedTx implements Tx {
     this.inFlight++;
     if (cancellable) this.cancellableInFlight++;
     if (this.scope.signal.aborted) this.armGrace();
-    const query = this.client.query<R>(text, values);
-    // Registered before the caller's await, so it runs first: the counts are right when the caller resumes.
     const settled = () => {
       this.inFlight--;
       if (cancellable) this.cancellableInFlight--;
     };
+    let query: Promise<pg.QueryResult<R>>;
+    try {
+      query = this.client.query<R>(text, values);
+    } catch (err) {
+      // pg throws some misuse at once (a missing query text): nothing was sent.
+      settled();
+      this.lastFailure = err;
+      throw this.mapError(err);
+    }
+    // Registered before the caller's await, so it runs first: the counts are right when the caller resumes.
     query.then(settled, settled);
     try {
       return await (cancellable && this.scope.callsEnd ? this.untilCallsEnd(query) : query);
