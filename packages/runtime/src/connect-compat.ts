@@ -12,7 +12,14 @@
  *    b. grpc-message is percent-encoded as the gRPC spec says, which also
  *       answers an error message holding a lone UTF-16 surrogate instead of
  *       leaving the call unanswered (trailer-status.js).
- *    Waits for: upstream fixes of docs/upstream reports 1-3 (not filed yet).
+ *    c. and d. (with patches/@connectrpc+connect-node+2.3.0.patch) no error
+ *       object is made on a call's success path: the handler context's and a
+ *       client call's reason-less aborts end with one shared DOMException, and
+ *       connect-node's response sentinel makes no ConnectError when it closes.
+ *       Performance only: an install without them is slower, not wrong, so
+ *       `checkConnectPatch()` does not look for them;
+ *       connect-success-path.spec.ts does.
+ *    Waits for: upstream fixes of docs/upstream reports 1-4 (not filed yet).
  *    Can go when: docs/upstream/connect-es-grpc-repro.mjs prints grpc-status 3
  *    for cases 1 and 3 and the unescaped message for case 2 on a release
  *    without the patch. `checkConnectPatch()` below and the fuzz's "connect-es,
