@@ -19,6 +19,7 @@ export type Operation =
   | "checkout.GetOrder"
   | "orders.CreateOrder"
   | "pricing.GetPrices"
+  | "pricing.ListProducts"
   | "db.PlaceOrderStatements";
 
 export type Target =

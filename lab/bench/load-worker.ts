@@ -79,6 +79,11 @@ async function prepare(leg: LegSpec, target: Target, labelSuffix: string): Promi
       call = (n) => pricing.getPrices({ skus: items(n).map((i) => i.sku) }, opts);
       break;
     }
+    case "pricing.ListProducts": {
+      const pricing = clients.client(pricingV1.PricingService);
+      call = () => pricing.listProducts({}, opts);
+      break;
+    }
     default:
       throw new Error(`operation ${leg.operation} needs a database target`);
   }

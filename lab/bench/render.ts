@@ -27,8 +27,8 @@ function throughputRows(s: BenchSummary): string[][] {
 }
 
 function hopRows(s: BenchSummary): string[][] {
-  const rows = [["hop (called directly, 1 client, gRPC)", "call", "platform p50 ms", "plain p50 ms", "gap ms", "added by this hop ms"]];
-  for (const h of s.hops) rows.push([h.service, h.operation, f(h.platformP50Ms, 2), f(h.plainP50Ms, 2), f(h.gapMs, 2), f(h.addedMs, 2)]);
+  const rows = [["hop (called directly, 1 client, gRPC)", "path", "call", "platform p50 ms", "plain p50 ms", "gap ms", "added by this hop ms"]];
+  for (const h of s.hops) rows.push([h.service, h.path, h.operation, f(h.platformP50Ms, 2), f(h.plainP50Ms, 2), f(h.gapMs, 2), f(h.addedMs, 2)]);
   return rows;
 }
 
@@ -127,8 +127,8 @@ export function markdownReport(s: BenchSummary, info: RunInfo): string {
     "port; the plain gateway on two (node's h2c server cannot also speak HTTP/1.1).",
     "",
     "- ratio: platform/plain throughput, median over rounds of the two legs run back to back; p50/p99 pool every round.",
-    "- hops: each hop of PlaceOrder's path called directly at one client; gap = platform p50 - plain p50 (the hops below",
-    "  included), added = this hop's gap minus the gap of the hop it calls.",
+    "- hops: each hop of PlaceOrder's path and of ListProducts' (a read, steadier: no commit) called directly at one client;",
+    "  gap = platform p50 - plain p50 (the hops below included), added = this hop's gap minus the gap of the hop it calls.",
     "- CPU: user + system time of each process over the legs (/proc), divided by the requests served.",
     "- database alone: one PlaceOrder's statements from a pg pool with no Node hop; share = PlaceOrder req/s through",
     "  the gateway over gRPC at the same concurrency / that rate.",

@@ -4,7 +4,18 @@
  * slow drift cancels); latency percentiles pool every round's samples.
  */
 import { median, percentile, sum } from "../stats.js";
-import { countedServices, gatewayCellId, hopCellId, hopOrder, methods, type CountedService, type Method, type Service, type System } from "./cells.js";
+import {
+  countedServices,
+  gatewayCellId,
+  hopCellId,
+  hopPaths,
+  methods,
+  type CountedService,
+  type HopPath,
+  type Method,
+  type Service,
+  type System,
+} from "./cells.js";
 import { protocols, type Protocol } from "./leg.js";
 import { ceilingCellId, type BenchRun, type LegRecord } from "./run-bench.js";
 import type { Memory } from "./proc-stats.js";
@@ -36,6 +47,8 @@ export interface CellSummary {
 }
 
 export interface HopSummary {
+  /** Whose path (cells.ts hopPaths). */
+  path: HopPath;
   service: Service;
   operation: string;
   platformP50Ms: number;
@@ -130,14 +143,15 @@ export function summarize(run: BenchRun): BenchSummary {
   const cell = (id: string) => cells.find((c) => c.id === id);
 
   const hops: HopSummary[] = [];
-  let innerGap = 0;
-  for (const service of hopOrder) {
-    const c = cell(hopCellId(service));
-    if (!c) continue;
-    const gapMs = c.platform.p50Ms - c.plain.p50Ms;
-    const operation = run.cells.find((x) => x.id === c.id)?.operation ?? "";
-    hops.push({ service, operation, platformP50Ms: c.platform.p50Ms, plainP50Ms: c.plain.p50Ms, gapMs, addedMs: gapMs - innerGap });
-    innerGap = gapMs;
+  for (const [path, pathHops] of Object.entries(hopPaths) as [HopPath, (typeof hopPaths)[HopPath]][]) {
+    let innerGap = 0;
+    for (const [service, operation] of pathHops) {
+      const c = cell(hopCellId(path, service, operation));
+      if (!c) continue;
+      const gapMs = c.platform.p50Ms - c.plain.p50Ms;
+      hops.push({ path, service, operation, platformP50Ms: c.platform.p50Ms, plainP50Ms: c.plain.p50Ms, gapMs, addedMs: gapMs - innerGap });
+      innerGap = gapMs;
+    }
   }
 
   const ceiling: CeilingSummary[] = [];
