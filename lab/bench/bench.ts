@@ -9,7 +9,9 @@
  *
  * --from: both chains from compiled JavaScript ("build", the default: `npm
  * run build` and the plain chain type-stripped first, compiled-chains.ts;
- * what `npm start` runs) or their TypeScript through tsx ("source").
+ * what `npm start` runs) or their TypeScript through tsx ("source"). Compiled,
+ * the plain chain runs on connect-es as npm ships it (compiled-chains.ts
+ * `pristineConnect`); from source it imports the repository's, patched.
  *
  * --quick: one round of short legs through the gateway only (no hops, no
  * database ceiling), as test/bench.test.ts runs it; it does not touch docs/.
