@@ -2,7 +2,6 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pristineConnect } from "./compiled-chains.js";
 
@@ -19,7 +18,9 @@ const marks = [
 // if the copy kept a patch, or the chain's imports missed the copy, the bench would
 // credit the plain chain with the platform's own speed-up.
 test("the plain chain's connect-es is the installed one with the repository's patches reversed, and its imports resolve to it", () => {
-  const outDir = mkdtempSync(join(tmpdir(), "pristine-connect-"));
+  // Inside the repository, as the bench's own (.tmp/bench-plain-chain): git must not take it for part of this repository.
+  mkdirSync(join(root, ".tmp"), { recursive: true });
+  const outDir = mkdtempSync(join(root, ".tmp", "pristine-connect-spec-"));
   try {
     assert.deepEqual(pristineConnect(root, outDir), ["connect", "connect-node"]);
     for (const [name, file, mark] of marks) {
