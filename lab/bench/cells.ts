@@ -60,6 +60,8 @@ export const hopPaths = {
   ],
 } as const satisfies Partial<Record<Method, readonly (readonly [Service, Operation])[]>>;
 export type HopPath = keyof typeof hopPaths;
+/** `hopPaths` as [path, hops] pairs, in its order. */
+export const hopPathEntries = Object.entries(hopPaths) as [HopPath, (typeof hopPaths)[HopPath]][];
 
 export function gatewayCellId(method: Method, protocol: Protocol, concurrency: number): string {
   return `gateway ${method} ${protocol} x${concurrency}`;
@@ -95,7 +97,7 @@ export function benchMeasurements(highConcurrency: number, withHops: boolean): M
     for (const protocol of protocols) measurements.push([gatewayCell(method, protocol, highConcurrency)]);
   }
   if (withHops) {
-    for (const [path, hops] of Object.entries(hopPaths) as [HopPath, (typeof hopPaths)[HopPath]][]) {
+    for (const [path, hops] of hopPathEntries) {
       for (const [service, operation] of hops) {
         if (service === "gateway") continue;
         measurements.push([{ id: hopCellId(path, service, operation), kind: "hop", service, operation, protocol: "grpc-h2c", concurrency: 1 }]);

@@ -8,7 +8,7 @@ import {
   countedServices,
   gatewayCellId,
   hopCellId,
-  hopPaths,
+  hopPathEntries,
   methods,
   type CountedService,
   type HopPath,
@@ -143,7 +143,7 @@ export function summarize(run: BenchRun): BenchSummary {
   const cell = (id: string) => cells.find((c) => c.id === id);
 
   const hops: HopSummary[] = [];
-  for (const [path, pathHops] of Object.entries(hopPaths) as [HopPath, (typeof hopPaths)[HopPath]][]) {
+  for (const [path, pathHops] of hopPathEntries) {
     let innerGap = 0;
     for (const [service, operation] of pathHops) {
       const c = cell(hopCellId(path, service, operation));
