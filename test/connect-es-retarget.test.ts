@@ -56,7 +56,7 @@ test("connect-es's iterables, as the platform runs them, are native async genera
   assert.equal(Object.prototype.toString.call(source), "[object AsyncGenerator]");
   const envelopes = pipe(
     createAsyncIterable([new Uint8Array([7]), new Uint8Array([8, 9])]),
-    transformSerializeEnvelope({ serialize: (m: Uint8Array<ArrayBuffer>) => m, parse: (b: Uint8Array) => b }),
+    transformSerializeEnvelope({ serialize: (m: Uint8Array<ArrayBuffer>) => m, parse: (b: Uint8Array) => new Uint8Array(b) }),
   );
   assert.equal(Object.prototype.toString.call(envelopes), "[object AsyncGenerator]");
   const seen: number[][] = [];

@@ -3,13 +3,17 @@
  * dist/, the plain chain type-stripped: lab/bench/compiled-chains.ts), under
  * the same load, one window per method and chain, alternating: what each
  * platform service spends per request beside what the plain one does.
- * Every service has lab/profile/cpu-profile.mjs preloaded in signal mode.
+ * Every service has lab/profile/cpu-profile.mjs preloaded in signal mode
+ * (with --heap, lab/profile/heap-profile.mjs: bytes allocated instead of CPU).
  *
  *   npm run build && node --import tsx lab/profile/profile-chains.ts [--seconds 6] [--concurrency 32] [--rounds 1] [--method ListProducts]
- *     [--protocol grpc-h2c|connect-json-http1] [--out reports/profile/chains-<time>]
+ *     [--protocol grpc-h2c|connect-json-http1] [--heap] [--out reports/profile/chains-<time>]
  *
  * Prints, per method, chain and service, busy CPU per request and the top
- * self-time places and functions (summarize-profile.ts); keeps the files.
+ * self-time places and functions (summarize-profile.ts), or with --heap the
+ * KiB allocated per request by place (summarize-heap-profile.ts); keeps the
+ * files. The sampling heap profiler slows every allocation: under --heap the
+ * rates mean nothing, the bytes per request do.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,9 +25,9 @@ import { buildChains } from "../bench/compiled-chains.js";
 import type { LegSpec, Operation } from "../bench/leg.js";
 import { LoadWorker } from "../bench/load-worker-client.js";
 import { startSystems } from "../bench/systems.js";
+import { type HeapProfile, renderHeapSummary, summarizeHeapProfile } from "./summarize-heap-profile.js";
 import { renderSummary, summarizeProfile } from "./summarize-profile.js";
 
-const preload = fileURLToPath(new URL("./cpu-profile.mjs", import.meta.url));
 const methods: Array<[string, Operation]> = [
   ["PlaceOrder", "checkout.PlaceOrder"],
   ["ListProducts", "checkout.ListProducts"],
@@ -38,6 +42,7 @@ async function main(): Promise<void> {
       rounds: { type: "string", default: "1" },
       method: { type: "string" },
       protocol: { type: "string", default: "grpc-h2c" },
+      heap: { type: "boolean", default: false },
       out: { type: "string" },
     },
     strict: true,
@@ -45,6 +50,8 @@ async function main(): Promise<void> {
   const seconds = Number(values.seconds);
   const concurrency = Number(values.concurrency);
   const rounds = Number(values.rounds);
+  const heap = values.heap;
+  const preload = fileURLToPath(new URL(heap ? "./heap-profile.mjs" : "./cpu-profile.mjs", import.meta.url));
   const out = values.out ?? join(process.cwd(), "reports", "profile", `chains-${new Date().toISOString().replace(/[:.]/g, "-")}`);
   mkdirSync(out, { recursive: true });
   const plainCompiledDir = buildChains((l) => console.log(l), { platformBuilt: true });
@@ -91,9 +98,13 @@ async function main(): Promise<void> {
             const pid = pids[k]!;
             const n = (windows.get(pid) ?? 0) + 1;
             windows.set(pid, n);
-            const file = join(out, `${pid}-${n}.cpuprofile`);
-            const summary = summarizeProfile(JSON.parse(readFileSync(file, "utf8")));
-            report.push(renderSummary(`${system} ${s} (${file})`, summary, result.succeeded));
+            const file = join(out, `${pid}-${n}.${heap ? "heapprofile" : "cpuprofile"}`);
+            const profile = JSON.parse(readFileSync(file, "utf8"));
+            report.push(
+              heap
+                ? renderHeapSummary(`${system} ${s} (${file})`, summarizeHeapProfile(profile as HeapProfile), result.succeeded)
+                : renderSummary(`${system} ${s} (${file})`, summarizeProfile(profile), result.succeeded),
+            );
           }
           console.log(report.slice(-hopOrder.length - 1).join("\n\n"));
         }

@@ -1,16 +1,18 @@
 /**
  * What a .cpuprofile (V8's sampling profiler: lab/profile/cpu-profile.mjs)
  * says, as text: busy CPU, and the self time of the top functions and of
- * the packages they live in, per request when the request count is known.
+ * the packages they live in (a bundled service's through its source map),
+ * per request when the request count is known.
  *
  *   node --import tsx lab/profile/summarize-profile.ts <file.cpuprofile> [requests]
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { type Frame, sourceLocator } from "./source-location.js";
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: Frame;
 }
 interface CpuProfile {
   nodes: ProfileNode[];
@@ -45,6 +47,8 @@ function shortUrl(url: string): string {
 }
 
 export function summarizeProfile(profile: CpuProfile): ProfileSummary {
+  // A bundled service's frames, mapped back to the package they came from (source-location.ts).
+  const locate = sourceLocator();
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const fn = new Map<string, number>();
   const place = new Map<string, number>();
@@ -55,7 +59,7 @@ export function summarizeProfile(profile: CpuProfile): ProfileSummary {
     const us = profile.timeDeltas[i + 1] ?? 0;
     if (!node || node.callFrame.functionName === "(idle)") continue;
     busyUs += us;
-    const f = node.callFrame;
+    const f = locate(node.callFrame);
     const key = f.url === "" ? f.functionName || "(anonymous)" : `${f.functionName || "(anonymous)"} ${shortUrl(f.url)}:${f.lineNumber + 1}`;
     fn.set(key, (fn.get(key) ?? 0) + us);
     const p = placeOf(f);
