@@ -26,10 +26,13 @@ const { version } = JSON.parse(readFileSync(join(installed, "package.json"), "ut
 const sources = retargetSourcesDir(root, version);
 const esm = join(installed, "dist", "esm");
 
+// npm's files: the installed ones while they still carry the emulation (the patch's compiles not
+// yet written), else a copy of the package with the repository's patch reversed.
+const stillAsNpmShips = retargetedFiles(sources).every((f) => /\b__(asyncGenerator|asyncValues)\b/.test(readFileSync(join(esm, `${f}.js`), "utf8")));
 const scratch = mkdtempSync(join(tmpdir(), "connect-es-retarget-"));
 try {
-  pristineConnect(root, scratch);
-  const unfaithful = fidelityProblems(sources, join(scratch, "node_modules", "@connectrpc", "connect", "dist", "esm"));
+  if (!stillAsNpmShips) pristineConnect(root, scratch);
+  const unfaithful = fidelityProblems(sources, stillAsNpmShips ? esm : join(scratch, "node_modules", "@connectrpc", "connect", "dist", "esm"));
   if (unfaithful.length > 0) {
     process.stderr.write(
       `connect-es-retarget: these sources do not compile (ES2017) to what npm ships in @connectrpc/connect ${version}: ${unfaithful.join(", ")}\n`,

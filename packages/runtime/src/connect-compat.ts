@@ -19,7 +19,12 @@
  *       Performance only: an install without them is slower, not wrong, so
  *       `checkConnectPatch()` does not look for them;
  *       connect-success-path.spec.ts does.
- *    Waits for: upstream fixes of docs/upstream reports 1-4 (not filed yet).
+ *    e. connect-es's async generators run natively: the seven ESM files that
+ *       ship TypeScript's ES2017 emulation of them are replaced by the same
+ *       sources (patches/connect-es-2.3.0/src) compiled for ES2018
+ *       (scripts/connect-es-retarget.ts). Performance only, like c and d;
+ *       test/connect-es-retarget.test.ts checks it.
+ *    Waits for: upstream fixes of docs/upstream reports 1-5 (not filed yet).
  *    Can go when: docs/upstream/connect-es-grpc-repro.mjs prints grpc-status 3
  *    for cases 1 and 3 and the unescaped message for case 2 on a release
  *    without the patch. `checkConnectPatch()` below and the fuzz's "connect-es,
