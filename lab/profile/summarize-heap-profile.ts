@@ -8,10 +8,9 @@
  *
  *   node --import tsx lab/profile/summarize-heap-profile.ts <file.heapprofile> [requests]
  */
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type Frame, sourceLocator } from "./source-location.js";
-import { placeOf } from "./summarize-profile.js";
+import { placeOf, profileArguments } from "./summarize-profile.js";
 
 interface HeapNode {
   callFrame: Frame;
@@ -58,15 +57,6 @@ export function renderHeapSummary(title: string, s: HeapSummary, requests: numbe
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const [file, requests] = process.argv.slice(2);
-  if (!file) {
-    console.error("usage: summarize-heap-profile.ts <file.heapprofile> [requests]");
-    process.exit(2);
-  }
-  const n = requests === undefined ? undefined : Number(requests);
-  if (n !== undefined && !(Number.isInteger(n) && n > 0)) {
-    console.error("requests must be a positive integer");
-    process.exit(2);
-  }
-  console.log(renderHeapSummary(file, summarizeHeapProfile(JSON.parse(readFileSync(file, "utf8")) as HeapProfile), n, 25));
+  const { file, profile, requests } = profileArguments("summarize-heap-profile.ts <file.heapprofile> [requests]");
+  console.log(renderHeapSummary(file, summarizeHeapProfile(profile as HeapProfile), requests, 25));
 }

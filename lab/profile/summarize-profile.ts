@@ -79,10 +79,14 @@ export function renderSummary(title: string, s: ProfileSummary, requests: number
   return lines.join("\n");
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+/**
+ * A summarizer's command line, `<file> [requests]`: the profile read as JSON and
+ * the request count, or a usage message and exit 2.
+ */
+export function profileArguments(usage: string): { file: string; profile: unknown; requests: number | undefined } {
   const [file, requests] = process.argv.slice(2);
   if (!file) {
-    console.error("usage: summarize-profile.ts <file.cpuprofile> [requests]");
+    console.error(`usage: ${usage}`);
     process.exit(2);
   }
   const n = requests === undefined ? undefined : Number(requests);
@@ -90,5 +94,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.error("requests must be a positive integer");
     process.exit(2);
   }
-  console.log(renderSummary(file, summarizeProfile(JSON.parse(readFileSync(file, "utf8")) as CpuProfile), n, 25));
+  return { file, profile: JSON.parse(readFileSync(file, "utf8")), requests: n };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { file, profile, requests } = profileArguments("summarize-profile.ts <file.cpuprofile> [requests]");
+  console.log(renderSummary(file, summarizeProfile(profile as CpuProfile), requests, 25));
 }
