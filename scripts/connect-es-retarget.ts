@@ -18,7 +18,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import ts from "typescript";
 import { pristineConnect } from "../lab/bench/compiled-chains.js";
-import { compileConnectSource, fidelityProblems, retargetProblems, retargetSourcesDir, retargetedFiles } from "./connect-es-retarget/retarget.js";
+import {
+  carriesEmulation,
+  compileConnectSource,
+  fidelityProblems,
+  retargetProblems,
+  retargetSourcesDir,
+  retargetedFiles,
+} from "./connect-es-retarget/retarget.js";
 
 const root = process.cwd();
 const installed = join(root, "node_modules", "@connectrpc", "connect");
@@ -28,7 +35,7 @@ const esm = join(installed, "dist", "esm");
 
 // npm's files: the installed ones while they still carry the emulation (the patch's compiles not
 // yet written), else a copy of the package with the repository's patch reversed.
-const stillAsNpmShips = retargetedFiles(sources).every((f) => /\b__(asyncGenerator|asyncValues)\b/.test(readFileSync(join(esm, `${f}.js`), "utf8")));
+const stillAsNpmShips = retargetedFiles(sources).every((f) => carriesEmulation(readFileSync(join(esm, `${f}.js`), "utf8")));
 const scratch = mkdtempSync(join(tmpdir(), "connect-es-retarget-"));
 try {
   if (!stillAsNpmShips) pristineConnect(root, scratch);

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { createAsyncIterable, pipe, transformSerializeEnvelope } from "@connectrpc/connect/protocol";
 import { pristineConnect } from "../lab/bench/compiled-chains.js";
-import { fidelityProblems, retargetProblems, retargetSourcesDir, retargetedFiles } from "../scripts/connect-es-retarget/retarget.js";
+import { carriesEmulation, fidelityProblems, retargetProblems, retargetSourcesDir, retargetedFiles } from "../scripts/connect-es-retarget/retarget.js";
 
 const root = process.cwd();
 const installed = join(root, "node_modules", "@connectrpc", "connect");
@@ -34,7 +34,7 @@ function emulating(esmDir: string): string[] {
   return readdirSync(esmDir, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile() && e.name.endsWith(".js"))
     .map((e) => join(e.parentPath, e.name))
-    .filter((f) => /\b__(asyncGenerator|asyncValues|await|asyncDelegator)\b/.test(readFileSync(f, "utf8")))
+    .filter((f) => carriesEmulation(readFileSync(f, "utf8")))
     .map((f) => relative(esmDir, f).replace(/\.js$/, ""))
     .sort();
 }

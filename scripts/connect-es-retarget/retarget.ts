@@ -40,6 +40,11 @@ export function compileConnectSource(sourcesDir: string, file: string, target: t
   }).outputText;
 }
 
+/** Whether a compiled file carries TypeScript's emulation of async generators or `for await`. */
+export function carriesEmulation(js: string): boolean {
+  return /\b__(asyncGenerator|asyncValues|await|asyncDelegator)\b/.test(js);
+}
+
 const withoutBlankLines = (text: string) => text.replace(/^[ \t]*\r?\n/gm, "");
 
 /**
