@@ -65,5 +65,7 @@ test("jobs locked by a fetch whose answer was lost are run, by the same live pro
     `every receipt sent (sent ${sent.length} of ${ids.length}; jobs still locked: ${await lockedJobs()})\n${warnings.join("")}`,
   );
   assert.deepEqual([...sent].sort(), [...ids].sort(), "each receipt once");
-  assert.equal(await lockedJobs(), 0);
+  // A job is completed (its row deleted) after its task returns, in its own statement: the last
+  // receipt can be sent a moment before its row is gone.
+  assert.ok(await eventually(async () => (await lockedJobs()) === 0, 10_000), `jobs still locked once every receipt was sent: ${await lockedJobs()}`);
 });
