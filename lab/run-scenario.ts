@@ -34,6 +34,8 @@ export interface RunOptions {
   loadNotBefore?: Promise<void>;
   /** Services from their build (`npm run build` first) or their sources through tsx. Default: "source". */
   from?: "build" | "source";
+  /** Pin the run's platform and load processes to these cores (taskset's list): storm.ts, `splitCores`. */
+  cpus?: string;
   /** The users (the same for every profile); patience is clientTimeoutMs. Default: defaultUserModel. */
   user?: Omit<UserModel, "patienceMs">;
   log(line: string): void;
@@ -114,6 +116,9 @@ async function waitQuiet(recorder: MetricsRecorder, maxMs: number): Promise<bool
   return false;
 }
 
+/** The run's pin (RunOptions.cpus), for the platform's and each load's options. */
+const pinnedAs = (opts: RunOptions) => (opts.cpus === undefined ? {} : { cpus: opts.cpus });
+
 /** Closed-loop users for the capacity measurement: past the knee on 2 cores, below admission limits. */
 const capacityConcurrency = 64;
 
@@ -126,6 +131,7 @@ async function measureCapacity(
   // alike: a service fresh from start serves at half speed for seconds.
   const warming = runLoad({
     gatewayUrl: p.gatewayUrl,
+    ...pinnedAs(opts),
     // At the measurement's own concurrency: a warm-up at 16 users left the first 64-user seconds ~30% slow.
     mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: opts.quick ? 1500 : 2500 },
     clientTimeoutMs: opts.clientTimeoutMs,
@@ -138,6 +144,7 @@ async function measureCapacity(
   // Its process starts during the warm-up (nothing is measured then) and its users right after it.
   const measuring = runLoad({
     gatewayUrl: p.gatewayUrl,
+    ...pinnedAs(opts),
     mode: { kind: "closed", concurrency, durationMs },
     clientTimeoutMs: opts.clientTimeoutMs,
     customerPrefix: `capacity-${tag}-`,
@@ -177,6 +184,7 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
       from: opts.from ?? "source",
       env: { ...variant.env, ...scenario.env?.[opts.quick ? "quick" : "full"] },
       ...(readsLogs ? { logLevel: "debug" } : {}),
+      ...pinnedAs(opts),
     });
     upMs = performance.now() - started;
   } finally {
@@ -213,6 +221,7 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
     const loadStarted = new Promise<number>((resolve) => (onStart = resolve));
     const loadDone = runLoad({
       gatewayUrl: p.gatewayUrl,
+      ...pinnedAs(opts),
       mode: {
         kind: "open",
         phases: [

@@ -1,5 +1,6 @@
 import { inspect } from "node:util";
 import { analyze, type RunResult } from "./analyze.js";
+import { coreHalves } from "@platform/test-support";
 import type { Profile } from "./platform/lab-platform.js";
 import { runScenario, type RunOptions } from "./run-scenario.js";
 import { hasFixedRates, timingOf, type Scenario } from "./scenarios.js";
@@ -37,6 +38,19 @@ export interface StormOptions {
    * a load average of 25: 21.75 of 27 attempts per read counted).
    */
   sideBySide?: boolean;
+  /**
+   * Run a scenario's variants that are each sized from their own capacity
+   * (`sizedPerVariant`: overload, metastable) two at a time, each on its own
+   * half of the cores: its platform, its database and its load processes
+   * pinned there (test-support, cpu-affinity.ts). Each measures its capacity on its own
+   * cores and is offered fractions of it, so the two share no core and
+   * nothing they measure, as two machines would; the pair takes the time of
+   * one run, and each run's half-machine capacity halves its requests. On a
+   * machine without two cores (or without taskset) they run one at a time,
+   * as without it. For npm test (test/storm-lab.test.ts); `npm run storm`
+   * runs them one after the other on every core.
+   */
+  splitCores?: boolean;
   log(line: string): void;
 }
 
@@ -118,6 +132,14 @@ function latch(parties: number): { arrive(): void; done: Promise<void> } {
   };
 }
 
+/** Every run to its end, even when one fails (none may outlive the storm); then the failures, logged and thrown. */
+function throwFailures(runs: PlannedRun[], outcomes: PromiseSettledResult<unknown>[], log: (line: string) => void): void {
+  const failures = outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ run: runs[i]!, error: o.reason as unknown }] : []));
+  for (const f of failures) log(`${f.run.scenario.name} / ${f.run.variant.name} failed: ${inspect(f.error)}`);
+  if (failures.length > 0)
+    throw new Error(`${failures.map((f) => `${f.run.scenario.name} / ${f.run.variant.name}`).join(", ")} failed`, { cause: failures[0]!.error });
+}
+
 export const formatDuration = (ms: number) => {
   const s = Math.max(0, Math.round(ms / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
@@ -140,10 +162,27 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   const calmMs = Math.max(0, ...calm.map((r) => r.estimateMs));
   const togetherMs = Math.max(0, ...together.map((r) => r.estimateMs + (stormy.includes(r) ? calmMs - platformStartMs : 0)));
   const oneByOne = plan.filter((r) => !together.includes(r));
-  const total = oneByOne.reduce((s, r) => s + r.estimateMs, 0) + togetherMs;
+  const halves = opts.splitCores ? coreHalves() : undefined;
+  if (opts.splitCores && halves === undefined)
+    opts.log("split cores: this machine cannot give two runs cores of their own (fewer than 2 cores, or no taskset); one run at a time");
+  // Steps: one run, or (split cores) two variants of one scenario, each sized from its own capacity, at once.
+  const steps: PlannedRun[][] = [];
+  for (const run of oneByOne) {
+    const last = steps.at(-1);
+    const pairs =
+      halves !== undefined &&
+      run.scenario.sizedPerVariant === true &&
+      last?.length === 1 &&
+      last[0]!.scenario === run.scenario &&
+      last[0]!.repetition === run.repetition;
+    if (pairs) last.push(run);
+    else steps.push([run]);
+  }
+  const stepMs = (step: PlannedRun[]) => Math.max(...step.map((r) => r.estimateMs));
+  const total = steps.reduce((s, step) => s + stepMs(step), 0) + togetherMs;
   opts.log(`${plan.length} runs, estimated ${formatDuration(total)} (m:ss)`);
   const started = performance.now();
-  const runOne = async (run: PlannedRun, reference: number | undefined, sideBySide?: Pick<RunOptions, "platformsReady" | "loadNotBefore">) => {
+  const runOne = async (run: PlannedRun, reference: number | undefined, sideBySide?: Pick<RunOptions, "platformsReady" | "loadNotBefore" | "cpus">) => {
     const raw = await runScenario(run.scenario, run.variant, {
       quick: opts.quick,
       clientTimeoutMs: opts.clientTimeoutMs,
@@ -172,15 +211,14 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
           : runOne(run, undefined, { platformsReady }).finally(() => calmDone.arrive()),
       ),
     );
-    const failures = outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ run: together[i]!, error: o.reason as unknown }] : []));
-    for (const f of failures) opts.log(`${f.run.scenario.name} / ${f.run.variant.name} failed: ${inspect(f.error)}`);
-    if (failures.length > 0)
-      throw new Error(`${failures.map((f) => `${f.run.scenario.name} / ${f.run.variant.name}`).join(", ")} failed`, { cause: failures[0]!.error });
+    throwFailures(together, outcomes, opts.log);
   }
   let estimatedDone = togetherMs;
   let reference = opts.capacity;
   let current: PlannedRun | undefined;
-  for (const [i, run] of oneByOne.entries()) {
+  let counted = together.length;
+  for (const step of steps) {
+    const run = step[0]!;
     // Each scenario measures the capacity at its start, in its first run (the platform's), and
     // every variant of it uses that number: measured seconds, not minutes, before it is used,
     // so that what the machine can do (others may be using it) has little time to change.
@@ -192,13 +230,22 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
     const pace = estimatedDone > 0 ? elapsed / estimatedDone : 1;
     const left = (total - estimatedDone) * pace;
     const rep = opts.repeat > 1 ? ` repetition ${run.repetition}/${opts.repeat}` : "";
+    const numbers = step.map((_, j) => counted + j + 1).join(",");
+    const split = step.length > 1 ? `, at once, on cores ${halves!.slice(0, step.length).join(" and ")}` : "";
     opts.log(
-      `[${together.length + i + 1}/${plan.length}] ${run.scenario.name} / ${run.variant.name}${opts.quick ? " (quick)" : ""}${rep}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`,
+      `[${numbers}/${plan.length}] ${run.scenario.name} / ${step.map((r) => r.variant.name).join(" and ")}${opts.quick ? " (quick)" : ""}${rep}${split}; elapsed ${formatDuration(elapsed)}, about ${formatDuration(left)} left`,
     );
-    const raw = await runOne(run, reference);
-    // A fixed-rate run (not side by side) sizes nothing: the next run measures.
-    if (!hasFixedRates(run.scenario, opts.quick)) reference ??= raw.capacity.referencePerSec;
-    estimatedDone += run.estimateMs;
+    counted += step.length;
+    if (step.length > 1) {
+      // Each sized from its own capacity (only such runs pair): no reference passes between them.
+      const outcomes = await Promise.allSettled(step.map((r, j) => runOne(r, reference, { cpus: halves![j]! })));
+      throwFailures(step, outcomes, opts.log);
+    } else {
+      const raw = await runOne(run, reference);
+      // A fixed-rate run (not side by side) sizes nothing: the next run measures.
+      if (!hasFixedRates(run.scenario, opts.quick)) reference ??= raw.capacity.referencePerSec;
+    }
+    estimatedDone += stepMs(step);
   }
   opts.log(`done in ${formatDuration(performance.now() - started)} (estimated ${formatDuration(total)})`);
   // In the plan's order, whichever ran first.

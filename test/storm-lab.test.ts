@@ -34,8 +34,10 @@ describe("storm lab (quick): metastable", () => {
         quick: true,
         clientTimeoutMs: 2000,
         failover: "stop",
-        // Each run sized from its own capacity (the scenario's `sizedPerVariant`), one at a time.
+        // Each run sized from its own capacity (the scenario's `sizedPerVariant`), the two at once,
+        // each on its own core (its platform, database and load processes pinned there).
         measureEachRun: false,
+        splitCores: true,
         ablation: false,
         repeat: 1,
         // Compiled services (what `npm start` runs): tsx costs each service seconds of CPU at start.

@@ -1,5 +1,6 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { pinProcessTrees } from "@platform/test-support";
 import type { FromLoad, LoadConfig, LoadResult, RequestMix, ToLoad } from "./protocol.js";
 
 const entry = fileURLToPath(new URL("./load-process.ts", import.meta.url));
@@ -14,6 +15,8 @@ export type LoadOptions = Omit<LoadConfig, "startAt" | "maxRequests" | "maxInFli
     startDelayMs?: number;
     /** Once the process is ready, wait for this too before starting (its code is loaded and its connections open by then); if it rejects, so does the load, unstarted. */
     startAfter?: Promise<unknown>;
+    /** Pin the load process to these cores (taskset's list), with the platform it loads (lab-platform.ts, `cpus`). */
+    cpus?: string;
   };
 
 function plannedMs(mode: LoadConfig["mode"]): number {
@@ -30,7 +33,7 @@ const readyTimeoutMs = 60_000;
  * too), and dies with us (IPC disconnect).
  */
 export function runLoad(opts: LoadOptions): Promise<LoadResult> {
-  const { onStart, startDelayMs = 100, startAfter, ...rest } = opts;
+  const { onStart, startDelayMs = 100, startAfter, cpus, ...rest } = opts;
   const cfg: Omit<LoadConfig, "startAt"> = {
     maxRequests: 200_000,
     maxInFlight: 5_000,
@@ -40,6 +43,14 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
     ...rest,
   };
   const child = fork(entry, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  if (cpus !== undefined && child.pid !== undefined) {
+    try {
+      pinProcessTrees([child.pid], cpus);
+    } catch (e) {
+      child.kill("SIGKILL");
+      return Promise.reject(e);
+    }
+  }
   return new Promise<LoadResult>((resolve, reject) => {
     let settled = false;
     let timer: NodeJS.Timeout | undefined;

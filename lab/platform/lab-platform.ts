@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
 import { startPlatform, type Platform } from "@platform/launcher";
+import { pinProcessTrees } from "@platform/test-support";
 import { compiledNaivePlugin } from "../naive/compiled-plugin.js";
 import { chainManifests, chainServices as serviceNames, type ChainService as ServiceName } from "../chain.js";
 
@@ -63,6 +64,13 @@ export async function startLabPlatform(
     faultInjection?: boolean;
     /** Services from their compiled dist/ ("build", `npm run build` first) or their sources through tsx (default: the launcher's). */
     from?: "build" | "source";
+    /**
+     * Pin the database and the services (every thread, every child) to
+     * these cores (taskset's list, "0" or "2-3"), once they are up, and the
+     * database again after startDatabase(). A service the launcher restarts
+     * after a crash runs unpinned (the crash is in `exits`).
+     */
+    cpus?: string;
   } = {},
 ): Promise<LabPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `storm-${profile}-`));
@@ -96,6 +104,20 @@ export async function startLabPlatform(
   // The database we started after a stopDatabase(), if any; platform.stop() knows only the first.
   let restarted: EmbeddedPostgres | undefined;
   const current = () => restarted ?? platform.postgres;
+  const pin = (pids: (number | undefined)[]) => {
+    if (opts.cpus !== undefined)
+      pinProcessTrees(
+        pids.filter((pid) => pid !== undefined),
+        opts.cpus,
+      );
+  };
+  try {
+    pin([platform.postgres?.pid, ...serviceNames.map((n) => platform.services[n].process.pid)]);
+  } catch (e) {
+    await platform.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw e;
+  }
 
   const setFaults = async (service: ServiceName, faults: object) => {
     if (opts.faultInjection === false) throw new Error("setFaults: this lab platform was started with faultInjection: false");
@@ -130,6 +152,7 @@ export async function startLabPlatform(
       const first = platform.postgres;
       if (!first) throw new Error("startDatabase: the platform does not run an embedded database");
       restarted = await startEmbeddedPostgres({ dataDir: first.dataDir, port: first.port, host: "127.0.0.1" });
+      pin([restarted.pid]);
     },
     async close(onStopped, closeOpts) {
       try {

@@ -6,6 +6,7 @@
 export * from "./client-package.js";
 export * from "./compose.js";
 export * from "./counter-service.js";
+export * from "./cpu-affinity.js";
 export * from "./dockerfile.js";
 export * from "./expect-code.js";
 export * from "./platform.js";
