@@ -17,8 +17,9 @@
  * one spec after another (scripts/shared-process.ts); the groups start
  * first: each is a chain of some fifty specs (about 45 s of wall, a third
  * of it CPU), which started after the test/ files left the phase's last
- * 20-25 s with the cores mostly idle. The --alone files run
- * after the others, one at a time. --timings writes
+ * 20-25 s with the cores mostly idle. The --alone-one-core files run after
+ * them, two at a time, each on its own half of the cores; the --alone
+ * files last, one at a time. --timings writes
  * each file's wall and CPU seconds (scripts/test-timings.ts) and each
  * phase's wall seconds as JSON.
  *
@@ -32,6 +33,7 @@ import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { run } from "node:test";
 import { spec, tap } from "node:test/reporters";
+import { coreHalves } from "../packages/test-support/src/cpu-affinity.js";
 import { globalSetup, globalTeardown } from "../packages/test-support/src/shared-platform-server.js";
 import { partition, writeSharedProcessEntry } from "./shared-process.js";
 import { type FileTiming, startTimings } from "./test-timings.js";
@@ -43,6 +45,7 @@ const { values, positionals } = parseArgs({
     tap: { type: "string" },
     "shared-platform": { type: "boolean", default: false },
     alone: { type: "string", multiple: true, default: [] },
+    "alone-one-core": { type: "string", multiple: true, default: [] },
     shared: { type: "string", multiple: true, default: [] },
     "shared-processes": { type: "string", default: "1" },
     timings: { type: "string" },
@@ -56,10 +59,10 @@ if (
   !Number.isInteger(sharedProcesses) ||
   sharedProcesses < 1 ||
   values.tap === undefined ||
-  positionals.length + values.alone.length + values.shared.length === 0
+  positionals.length + values.alone.length + values["alone-one-core"].length + values.shared.length === 0
 ) {
   process.stderr.write(
-    "usage: node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] [--timings <file>] [--shared-processes <n> --shared <spec>...] [--alone <file>]... <file>...\n",
+    "usage: node --import tsx scripts/run-test-files.ts --concurrency <n> --tap <file> [--shared-platform] [--timings <file>] [--shared-processes <n> --shared <spec>...] [--alone-one-core <file>]... [--alone <file>]... <file>...\n",
   );
   process.exit(2);
 }
@@ -74,7 +77,8 @@ const sharedGroups = partition(
 const together = [...sharedGroups.map((g) => g.entry), ...positionals.map((f) => resolve(f))];
 
 const tapFile = createWriteStream(values.tap);
-const timings = values.timings === undefined ? undefined : startTimings([...together, ...values.alone.map((f) => resolve(f))]);
+const oneCore = values["alone-one-core"].map((f) => resolve(f));
+const timings = values.timings === undefined ? undefined : startTimings([...together, ...oneCore, ...values.alone.map((f) => resolve(f))]);
 
 /** A shared process's line, named for what it ran (its entry file is a temporary path). */
 function nameSharedProcesses(files: FileTiming[]): FileTiming[] {
@@ -87,8 +91,14 @@ const phases: Record<string, number> = {};
 const flushBeforeExit = new URL("./flush-before-exit.ts", import.meta.url).href;
 const phaseStart = Date.now();
 
-/** One run() over `files`, `concurrency` at a time, reported to the terminal and the TAP file. */
-async function runFiles(files: string[], concurrency: number): Promise<void> {
+const oneCoreLane = new URL("./one-core-lane.ts", import.meta.url).href;
+
+/**
+ * One run() over `files`, `concurrency` at a time, reported to the terminal
+ * and the TAP file; with `lanes`, each file's process pins itself to a free
+ * one of them (scripts/one-core-lane.ts).
+ */
+async function runFiles(files: string[], concurrency: number, lanes?: { dir: string; cores: readonly string[] }): Promise<void> {
   if (files.length === 0) return;
   // forceExit: a file whose tests are done but that left a timer or a server open ends instead of holding the run;
   // flush-before-exit.ts: without losing the last results that file's process sent.
@@ -97,7 +107,8 @@ async function runFiles(files: string[], concurrency: number): Promise<void> {
     concurrency,
     timeout: 300_000,
     forceExit: true,
-    execArgv: ["--import", flushBeforeExit],
+    execArgv: ["--import", flushBeforeExit, ...(lanes ? ["--import", oneCoreLane] : [])],
+    ...(lanes ? { env: { ...process.env, TEST_CORE_LANES: `${lanes.dir}:${lanes.cores.join(";")}` } } : {}),
   });
   stream.on("test:fail", (event: { todo?: boolean | string }) => {
     if (!event.todo) process.exitCode = 1;
@@ -116,8 +127,19 @@ try {
   if (values["shared-platform"]) await globalTeardown();
 }
 phases["parallel"] = (Date.now() - phaseStart) / 1000;
-// The files that measure the machine (capacity, rates, latency ratios under load): one at a time, nothing else running.
-await runFiles(values.alone, 1);
+// The files that measure the machine (capacity, rates, latency ratios under load): nothing else
+// running. Those whose claims hold on one core run first, two at a time, each pinned to its own
+// half of the cores (where the machine has two halves and taskset); the others one at a time.
+const halves = coreHalves();
+if (halves && oneCore.length > 1) {
+  const dir = mkdtempSync(join(tmpdir(), "npm-test-lanes-"));
+  try {
+    await runFiles(oneCore, halves.length, { dir, cores: halves });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  await runFiles(values.alone, 1);
+} else await runFiles([...oneCore, ...values.alone], 1);
 phases["alone"] = (Date.now() - phaseStart) / 1000 - (phases["parallel"] ?? 0);
 if (timings && values.timings !== undefined) writeFileSync(values.timings, JSON.stringify({ phases, files: nameSharedProcesses(timings.stop()) }, null, 2));
 rmSync(entriesDir, { recursive: true, force: true });

@@ -259,6 +259,13 @@ const usesSharedPlatform = files.some((f) => readFileSync(resolve(root, f), "utf
  */
 const alone = files.filter((f) => /^\/\/ npm test: alone\b/m.test(readFileSync(resolve(root, f), "utf8")));
 /**
+ * Of those, a file whose bounds hold on a machine of one core says so with
+ * `// npm test: alone on one core (why)`: such files run first, two at a
+ * time, each pinned to its own half of the cores, with nothing else
+ * running (scripts/run-test-files.ts, one-core-lane.ts).
+ */
+const aloneOnOneCore = alone.filter((f) => /^\/\/ npm test: alone on one core\b/m.test(readFileSync(resolve(root, f), "utf8")));
+/**
  * The unit specs share processes, a group to each (scripts/shared-process.ts):
  * most of a small spec's cost is starting node, tsx and its imports. Two
  * groups: each loads the module graph once, and the two run beside the
@@ -270,13 +277,15 @@ const shared = files.filter((f) => !alone.includes(f) && f.endsWith(".spec.ts") 
 const together = files.filter((f) => !alone.includes(f) && !shared.includes(f));
 const sharedNote = shared.length > 0 ? `, ${shared.length} specs of them in ${Math.min(sharedProcesses, shared.length)} shared processes` : "";
 
-runTests(`tests (${files.length} files, ${concurrency} at a time${sharedNote}${alone.length > 0 ? `, then ${alone.length} alone` : ""})`, [
+const oneCoreNote = aloneOnOneCore.length > 0 ? ` (${aloneOnOneCore.length} of them two at a time, a core each)` : "";
+runTests(`tests (${files.length} files, ${concurrency} at a time${sharedNote}${alone.length > 0 ? `, then ${alone.length} alone${oneCoreNote}` : ""})`, [
   "--concurrency",
   String(concurrency),
   ...(usesSharedPlatform ? ["--shared-platform"] : []),
   "--shared-processes",
   String(sharedProcesses),
   ...shared.flatMap((f) => ["--shared", f]),
-  ...heaviestFirst(alone).flatMap((f) => ["--alone", f]),
+  ...heaviestFirst(aloneOnOneCore).flatMap((f) => ["--alone-one-core", f]),
+  ...heaviestFirst(alone.filter((f) => !aloneOnOneCore.includes(f))).flatMap((f) => ["--alone", f]),
   ...heaviestFirst(together),
 ]);

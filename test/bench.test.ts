@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- --quick` inside `npm test`: the platform and the plain
  * Connect chain (lab/plain-chain) in one run, one short round through the
- * gateway (about 15 s on 2 cores, start-up included). Both chains run
+ * gateway (about 15 s on 2 cores, 21 s on the one core npm test gives it,
+ * start-up included). Both chains run
  * compiled, as `npm run bench` runs them: the platform from the dist/ that
  * `npm test` has just built (PLATFORM_SERVICES_FROM=build; run on its own,
  * the bench builds first), the plain chain type-stripped (a few ms); with
@@ -13,7 +14,7 @@
  *
  * Tables and JSON of this run: reports/bench/test-quick/.
  */
-// npm test: alone (it compares throughput and latency of two chains under its own load)
+// npm test: alone on one core (it compares throughput and latency of two chains under its own load; both chains share the core it is given, as on a one-core machine, and its ratios hold there)
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { cpus } from "node:os";

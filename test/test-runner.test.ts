@@ -1,7 +1,8 @@
 /**
  * `npm test`'s own runner (scripts/test.ts): a skipped or todo test is listed
  * in the closing summary next to the failures, and with CI set it fails the
- * run unless test/skip-allowlist.json names it with a reason. Runs the real
+ * run unless test/skip-allowlist.json names it with a reason; the phases
+ * run in their order, the one-core pair on separate cores. Runs the real
  * script on small test files written here.
  */
 import { test } from "node:test";
@@ -10,6 +11,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { coreHalves } from "@platform/test-support";
 import { ownProcessMarker, partition } from "../scripts/shared-process.js";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "../scripts/test-summary.js";
 
@@ -171,4 +173,58 @@ test("the allowlist lets a named skip pass, and every entry must give a reason",
 test("the repository's allowlist is empty: .ci/run installs what every test needs", () => {
   assert.deepEqual(readSkipAllowlist("test/skip-allowlist.json"), []);
   assert.ok(JSON.parse(readFileSync("test/skip-allowlist.json", "utf8")).about);
+});
+
+/** A sample file that records the cores it may run on and, for the one-core pair, waits to meet its partner. */
+const laneProbe = (me: string, marker: string, partner?: string) => `${marker}
+import { test } from "node:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+const dir = process.env["LANES_PROBE_DIR"];
+const seen = (n) => existsSync(join(dir, n + ".started"));
+test("probe ${me}", async () => {
+  const cores = /^Cpus_allowed_list:\\s*(\\S+)$/m.exec(readFileSync("/proc/self/status", "utf8"))[1];
+  const before = ["A", "B", "C"].filter(seen);
+  writeFileSync(join(dir, "${me}.started"), "");
+  let met = false;
+  ${partner ? `for (let i = 0; i < 600 && !(met = seen("${partner}")); i++) await sleep(50);` : ""}
+  writeFileSync(join(dir, "${me}.json"), JSON.stringify({ cores, before, met }));
+});
+`;
+
+test("files marked 'alone on one core' run two at a time after the others, each pinned to its own half of the cores; plain 'alone' files after them, unpinned", () => {
+  const probes = mkdtempSync(join(tmpdir(), "lanes-probe-"));
+  try {
+    const r = runNpmTest(
+      {
+        "a.test.ts": laneProbe("A", "// npm test: alone on one core (sample)", "B"),
+        "b.test.ts": laneProbe("B", "// npm test: alone on one core (sample)", "A"),
+        "c.test.ts": laneProbe("C", "// npm test: alone (sample)"),
+        "r.test.ts": laneProbe("R", ""),
+      },
+      { CI: undefined, LANES_PROBE_DIR: probes },
+    );
+    assert.equal(r.status, 0, r.stdout.slice(-2000));
+    const probe = (n: string) => JSON.parse(readFileSync(join(probes, `${n}.json`), "utf8")) as { cores: string; before: string[]; met: boolean };
+    const [a, b, c, rr] = ["A", "B", "C", "R"].map(probe) as [
+      ReturnType<typeof probe>,
+      ReturnType<typeof probe>,
+      ReturnType<typeof probe>,
+      ReturnType<typeof probe>,
+    ];
+    const all = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync("/proc/self/status", "utf8"))![1];
+    assert.deepEqual(rr.before, [], "the parallel phase's file ran before every alone file");
+    const halves = coreHalves();
+    if (halves) {
+      assert.ok(a.met && b.met, "the two one-core files ran at the same time");
+      assert.deepEqual([a.cores, b.cores].sort(), [...halves].sort(), "each on its own half of the cores");
+    } else {
+      assert.deepEqual([a.cores, b.cores], [all, all], "no halves on this machine: every core, one at a time");
+    }
+    assert.deepEqual(c.before.sort(), ["A", "B"], "the plain alone file ran after the one-core pair");
+    assert.equal(c.cores, all, "and on every core");
+  } finally {
+    rmSync(probes, { recursive: true, force: true });
+  }
 });
