@@ -129,11 +129,14 @@ async function measureCapacity(
 ): Promise<{ perSec: number; concurrency: number; durationMs: number; requestsBefore: number }> {
   // JIT, connection pools and HTTP/2 sessions warm up first, in both profiles
   // alike: a service fresh from start serves at half speed for seconds.
+  // Pinned to half the cores (StormOptions.splitCores), twice as long: the JIT's warm-up is CPU
+  // time, and with 1.5 s one naive run of fifteen measured 80 req/s, then served 148 during its spike.
+  const warmupMs = (opts.quick ? 1500 : 2500) * (opts.cpus === undefined ? 1 : 2);
   const warming = runLoad({
     gatewayUrl: p.gatewayUrl,
     ...pinnedAs(opts),
     // At the measurement's own concurrency: a warm-up at 16 users left the first 64-user seconds ~30% slow.
-    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: opts.quick ? 1500 : 2500 },
+    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: warmupMs },
     clientTimeoutMs: opts.clientTimeoutMs,
     customerPrefix: `warm-${tag}-`,
   });

@@ -7,7 +7,8 @@
  *   npm run storm -- --repeat 3
  *   npm run storm -- --scenario full-outage --profile naive
  *   npm run storm -- --quick
- *   npm run build && npm run storm -- --quick --from build --side-by-side   # as the test runs it
+ *   npm run build && npm run storm -- --quick --from build --side-by-side   # as the outages test runs it
+ *   npm run build && npm run storm -- --quick --from build --scenario metastable --split-cores --no-ablation   # as the metastable test
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -20,7 +21,7 @@ import { formatDuration, planStorm, runStorm } from "./storm.js";
 const usage = `usage: npm run storm -- [--scenario NAME[,NAME]] [--profile naive|platform] [--quick] [--repeat N]
                           [--no-ablation] [--client-timeout-ms 2000] [--tries 3] [--capacity REQ_PER_SEC]
                           [--measure-each-run] [--failover stop|fault] [--from source|build] [--side-by-side]
-                          [--out DIR] [--dry-run]
+                          [--split-cores] [--out DIR] [--dry-run]
 scenarios: ${allScenarios.map((s) => s.name).join(", ")}`;
 
 function list(values: string[] | undefined): string[] {
@@ -48,6 +49,7 @@ async function main(): Promise<void> {
       failover: { type: "string", default: "stop" },
       from: { type: "string", default: "source" },
       "side-by-side": { type: "boolean", default: false },
+      "split-cores": { type: "boolean", default: false },
       "measure-each-run": { type: "boolean", default: false },
       out: { type: "string" },
       repeat: { type: "string" },
@@ -84,6 +86,7 @@ async function main(): Promise<void> {
     measureEachRun: values["measure-each-run"],
     from: values.from as "source" | "build",
     sideBySide: values["side-by-side"],
+    splitCores: values["split-cores"],
     ablation: !values["no-ablation"],
     repeat,
     user: { maxTries: tries, errorPauseMs: 500, honourRetryAfter: true, maxRetryAfterMs: 5000 },
