@@ -16,7 +16,7 @@ import { profiles as allProfiles, type Profile } from "./platform/lab-platform.j
 import { attributionHelp, columnHelp, fullReport, receiptsHelp } from "./report/table.js";
 import { writeReport } from "./report/write-report.js";
 import { scenarioNamed, scenarios as allScenarios } from "./scenarios.js";
-import { formatDuration, planStorm, runStorm } from "./storm.js";
+import { formatDuration, runStorm, scheduleStorm } from "./storm.js";
 
 const usage = `usage: npm run storm -- [--scenario NAME[,NAME]] [--profile naive|platform] [--quick] [--repeat N]
                           [--no-ablation] [--client-timeout-ms 2000] [--tries 3] [--capacity REQ_PER_SEC]
@@ -94,10 +94,10 @@ async function main(): Promise<void> {
   };
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   const dir = values.out ?? join(process.cwd(), "reports", "storm", stamp);
-  const plan = planStorm(stormOpts);
+  const { plan, totalMs } = scheduleStorm(stormOpts);
   console.log(`report: ${dir}`);
   console.log(
-    `plan: ${plan.length} runs (${[...new Set(plan.map((r) => r.scenario.name))].join(", ")}; ${repeat} repetition${repeat > 1 ? "s" : ""}), estimated ${formatDuration(plan.reduce((s, r) => s + r.estimateMs, 0))} (m:ss) on 2 cores`,
+    `plan: ${plan.length} runs (${[...new Set(plan.map((r) => r.scenario.name))].join(", ")}; ${repeat} repetition${repeat > 1 ? "s" : ""}), estimated ${formatDuration(totalMs)} (m:ss) on 2 cores`,
   );
   if (values["dry-run"]) {
     for (const r of plan) console.log(`  ${r.repetition} ${r.scenario.name} / ${r.variant.name}  ~${formatDuration(r.estimateMs)}`);

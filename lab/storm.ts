@@ -145,16 +145,9 @@ export const formatDuration = (ms: number) => {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 };
 
-/**
- * Runs the plan, each run on a fresh platform, one after the other. Every
- * variant of a scenario offers the same rates: fractions of one reference
- * capacity, measured at the start of the scenario (or given), so that the
- * variants differ in nothing but their configuration. Prints a counter and
- * the time left, re-estimated from the runs so far.
- */
-export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
+/** The plan as it will run: side by side, then steps of one run or (split cores) a pair; with the estimated total. */
+export function scheduleStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "ablation" | "repeat" | "quick" | "capacity" | "sideBySide" | "splitCores">) {
   const plan = planStorm(opts);
-  const results = new Map<PlannedRun, RunResult>();
   const together = opts.sideBySide ? plan.filter((r) => hasFixedRates(r.scenario, opts.quick)) : [];
   const calm = together.filter((r) => r.variant.profile === "platform");
   const stormy = together.filter((r) => r.variant.profile !== "platform");
@@ -163,8 +156,6 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
   const togetherMs = Math.max(0, ...together.map((r) => r.estimateMs + (stormy.includes(r) ? calmMs - platformStartMs : 0)));
   const oneByOne = plan.filter((r) => !together.includes(r));
   const halves = opts.splitCores ? coreHalves() : undefined;
-  if (opts.splitCores && halves === undefined)
-    opts.log("split cores: this machine cannot give two runs cores of their own (fewer than 2 cores, or no taskset); one run at a time");
   // Steps: one run, or (split cores) two variants of one scenario, each sized from its own capacity, at once.
   const steps: PlannedRun[][] = [];
   for (const run of oneByOne) {
@@ -178,8 +169,29 @@ export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
     if (pairs) last.push(run);
     else steps.push([run]);
   }
-  const stepMs = (step: PlannedRun[]) => Math.max(...step.map((r) => r.estimateMs));
-  const total = steps.reduce((s, step) => s + stepMs(step), 0) + togetherMs;
+  // A pinned run warms up twice as long (run-scenario.ts, measureCapacity).
+  for (const r of steps.filter((step) => step.length > 1).flat()) r.estimateMs += opts.quick ? 1500 : 2500;
+  const totalMs = steps.reduce((s, step) => s + stepMs(step), 0) + togetherMs;
+  return { plan, together, calm, stormy, togetherMs, steps, halves, totalMs };
+}
+
+/** A step's expected wall time: its longest run (a pair runs at once). */
+function stepMs(step: PlannedRun[]): number {
+  return Math.max(...step.map((r) => r.estimateMs));
+}
+
+/**
+ * Runs the plan, each run on a fresh platform, one after the other. Every
+ * variant of a scenario offers the same rates: fractions of one reference
+ * capacity, measured at the start of the scenario (or given), so that the
+ * variants differ in nothing but their configuration. Prints a counter and
+ * the time left, re-estimated from the runs so far.
+ */
+export async function runStorm(opts: StormOptions): Promise<RunResult[]> {
+  const { plan, together, calm, stormy, togetherMs, steps, halves, totalMs: total } = scheduleStorm(opts);
+  const results = new Map<PlannedRun, RunResult>();
+  if (opts.splitCores && halves === undefined)
+    opts.log("split cores: this machine cannot give two runs cores of their own (fewer than 2 cores, or no taskset); one run at a time");
   opts.log(`${plan.length} runs, estimated ${formatDuration(total)} (m:ss)`);
   const started = performance.now();
   const runOne = async (run: PlannedRun, reference: number | undefined, sideBySide?: Pick<RunOptions, "platformsReady" | "loadNotBefore" | "cpus">) => {
