@@ -119,6 +119,16 @@ async function waitQuiet(recorder: MetricsRecorder, maxMs: number): Promise<bool
 /** The run's pin (RunOptions.cpus), for the platform's and each load's options. */
 const pinnedAs = (opts: RunOptions) => (opts.cpus === undefined ? {} : { cpus: opts.cpus });
 
+/**
+ * The warm-up before the capacity measurement, ms. Pinned to half the cores
+ * (StormOptions.splitCores), twice as long: the JIT's warm-up is CPU time,
+ * and with 1.5 s one naive run of fifteen measured 80 req/s, then served 148
+ * during its spike.
+ */
+export function warmupMs(quick: boolean, pinned: boolean): number {
+  return (quick ? 1500 : 2500) * (pinned ? 2 : 1);
+}
+
 /** Closed-loop users for the capacity measurement: past the knee on 2 cores, below admission limits. */
 const capacityConcurrency = 64;
 
@@ -129,14 +139,11 @@ async function measureCapacity(
 ): Promise<{ perSec: number; concurrency: number; durationMs: number; requestsBefore: number }> {
   // JIT, connection pools and HTTP/2 sessions warm up first, in both profiles
   // alike: a service fresh from start serves at half speed for seconds.
-  // Pinned to half the cores (StormOptions.splitCores), twice as long: the JIT's warm-up is CPU
-  // time, and with 1.5 s one naive run of fifteen measured 80 req/s, then served 148 during its spike.
-  const warmupMs = (opts.quick ? 1500 : 2500) * (opts.cpus === undefined ? 1 : 2);
   const warming = runLoad({
     gatewayUrl: p.gatewayUrl,
     ...pinnedAs(opts),
     // At the measurement's own concurrency: a warm-up at 16 users left the first 64-user seconds ~30% slow.
-    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: warmupMs },
+    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: warmupMs(opts.quick, opts.cpus !== undefined) },
     clientTimeoutMs: opts.clientTimeoutMs,
     customerPrefix: `warm-${tag}-`,
   });

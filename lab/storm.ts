@@ -2,7 +2,7 @@ import { inspect } from "node:util";
 import { analyze, type RunResult } from "./analyze.js";
 import { coreHalves } from "@platform/test-support";
 import type { Profile } from "./platform/lab-platform.js";
-import { runScenario, type RunOptions } from "./run-scenario.js";
+import { runScenario, type RunOptions, warmupMs } from "./run-scenario.js";
 import { hasFixedRates, timingOf, type Scenario } from "./scenarios.js";
 import { ablations, naive, platform, platformNoBreakers, type Variant } from "./variants.js";
 
@@ -169,8 +169,9 @@ export function scheduleStorm(opts: Pick<StormOptions, "scenarios" | "profiles" 
     if (pairs) last.push(run);
     else steps.push([run]);
   }
-  // A pinned run warms up twice as long (run-scenario.ts, measureCapacity).
-  for (const r of steps.filter((step) => step.length > 1).flat()) r.estimateMs += opts.quick ? 1500 : 2500;
+  // A pinned run warms up longer.
+  const pinnedExtraMs = warmupMs(opts.quick, true) - warmupMs(opts.quick, false);
+  for (const r of steps.filter((step) => step.length > 1).flat()) r.estimateMs += pinnedExtraMs;
   const totalMs = steps.reduce((s, step) => s + stepMs(step), 0) + togetherMs;
   return { plan, together, calm, stormy, togetherMs, steps, halves, totalMs };
 }
