@@ -21,6 +21,20 @@ export function callersOf(name: string, all: readonly LoadedManifest[]): string[
     .map((m) => m.name);
 }
 
+/**
+ * How many services the longest chain of calls starting at `name` crosses,
+ * `name` included: 1 for a service that calls nobody. The edge's retry
+ * layer leaves every attempt a hop reserve per service crossed
+ * (dependency-client.ts `callDepth`).
+ */
+export function callDepth(name: string, all: readonly LoadedManifest[], seen: readonly string[] = []): number {
+  const m = all.find((x) => x.name === name);
+  if (!m) throw new Error(`${name}: no such service`);
+  if (seen.includes(name)) throw new Error(`call cycle: ${[...seen, name].join(" -> ")}`);
+  const below = effectiveDependencies(m, all).map((d) => callDepth(d.service, all, [...seen, name]));
+  return 1 + Math.max(0, ...below);
+}
+
 /** The secret holding a database role's password (compose). */
 export function passwordSecret(role: string): string {
   return `${role}_db_password`;

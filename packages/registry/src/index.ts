@@ -3,7 +3,7 @@ export { parseManifest } from "./parse-manifest.js";
 export { dependencyOrder, findCycle, registryProblems } from "./check-registry.js";
 export { protoApis } from "./proto-apis.js";
 export { ManifestError, readServiceManifests, repositoryRoot } from "./read-manifests.js";
-export { callersOf, effectiveDependencies, forwardedApis, passwordSecret } from "./graph.js";
+export { callDepth, callersOf, effectiveDependencies, forwardedApis, passwordSecret } from "./graph.js";
 export {
   connectionBudget,
   defaultPoolMax,

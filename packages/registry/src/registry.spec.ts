@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ManifestError, readServiceManifests, repositoryRoot } from "./read-manifests.js";
 import { parseManifest } from "./parse-manifest.js";
+import { callDepth } from "./graph.js";
 
 const proto = `syntax = "proto3";\npackage shop.v1;\n// service Commented { }\nservice FrontService {}\nservice StockService {}\nservice PriceService {}\n`;
 
@@ -70,6 +71,16 @@ test("manifests are read in dependency order (callees first, ties by name); fold
   assert.deepEqual(front.dependencies[1], { service: "prices", maxConcurrent: 4, minConcurrent: 2, maxQueue: 0 });
   assert.deepEqual(front.kubernetes, { maxReplicas: 4, productionMaxReplicas: 4, env: {} });
   assert.equal(read.find((m) => m.name === "receipts")!.database?.role, "receipts_worker");
+});
+
+test("a call depth counts the services on the longest chain below, the service itself included", (t) => {
+  const read = readServiceManifests(repo(t, shop));
+  // gateway -> front -> stock -> prices is longer than front -> prices.
+  assert.deepEqual(
+    ["prices", "stock", "front", "gateway", "receipts"].map((name) => callDepth(name, read)),
+    [1, 2, 3, 4, 1],
+  );
+  assert.throws(() => callDepth("nobody", read), /nobody: no such service/);
 });
 
 test("a bad key is named with its file and what was given", (t) => {

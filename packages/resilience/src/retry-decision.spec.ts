@@ -152,6 +152,25 @@ describe("decideRetry", () => {
       assert.deepEqual(decideRetry(input({ remainingMs: -5, expectedAttemptMs: 0 })), { retry: false, reason: "deadline" });
     });
 
+    it("leaves an attempt at least minAttemptMs, however fast the dependency fails", () => {
+      // A dependency failing in 2 ms: the estimate alone would start an
+      // attempt with 28 ms left, which three hops' 5 ms reserves and a 10 ms
+      // minimum budget refuse below the edge.
+      const fastFailing = { expectedAttemptMs: 2, random: () => 0, minAttemptMs: 25 };
+      assert.deepEqual(decideRetry(input({ ...fastFailing, remainingMs: 25 })), { retry: false, reason: "deadline" });
+      assert.deepEqual(decideRetry(input({ ...fastFailing, remainingMs: 26 })), { retry: true, delayMs: 0, reason: "retryable_code" });
+      // The delay counts on top of the floor.
+      assert.deepEqual(decideRetry(input({ ...fastFailing, pushbackMs: 10, remainingMs: 35 })), { retry: false, reason: "deadline" });
+      assert.ok(decideRetry(input({ ...fastFailing, pushbackMs: 10, remainingMs: 36 })).retry);
+      // Without a floor the same call is retried with 3 ms left.
+      assert.ok(decideRetry(input({ ...fastFailing, minAttemptMs: undefined, remainingMs: 3 })).retry);
+    });
+
+    it("takes the expected attempt time when it is above the floor", () => {
+      assert.deepEqual(decideRetry(input({ minAttemptMs: 25, remainingMs: 125 })), { retry: false, reason: "deadline" });
+      assert.ok(decideRetry(input({ minAttemptMs: 25, remainingMs: 126 })).retry);
+    });
+
     it("does not consult the budget", () => {
       const budget = countingBudget();
       decideRetry(input({ remainingMs: 10, budget }));

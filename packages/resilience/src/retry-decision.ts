@@ -15,6 +15,14 @@ export interface RetryDecisionInput {
   remainingMs: number;
   /** How long an attempt is expected to take, e.g. `LatencyEstimate.expectedMs()`. */
   expectedAttemptMs: number;
+  /**
+   * The least time an attempt needs to reach the bottom of its call chain:
+   * every hop below keeps its reserve back and refuses a call with less
+   * than the minimum budget, so an attempt started with less is refused
+   * further down and ends as DEADLINE_EXCEEDED, hiding the failure that was
+   * retried. Default 0 (no floor).
+   */
+  minAttemptMs?: number;
   /** The server's hint from `readPushback`: a delay, "never", or undefined for no hint. */
   pushbackMs?: number | "never";
   /** Whether repeating the call is harmless (a read, or a write carrying an idempotency key). */
@@ -62,9 +70,13 @@ export type RetryDecision =
  *    keeps it overloaded.
  * 5. A non-idempotent call is retried only when it was never processed.
  * 6. `attempt >= policy.maxAttempts` -> "max_attempts".
- * 7. delay = max(full-jitter backoff, pushback); if delay + expected attempt
+ * 7. delay = max(full-jitter backoff, pushback); if delay + the attempt's
  *    time >= remaining time -> "deadline": never sleep past the deadline and
- *    never start an attempt that cannot finish.
+ *    never start an attempt that cannot finish. The attempt's time is the
+ *    expected one, but never less than `minAttemptMs`: a dependency that
+ *    fails fast makes the estimate small (it learns from successes only, and
+ *    before the first one it has no opinion), and a retry squeezed into the
+ *    last milliseconds would be refused below instead of tried.
  * 8. `budget.tryWithdraw()` false -> "budget_exhausted".
  */
 export function decideRetry(input: RetryDecisionInput): RetryDecision {
@@ -87,7 +99,8 @@ export function decideRetry(input: RetryDecisionInput): RetryDecision {
   // Round up: a pushback is a minimum, and the deadline check must see the
   // delay that will really be slept.
   const delayMs = Math.ceil(Math.max(backoff, pushbackMs ?? 0));
-  if (!(delayMs + Math.max(0, input.expectedAttemptMs) < input.remainingMs)) return { retry: false, reason: "deadline" };
+  const attemptMs = Math.max(0, input.expectedAttemptMs, input.minAttemptMs ?? 0);
+  if (!(delayMs + attemptMs < input.remainingMs)) return { retry: false, reason: "deadline" };
 
   if (!input.budget.tryWithdraw()) return { retry: false, reason: "budget_exhausted" };
   return { retry: true, delayMs, reason: codeListed ? "retryable_code" : "never_processed" };

@@ -20,6 +20,15 @@ export interface DependencyClientOptions {
    * policy and budget: one layer retries, everything below it fails fast.
    */
   retry: "none" | { policy: RetryPolicy; budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number } };
+  /**
+   * How many services the longest chain of calls starting at this
+   * dependency crosses, the dependency itself included (the registry's
+   * `callDepth`; default 1). The retry layer starts no attempt with less
+   * than a hop reserve per service crossed plus the minimum budget left: a
+   * hop further down would refuse it, and the caller would hear
+   * DEADLINE_EXCEEDED instead of the failure that was retried.
+   */
+  callDepth?: number;
   /** Plug-ins for this client, after those installed in the process (plugin.ts). */
   plugins?: PlatformPlugin[];
 }
@@ -42,7 +51,7 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   const { keepalive } = opts.dependency;
   let composition: ClientComposition = {
     interceptors: [
-      ...retryLayer(name, opts.retry),
+      ...retryLayer(name, opts.retry, deadline.hopReserveMs * (opts.callDepth ?? 1) + deadline.minBudgetMs),
       budgetGateInterceptor(propagation),
       isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs),
       outboundInterceptor(propagation),
@@ -61,8 +70,8 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   return createClient(service, transport);
 }
 
-function retryLayer(dependency: string, retry: DependencyClientOptions["retry"]): Interceptor[] {
+function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], minAttemptMs: number): Interceptor[] {
   if (retry === "none" || retry.policy.maxAttempts <= 1) return [];
   const { policy, budget } = retry;
-  return [retryInterceptor({ dependency, policy, budget: new RetryBudget({ ...budget, clock: systemClock }) })];
+  return [retryInterceptor({ dependency, policy, budget: new RetryBudget({ ...budget, clock: systemClock }), minAttemptMs })];
 }

@@ -24,6 +24,12 @@ export interface RetryInterceptorOptions {
   policy: RetryPolicy;
   /** Shared by every call to this dependency: retries stay a share of traffic. */
   budget: RetryBudget;
+  /**
+   * The least time an attempt needs to reach the bottom of the chain below
+   * (the reserves of the hops it crosses plus the minimum budget, see
+   * `createDependencyClient`); a retry with less left is not started.
+   */
+  minAttemptMs?: number;
   clock?: Clock;
   random?: () => number;
 }
@@ -72,6 +78,7 @@ export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
           policy: opts.policy,
           remainingMs: scope ? remainingMs(scope) : Infinity,
           expectedAttemptMs: latency.expectedMs(),
+          minAttemptMs: opts.minAttemptMs ?? 0,
           ...(pushbackMs !== undefined ? { pushbackMs } : {}),
           idempotent,
           neverProcessed: wasNeverProcessed(error),

@@ -3,3 +3,9 @@
 // ("public": true in its service.json), forwarded unchanged.
 export const forwardedApiNames: readonly { api: string; dependency: string; defaultUrl: string }[] = [
 ];
+
+// For every service the gateway calls, how many services its longest chain
+// of calls crosses, itself included: each attempt needs their hop reserves.
+export const callDepths: Readonly<Record<string, number>> = {
+  "checkout": 3,
+};

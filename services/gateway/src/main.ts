@@ -3,18 +3,28 @@ import { checkoutV1 } from "@platform/proto";
 import { createDependencyClient, createEdge, forwardService, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { GatewayService } from "./gateway-service.js";
+import { callDepths } from "./forwarded-apis.generated.js";
 import { forwardedIdempotencyHeaders } from "./idempotency-key.js";
 import { routes, services, type ForwardedRoute } from "./routes.js";
 
 runMain("gateway", async () => {
   const config = loadConfig(process.env);
   const clientOptions = { server: config.server, retry: config.retry };
-  const checkout = createDependencyClient(checkoutV1.CheckoutService, { ...clientOptions, dependency: config.checkout });
+  // Each retry needs a hop reserve for every service below it (callDepths, from the registry).
+  const checkout = createDependencyClient(checkoutV1.CheckoutService, {
+    ...clientOptions,
+    dependency: config.checkout,
+    callDepth: callDepths[config.checkout.name],
+  });
   const forwarded: ForwardedRoute[] = config.forwarded.map(({ api, dependency }) => ({
     service: api.service,
-    impl: forwardService(api.service, createDependencyClient(api.service, { ...clientOptions, dependency }), (method, ctx) => ({
-      headers: forwardedIdempotencyHeaders(method, ctx.requestHeader),
-    })),
+    impl: forwardService(
+      api.service,
+      createDependencyClient(api.service, { ...clientOptions, dependency, callDepth: callDepths[dependency.name] }),
+      (method, ctx) => ({
+        headers: forwardedIdempotencyHeaders(method, ctx.requestHeader),
+      }),
+    ),
   }));
   // Under pressure, browsing goes before buying: writes (PlaceOrder, and any
   // forwarded method with side effects) are critical, reads sheddable. A

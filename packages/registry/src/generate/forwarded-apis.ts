@@ -1,16 +1,19 @@
 import type { LoadedManifest } from "../manifest.js";
-import { forwardedApis } from "../graph.js";
+import { callDepth, effectiveDependencies, forwardedApis } from "../graph.js";
 import { generatedNotice } from "./header.js";
 
 /**
- * services/gateway/src/forwarded-apis.generated.ts: data only (names and
- * URLs); forwarded-apis.ts resolves each api to its generated descriptor.
+ * services/gateway/src/forwarded-apis.generated.ts: data only (names, URLs
+ * and call depths); forwarded-apis.ts resolves each api to its generated
+ * descriptor.
  */
 export function forwardedApisModule(manifests: readonly LoadedManifest[]): string {
   const rows = forwardedApis(manifests).map(
     ({ api, service }) =>
       `  { api: ${JSON.stringify(api)}, dependency: ${JSON.stringify(service.name)}, defaultUrl: "http://127.0.0.1:${service.ports.rpc}" },`,
   );
+  const edge = manifests.find((m) => m.edge);
+  const depths = edge ? effectiveDependencies(edge, manifests).map((d) => `  ${JSON.stringify(d.service)}: ${callDepth(d.service, manifests)},`) : [];
   return [
     `// ${generatedNotice}.`,
     "// The apis of every public service that the gateway does not serve itself",
@@ -18,6 +21,12 @@ export function forwardedApisModule(manifests: readonly LoadedManifest[]): strin
     "export const forwardedApiNames: readonly { api: string; dependency: string; defaultUrl: string }[] = [",
     ...rows,
     "];",
+    "",
+    "// For every service the gateway calls, how many services its longest chain",
+    "// of calls crosses, itself included: each attempt needs their hop reserves.",
+    "export const callDepths: Readonly<Record<string, number>> = {",
+    ...depths,
+    "};",
     "",
   ].join("\n");
 }
