@@ -4,10 +4,11 @@
  * back (which goes first alternates from measurement to measurement and
  * round to round, so drift and neighbours' noise fall on both), plus the
  * database alone as the ceiling. A measurement is one cell, or the two
- * one-client protocol cells of a method alternating in one leg (see
+ * one-client protocol cells of a method alternating in one leg; a hop's
+ * cell is one leg in which both chains' requests alternate (see
  * cells.ts). Returns raw legs; summarize.ts turns them into ratios.
  */
-import { benchMeasurements, countedServices, type Cell, type CountedService, type Measurement, type System } from "./cells.js";
+import { benchMeasurements, countedServices, pairsChains, type Cell, type CountedService, type Measurement, type System } from "./cells.js";
 import type { LegResult, LegSpec, TargetResult } from "./leg.js";
 import { LoadWorker } from "./load-worker-client.js";
 import { ProcessTreeCpu, cpuMs, machineBusyMs, memory, type Memory } from "./proc-stats.js";
@@ -98,25 +99,41 @@ function ownCpuMs(sys: Systems, postgres: ProcessTreeCpu, worker: LoadWorker): n
   return total;
 }
 
-function cpuDelta(before: CpuSample, after: CpuSample, share = 1): CpuSample {
+/**
+ * The CPU each process spent in a leg, for one part of it: `own` of the
+ * part's chain's services, `shared` of PostgreSQL's (both chains use it).
+ */
+function cpuDelta(before: CpuSample, after: CpuSample, own: number, shared: number): CpuSample {
   const d: CpuSample = {};
-  for (const k of Object.keys(after) as Array<keyof CpuSample>) d[k] = ((after[k] ?? 0) - (before[k] ?? 0)) * share;
+  for (const k of Object.keys(after) as Array<keyof CpuSample>) d[k] = ((after[k] ?? 0) - (before[k] ?? 0)) * (k === "postgres" ? shared : own);
   return d;
 }
 
+/** One part of a leg: what it measured, on which chain (or the database alone). */
+interface LegPart {
+  system: System | "db";
+  cellId: string;
+}
+
 /**
- * The leg's result per cell: all of it for one cell; for two alternating
- * cells, each its own requests, with the leg's time and CPU split by the
- * time spent in each cell's calls.
+ * The leg's result per part: all of it for one part; for two alternating
+ * parts, each its own requests, with the leg's time split by the time
+ * spent in each part's calls, and the CPU too where both ran on the same
+ * processes (two cells of one chain). Where the parts ran on different
+ * chains, each chain's services did only that part's work.
  */
-function splitByCell(result: LegResult, cellIds: readonly string[]): Array<{ cellId: string; part: TargetResult; elapsedMs: number; share: number }> {
+function splitByPart(
+  result: LegResult,
+  parts: readonly LegPart[],
+): Array<{ part: LegPart; result: TargetResult; elapsedMs: number; own: number; shared: number }> {
   const { alternate, elapsedMs, ...primary } = result;
-  if (!alternate || cellIds.length < 2) return [{ cellId: cellIds[0]!, part: primary, elapsedMs, share: 1 }];
+  if (!alternate || parts.length < 2) return [{ part: parts[0]!, result: primary, elapsedMs, own: 1, shared: 1 }];
   const busy = primary.busyMs + alternate.busyMs;
-  return [
-    { cellId: cellIds[0]!, part: primary, elapsedMs: primary.busyMs, share: busy > 0 ? primary.busyMs / busy : 0.5 },
-    { cellId: cellIds[1]!, part: alternate, elapsedMs: alternate.busyMs, share: busy > 0 ? alternate.busyMs / busy : 0.5 },
-  ];
+  const sameChain = parts[0]!.system === parts[1]!.system;
+  return [primary, alternate].map((r, i) => {
+    const share = busy > 0 ? r.busyMs / busy : 0.5;
+    return { part: parts[i]!, result: r, elapsedMs: r.busyMs, own: sameChain ? share : 1, shared: share };
+  });
 }
 
 export async function runBench(opts: BenchOptions): Promise<BenchRun> {
@@ -132,11 +149,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   try {
     const leg = async (
       round: number,
-      system: System | "db",
-      cellIds: readonly string[],
+      parts: readonly LegPart[],
       spec: Omit<LegSpec, "durationMs" | "maxRequests" | "minRequests" | "maxDurationMs" | "timeoutMs" | "label">,
       seconds: number,
     ): Promise<LegRecord[]> => {
+      const chains = [...new Set(parts.map((p) => p.system))];
       const full: LegSpec = {
         ...spec,
         durationMs: seconds * 1000,
@@ -144,26 +161,26 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
         minRequests: spec.concurrency === 1 ? minRequestsAtOneClient : 0,
         maxDurationMs: Math.max(3000, seconds * 1000 * maxStretch),
         timeoutMs: callTimeoutMs,
-        label: `${system}-${round}-${legs.length}`,
+        label: `${chains.join("_")}-${round}-${legs.length}`,
       };
       await worker.prepare(full);
-      const before = cpuNow(sys, postgres, system);
+      const before = new Map(chains.map((c) => [c, cpuNow(sys, postgres, c)]));
       const foreignBefore = machineBusyMs() - ownCpuMs(sys, postgres, worker);
       const result = await worker.go(full);
       // The receipts the leg queued are its work too: the CPU sample waits for the worker to send them,
       // and the next leg does not start with this one's backlog.
-      await sys.drainReceipts(system);
+      for (const c of chains) await sys.drainReceipts(c);
       const foreignCpuMs = Math.max(0, machineBusyMs() - ownCpuMs(sys, postgres, worker) - foreignBefore);
-      const after = cpuNow(sys, postgres, system);
-      return splitByCell(result, cellIds).map(({ cellId, part, elapsedMs, share }) => ({
-        ...part,
+      const after = new Map(chains.map((c) => [c, cpuNow(sys, postgres, c)]));
+      return splitByPart(result, parts).map(({ part, result: r, elapsedMs, own, shared }) => ({
+        ...r,
         elapsedMs,
         round,
-        system,
-        cellId,
+        system: part.system,
+        cellId: part.cellId,
         concurrency: spec.concurrency,
-        cpuMs: cpuDelta(before, after, share),
-        foreignCpuMs: foreignCpuMs * share,
+        cpuMs: cpuDelta(before.get(part.system)!, after.get(part.system)!, own, shared),
+        foreignCpuMs: foreignCpuMs * shared,
       }));
     };
     const measure = (round: number, system: System, m: Measurement, seconds: number) => {
@@ -176,11 +193,25 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       };
       return leg(
         round,
-        system,
-        m.map((c) => c.id),
+        m.map((c) => ({ system, cellId: c.id })),
         spec,
         seconds,
       );
+    };
+    /** A hop's cell on both chains in one leg (cells.ts pairsChains), `order[0]`'s block first; as long as the two legs it replaces. */
+    const measureBothChains = (round: number, cell: Cell, order: readonly [System, System], seconds: number) =>
+      leg(
+        round,
+        order.map((system) => ({ system, cellId: cell.id })),
+        { target: sys.target(order[0], cell), alternate: sys.target(order[1], cell), operation: cell.operation, concurrency: cell.concurrency },
+        seconds * 2,
+      );
+    const chainOrder = (n: number): readonly [System, System] => (n % 2 === 0 ? ["platform", "plain"] : ["plain", "platform"]);
+    const measureOnBoth = async (round: number, m: Measurement, n: number, seconds: number): Promise<LegRecord[]> => {
+      if (pairsChains(m)) return measureBothChains(round, m[0], chainOrder(n), seconds);
+      const done: LegRecord[] = [];
+      for (const system of chainOrder(n)) done.push(...(await measure(round, system, m, seconds)));
+      return done;
     };
 
     if (opts.warmupSeconds > 0) {
@@ -188,7 +219,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       log(`warm-up: every ${oneClientOnly ? "one-client pair" : "cell"} once on both chains, ${opts.warmupSeconds} s each`);
       for (const m of measurements) {
         if (oneClientOnly && m[0].concurrency !== 1) continue;
-        for (const system of ["platform", "plain"] as const) await measure(0, system, m, opts.warmupSeconds);
+        await measureOnBoth(0, m, 0, opts.warmupSeconds);
       }
     }
 
@@ -197,9 +228,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
     for (let round = 1; round <= opts.rounds; round++) {
       log(`round ${round}/${opts.rounds}`);
       for (const [i, m] of measurements.entries()) {
-        const pair: System[] = (round + i) % 2 === 0 ? ["platform", "plain"] : ["plain", "platform"];
-        const done: LegRecord[] = [];
-        for (const system of pair) done.push(...(await measure(round, system, m, opts.seconds)));
+        const done = await measureOnBoth(round, m, round + i, opts.seconds);
         legs.push(...done);
         for (const cell of m) {
           const p = done.find((l) => l.cellId === cell.id && l.system === "platform");
@@ -215,8 +244,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
         for (const concurrency of [1, opts.concurrency]) {
           const ls = await leg(
             round,
-            "db",
-            [ceilingCellId(concurrency)],
+            [{ system: "db", cellId: ceilingCellId(concurrency) }],
             { target: { kind: "db", databaseUrl: sys.ceilingDatabaseUrl }, operation: "db.PlaceOrderStatements", concurrency },
             opts.seconds,
           );

@@ -146,7 +146,7 @@ export function summarize(run: BenchRun): BenchSummary {
   for (const [path, pathHops] of hopPathEntries) {
     let innerGap = 0;
     for (const [service, operation] of pathHops) {
-      const c = cell(hopCellId(path, service, operation));
+      const c = cell(hopCellId(service, operation));
       if (!c) continue;
       const gapMs = c.platform.p50Ms - c.plain.p50Ms;
       hops.push({ path, service, operation, platformP50Ms: c.platform.p50Ms, plainP50Ms: c.plain.p50Ms, gapMs, addedMs: gapMs - innerGap });
