@@ -81,15 +81,25 @@ export function hopCellId(service: Service, operation: Operation): string {
 export type Measurement = readonly [Cell] | readonly [Cell, Cell];
 
 /**
- * A hop cell is measured on both chains in one leg, their requests
- * alternating in blocks: the gap between the chains' p50 at a hop is a
- * fraction of a millisecond, and legs run one after the other differed by
- * more than that whenever the machine's speed moved in between (a hop's
- * "added" latency came out between -0.8 and +1.5 ms from run to run).
+ * Which cells are measured on both chains in one leg, the chains taking
+ * turns: a hop's cell (one client, in blocks of requests) and a cell at
+ * high concurrency (every user switching chain together, in time slices
+ * of `chainSliceMs`). Legs run one after the other differed by more than
+ * what these cells compare whenever the machine's speed moved in between:
+ * a hop's "added" latency came out between -0.8 and +1.5 ms from run to
+ * run, and a 32-client ratio between 0.80 and 1.17, with one chain's rate
+ * climbing round after round while the other's stayed flat.
  */
 export function pairsChains(m: Measurement): boolean {
-  return m.length === 1 && m[0].kind === "hop";
+  return m.length === 1 && (m[0].kind === "hop" || m[0].concurrency > 1);
 }
+
+/**
+ * A high-concurrency leg's time slice per chain: long against a request
+ * at 32 users (30-90 ms at p50 on 2 cores), so the calls a slice leaves in
+ * flight are a small part of the next; short against the machine's drift.
+ */
+export const chainSliceMs = 500;
 
 export function benchMeasurements(highConcurrency: number, withHops: boolean): Measurement[] {
   const gatewayCell = (method: Method, protocol: Protocol, concurrency: number): Cell => ({

@@ -34,8 +34,17 @@ export type Target =
 
 export interface LegSpec {
   target: Target;
-  /** A second target called with the same operation, alternating request by request with `target`. */
+  /**
+   * A second target called with the same operation, alternating with
+   * `target`: in blocks of requests, or in time slices (`sliceMs`).
+   */
   alternate?: Target;
+  /**
+   * With an alternate: all users switch target together every `sliceMs`,
+   * so that at any moment only one target is loaded (many users; see
+   * load-worker.ts). Without it, requests alternate in blocks (one user).
+   */
+  sliceMs?: number;
   operation: Operation;
   /** Closed-loop users: HTTP/2 streams on one connection, or HTTP/1.1 connections (one request each at a time). */
   concurrency: number;
@@ -62,6 +71,8 @@ export interface TargetResult {
   latenciesMs: number[];
   /** Time spent in this target's calls, failed ones included, ms (with one user: its share of the leg). */
   busyMs: number;
+  /** With time slices: the length of this target's slices, ms (its share of the leg's time). */
+  slicesMs?: number;
 }
 
 export interface LegResult extends TargetResult {

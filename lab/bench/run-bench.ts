@@ -5,10 +5,11 @@
  * round to round, so drift and neighbours' noise fall on both), plus the
  * database alone as the ceiling. A measurement is one cell, or the two
  * one-client protocol cells of a method alternating in one leg; a hop's
- * cell is one leg in which both chains' requests alternate (see
- * cells.ts). Returns raw legs; summarize.ts turns them into ratios.
+ * cell and a high-concurrency cell are one leg in which both chains take
+ * turns (see cells.ts pairsChains). Returns raw legs; summarize.ts turns
+ * them into ratios.
  */
-import { benchMeasurements, countedServices, pairsChains, type Cell, type CountedService, type Measurement, type System } from "./cells.js";
+import { benchMeasurements, chainSliceMs, countedServices, pairsChains, type Cell, type CountedService, type Measurement, type System } from "./cells.js";
 import type { LegResult, LegSpec, TargetResult } from "./leg.js";
 import { LoadWorker } from "./load-worker-client.js";
 import { ProcessTreeCpu, cpuMs, machineBusyMs, memory, type Memory } from "./proc-stats.js";
@@ -128,11 +129,13 @@ function splitByPart(
 ): Array<{ part: LegPart; result: TargetResult; elapsedMs: number; own: number; shared: number }> {
   const { alternate, elapsedMs, ...primary } = result;
   if (!alternate || parts.length < 2) return [{ part: parts[0]!, result: primary, elapsedMs, own: 1, shared: 1 }];
-  const busy = primary.busyMs + alternate.busyMs;
+  // Time slices: each part had the machine for its slices. Blocks of requests (one user): for its calls.
+  const timeOf = (r: TargetResult) => r.slicesMs ?? r.busyMs;
+  const total = timeOf(primary) + timeOf(alternate);
   const sameChain = parts[0]!.system === parts[1]!.system;
   return [primary, alternate].map((r, i) => {
-    const share = busy > 0 ? r.busyMs / busy : 0.5;
-    return { part: parts[i]!, result: r, elapsedMs: r.busyMs, own: sameChain ? share : 1, shared: share };
+    const share = total > 0 ? timeOf(r) / total : 0.5;
+    return { part: parts[i]!, result: r, elapsedMs: timeOf(r), own: sameChain ? share : 1, shared: share };
   });
 }
 
@@ -198,12 +201,19 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
         seconds,
       );
     };
-    /** A hop's cell on both chains in one leg (cells.ts pairsChains), `order[0]`'s block first; as long as the two legs it replaces. */
+    /** One cell on both chains in one leg (cells.ts pairsChains), `order[0]` first; as long as the two legs it replaces. */
     const measureBothChains = (round: number, cell: Cell, order: readonly [System, System], seconds: number) =>
       leg(
         round,
         order.map((system) => ({ system, cellId: cell.id })),
-        { target: sys.target(order[0], cell), alternate: sys.target(order[1], cell), operation: cell.operation, concurrency: cell.concurrency },
+        {
+          target: sys.target(order[0], cell),
+          alternate: sys.target(order[1], cell),
+          operation: cell.operation,
+          concurrency: cell.concurrency,
+          // Many users: all switch chain together, so only one chain is loaded at a time.
+          ...(cell.concurrency > 1 ? { sliceMs: Math.min(chainSliceMs, seconds * 500) } : {}),
+        },
         seconds * 2,
       );
     const chainOrder = (n: number): readonly [System, System] => (n % 2 === 0 ? ["platform", "plain"] : ["plain", "platform"]);
