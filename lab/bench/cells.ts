@@ -90,14 +90,17 @@ export type Measurement = readonly [Cell] | readonly [Cell, Cell];
  * run, and a 32-client ratio between 0.80 and 1.17, with one chain's rate
  * climbing round after round while the other's stayed flat.
  */
-export function pairsChains(m: Measurement): boolean {
-  return m.length === 1 && (m[0].kind === "hop" || m[0].concurrency > 1);
+export function pairsChains(m: Measurement, sliced: boolean): boolean {
+  return m.length === 1 && (m[0].kind === "hop" || (sliced && m[0].concurrency > 1));
 }
 
 /**
  * A high-concurrency leg's time slice per chain: long against a request
- * at 32 users (30-90 ms at p50 on 2 cores), so the calls a slice leaves in
+ * at 32 users (50-200 ms at p50 on 2 cores), so the calls a slice leaves in
  * flight are a small part of the next; short against the machine's drift.
+ * Legs must hold several slices: the quick bench's quarter-second legs
+ * cannot (a slice shorter than a request gave one chain 3 requests in a
+ * leg), so it measures its 32-client cells leg after leg.
  */
 export const chainSliceMs = 500;
 

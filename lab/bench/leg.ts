@@ -69,10 +69,8 @@ export interface TargetResult {
   failureSamples: Record<string, string>;
   /** Latency of each successful request, ms. */
   latenciesMs: number[];
-  /** Time spent in this target's calls, failed ones included, ms (with one user: its share of the leg). */
+  /** Time spent in this target's calls, failed ones included, summed over users, ms (divided by the users: its share of the leg). */
   busyMs: number;
-  /** With time slices: the length of this target's slices, ms (its share of the leg's time). */
-  slicesMs?: number;
 }
 
 export interface LegResult extends TargetResult {

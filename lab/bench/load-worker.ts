@@ -120,7 +120,6 @@ async function run(leg: LegSpec, targets: Targets): Promise<LegResult> {
   const end = t0 + leg.durationMs;
   const hardEnd = t0 + Math.max(leg.durationMs, leg.maxDurationMs);
   let lastAnswer = t0;
-  let lastStart = t0;
   // With an alternate, each target gets at least one block even past the hard end: on a machine
   // slow enough that the first block outlasts it, the second target would otherwise get no request
   // at all and the pair could not be compared (seen with 1.9 of 2 cores busy elsewhere).
@@ -131,14 +130,13 @@ async function run(leg: LegSpec, targets: Targets): Promise<LegResult> {
   };
   // Time slices: the target is the one whose slice it is when a request starts. The calls still in
   // flight when a slice ends finish in the next one; the order alternates from leg to leg, so that
-  // overlap falls on both targets alike.
+  // overlap falls on both targets alike. Each target's time is its calls' (busyMs; run-bench.ts).
   const sliceMs = targets.length > 1 ? leg.sliceMs : undefined;
   const targetOf = (n: number) =>
     sliceMs === undefined ? Math.floor(n / alternateBlock) % targets.length : Math.floor((performance.now() - t0) / sliceMs) % targets.length;
   const user = async () => {
     while (more()) {
       const n = started++;
-      lastStart = performance.now();
       const i = targetOf(n);
       const r = results[i]!;
       const s = performance.now();
@@ -156,14 +154,6 @@ async function run(leg: LegSpec, targets: Targets): Promise<LegResult> {
     }
   };
   await Promise.all(Array.from({ length: leg.concurrency }, user));
-  if (sliceMs !== undefined) {
-    // Each target's share of the leg's time: its slices up to the last start (about `end`, or where a bound cut the leg).
-    const span = lastStart - t0;
-    for (let k = 0; k * sliceMs < span; k++) {
-      const r = results[k % targets.length]!;
-      r.slicesMs = (r.slicesMs ?? 0) + Math.min(sliceMs, span - k * sliceMs);
-    }
-  }
   const [primary, alternate] = results;
   return { ...primary!, elapsedMs: lastAnswer - t0, ...(alternate ? { alternate } : {}) };
 }

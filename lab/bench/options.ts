@@ -1,3 +1,4 @@
+import { chainSliceMs } from "./cells.js";
 import type { BenchOptions } from "./run-bench.js";
 
 /** Defaults: about 4 minutes on 2 cores, start-up included. */
@@ -43,14 +44,18 @@ export function benchOptions(
   log: (line: string) => void,
 ): BenchOptions {
   const base = values.quick ? quick : defaults;
+  const seconds = positive(values.seconds, "seconds", base.seconds, false);
   return {
-    seconds: positive(values.seconds, "seconds", base.seconds, false),
+    seconds,
     rounds: positive(values.rounds, "rounds", base.rounds, true),
     // Each leg's own warm-up (one call per user) always runs; this is the extra pass over every cell.
     warmupSeconds: values["warmup-seconds"] === "0" ? 0 : positive(values["warmup-seconds"], "warmup-seconds", base.warmupSeconds, false),
     warmupCells: "warmupCells" in base ? base.warmupCells : "all",
     concurrency: positive(values.concurrency, "concurrency", base.concurrency, true),
     hops: !values.quick,
+    // A shared leg (twice `seconds`) must hold a few slices each; the quick bench's
+    // quarter-second legs hold none worth the name (cells.ts chainSliceMs).
+    slicedHighConcurrency: seconds * 2000 >= 4 * chainSliceMs,
     ceiling: !values.quick,
     platformLogLevel: values["platform-log-level"] ?? "shipped",
     from: fromOption(values.from),

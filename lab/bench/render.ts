@@ -128,7 +128,7 @@ export function markdownReport(s: BenchSummary, info: RunInfo): string {
     "",
     "- ratio: platform/plain throughput, median over rounds; p50/p99 pool every round. At one client the two chains' legs",
     "  run back to back; at 32 clients both chains share one leg, every user switching chain together each 0.5 s, so",
-    "  the machine's drift falls on both (req/s: requests / the chain's slices).",
+    "  the machine's drift falls on both (req/s: users x requests / the time spent in the chain's calls).",
     "- hops: each hop of PlaceOrder's path and of ListProducts' (a read, steadier: no commit) called directly at one client,",
     "  the two chains' requests alternating in blocks of 20 in one leg; gap = platform p50 - plain p50 (the hops below",
     "  included), added = this hop's gap minus the gap of the hop it calls.",

@@ -33,6 +33,11 @@ export interface BenchOptions {
   concurrency: number;
   /** Each hop of PlaceOrder's path called directly at one client. */
   hops: boolean;
+  /**
+   * The high-concurrency cells measured on both chains in one leg, in time
+   * slices of `chainSliceMs` (cells.ts pairsChains); else leg after leg.
+   */
+  slicedHighConcurrency: boolean;
   /** The database alone at 1 and `concurrency` users. */
   ceiling: boolean;
   /** The platform's LOG_LEVEL: "shipped" (its default), or e.g. "warn" to see what request logs cost. */
@@ -52,7 +57,7 @@ export type CpuSample = Partial<Record<CountedService | "postgres", number>>;
 
 /** One cell's part of one leg. */
 export interface LegRecord extends TargetResult {
-  /** Wall time of the leg, or with alternating cells the time spent in this cell's calls, ms. */
+  /** Wall time of the leg, or with alternating cells the time spent in this cell's calls divided by the users, ms. */
   elapsedMs: number;
   round: number;
   /** "db": the ceiling, no chain. */
@@ -126,11 +131,16 @@ interface LegPart {
 function splitByPart(
   result: LegResult,
   parts: readonly LegPart[],
+  concurrency: number,
 ): Array<{ part: LegPart; result: TargetResult; elapsedMs: number; own: number; shared: number }> {
   const { alternate, elapsedMs, ...primary } = result;
   if (!alternate || parts.length < 2) return [{ part: parts[0]!, result: primary, elapsedMs, own: 1, shared: 1 }];
-  // Time slices: each part had the machine for its slices. Blocks of requests (one user): for its calls.
-  const timeOf = (r: TargetResult) => r.slicesMs ?? r.busyMs;
+  // A part's time is the time its users spent in its calls: every user is always in a call (a
+  // closed loop), so the parts' times add up to the leg's. With many users switching in time
+  // slices this is Little's law (rate = users / mean latency): counting the requests started in a
+  // slice instead would credit each user about half a request per slice whatever the latency,
+  // which pulls the two chains' ratio towards 1 when a slice is only a few requests long.
+  const timeOf = (r: TargetResult) => r.busyMs / concurrency;
   const total = timeOf(primary) + timeOf(alternate);
   const sameChain = parts[0]!.system === parts[1]!.system;
   return [primary, alternate].map((r, i) => {
@@ -175,7 +185,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       for (const c of chains) await sys.drainReceipts(c);
       const foreignCpuMs = Math.max(0, machineBusyMs() - ownCpuMs(sys, postgres, worker) - foreignBefore);
       const after = new Map(chains.map((c) => [c, cpuNow(sys, postgres, c)]));
-      return splitByPart(result, parts).map(({ part, result: r, elapsedMs, own, shared }) => ({
+      return splitByPart(result, parts, spec.concurrency).map(({ part, result: r, elapsedMs, own, shared }) => ({
         ...r,
         elapsedMs,
         round,
@@ -212,13 +222,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
           operation: cell.operation,
           concurrency: cell.concurrency,
           // Many users: all switch chain together, so only one chain is loaded at a time.
-          ...(cell.concurrency > 1 ? { sliceMs: Math.min(chainSliceMs, seconds * 500) } : {}),
+          ...(cell.concurrency > 1 ? { sliceMs: chainSliceMs } : {}),
         },
         seconds * 2,
       );
     const chainOrder = (n: number): readonly [System, System] => (n % 2 === 0 ? ["platform", "plain"] : ["plain", "platform"]);
     const measureOnBoth = async (round: number, m: Measurement, n: number, seconds: number): Promise<LegRecord[]> => {
-      if (pairsChains(m)) return measureBothChains(round, m[0], chainOrder(n), seconds);
+      if (pairsChains(m, opts.slicedHighConcurrency)) return measureBothChains(round, m[0], chainOrder(n), seconds);
       const done: LegRecord[] = [];
       for (const system of chainOrder(n)) done.push(...(await measure(round, system, m, seconds)));
       return done;
