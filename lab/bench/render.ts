@@ -7,8 +7,28 @@ const f = (x: number, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : "
 const protocolName = { "grpc-h2c": "gRPC h2c", "connect-json-http1": "Connect JSON HTTP/1.1" } as const;
 const clients = (c: CellSummary) => (c.concurrency === 1 ? "1" : `${c.concurrency} ${c.protocol === "grpc-h2c" ? "streams" : "conns"}`);
 
+/** The lowest and highest ratio of a single round: how far one round's reading can be trusted. */
+function roundsRange(ratios: number[]): string {
+  if (ratios.length < 2) return "-";
+  return `${f(Math.min(...ratios), 2)}-${f(Math.max(...ratios), 2)}`;
+}
+
 function throughputRows(s: BenchSummary): string[][] {
-  const rows = [["method", "protocol", "clients", "platform req/s", "plain req/s", "ratio", "platform p50/p99 ms", "plain p50/p99 ms", "p50 ratio", "failed"]];
+  const rows = [
+    [
+      "method",
+      "protocol",
+      "clients",
+      "platform req/s",
+      "plain req/s",
+      "ratio",
+      "rounds' ratios",
+      "platform p50/p99 ms",
+      "plain p50/p99 ms",
+      "p50 ratio",
+      "failed",
+    ],
+  ];
   for (const c of s.cells.filter((x) => x.method)) {
     rows.push([
       c.method!,
@@ -17,6 +37,7 @@ function throughputRows(s: BenchSummary): string[][] {
       f(c.platform.perSec, 0),
       f(c.plain.perSec, 0),
       f(c.throughputRatio, 2),
+      roundsRange(c.perRoundRatios),
       `${f(c.platform.p50Ms)}/${f(c.platform.p99Ms)}`,
       `${f(c.plain.p50Ms)}/${f(c.plain.p99Ms)}`,
       f(c.p50Ratio, 2),
@@ -126,9 +147,10 @@ export function markdownReport(s: BenchSummary, info: RunInfo): string {
     "interleaved rounds by a load generator in its own process. The platform's gateway serves HTTP/1.1 and h2c on one",
     "port; the plain gateway on two (node's h2c server cannot also speak HTTP/1.1).",
     "",
-    "- ratio: platform/plain throughput, median over rounds; p50/p99 pool every round. At one client the two chains' legs",
-    "  run back to back; at 32 clients both chains share one leg, every user switching chain together each 0.5 s, so",
-    "  the machine's drift falls on both (req/s: users x requests / the time spent in the chain's calls).",
+    "- ratio: platform/plain throughput, median over rounds (the lowest and highest round beside it); p50/p99 pool",
+    "  every round. At one client the two chains' legs run back to back; at 32 clients both chains share one leg, every",
+    "  user switching chain together each 0.5 s, so the machine's drift falls on both (req/s: users x requests / the",
+    "  time spent in the chain's calls).",
     "- hops: each hop of PlaceOrder's path and of ListProducts' (a read, steadier: no commit) called directly at one client,",
     "  the two chains' requests alternating in blocks of 20 in one leg; gap = platform p50 - plain p50 (the hops below",
     "  included), added = this hop's gap minus the gap of the hop it calls.",
