@@ -5,13 +5,18 @@
  * this command line) to docs/bench/results.md.
  *
  *   npm run bench -- [--seconds 2] [--rounds 3] [--warmup-seconds 0.5] [--concurrency 32] [--quick] [--no-docs]
- *                    [--platform-log-level warn] [--from build|source]
+ *                    [--platform-log-level warn] [--from build|source] [--slice-ms 500] [--method PlaceOrder]
  *
  * --from: both chains from compiled JavaScript ("build", the default: `npm
  * run build` and the plain chain type-stripped first, compiled-chains.ts;
  * what `npm start` runs) or their TypeScript through tsx ("source"). Compiled,
  * the plain chain runs on connect-es as npm ships it (compiled-chains.ts
  * `pristineConnect`); from source it imports the repository's, patched.
+ *
+ * --slice-ms: how often the users of a shared high-concurrency leg switch
+ * chain (cells.ts chainSliceMs); 0 runs the two chains' legs one after the
+ * other. --method: only that method's cells, its hops and the ceiling.
+ * Neither writes docs/.
  *
  * --quick: one round of short legs through the gateway only (no hops, no
  * database ceiling), as test/bench.test.ts runs it; it does not touch docs/.
@@ -51,6 +56,8 @@ async function main(): Promise<void> {
       "no-docs": { type: "boolean" },
       "platform-log-level": { type: "string" },
       from: { type: "string" },
+      "slice-ms": { type: "string" },
+      method: { type: "string" },
     },
     strict: true,
   });
@@ -78,7 +85,7 @@ async function main(): Promise<void> {
     text,
     info,
     markdown:
-      values.quick || values["no-docs"] || values["platform-log-level"] !== undefined
+      values.quick || values["no-docs"] || values["platform-log-level"] !== undefined || values["slice-ms"] !== undefined || values.method !== undefined
         ? undefined
         : { path: join(process.cwd(), "docs", "bench", "results.md"), content: markdownReport(summary, info) },
   });

@@ -104,7 +104,8 @@ export function pairsChains(m: Measurement, sliced: boolean): boolean {
  */
 export const chainSliceMs = 500;
 
-export function benchMeasurements(highConcurrency: number, withHops: boolean): Measurement[] {
+/** Every cell, or only `only`'s (through the gateway, and the hops of its path where it has one). */
+export function benchMeasurements(highConcurrency: number, withHops: boolean, only?: Method): Measurement[] {
   const gatewayCell = (method: Method, protocol: Protocol, concurrency: number): Cell => ({
     id: gatewayCellId(method, protocol, concurrency),
     kind: "gateway",
@@ -115,13 +116,14 @@ export function benchMeasurements(highConcurrency: number, withHops: boolean): M
     method,
   });
   const measurements: Measurement[] = [];
-  for (const method of methods) {
+  for (const method of only ? [only] : methods) {
     const [first, second] = protocols.map((protocol) => gatewayCell(method, protocol, 1));
     measurements.push([first!, second!]);
     for (const protocol of protocols) measurements.push([gatewayCell(method, protocol, highConcurrency)]);
   }
   if (withHops) {
-    for (const [, hops] of hopPathEntries) {
+    for (const [path, hops] of hopPathEntries) {
+      if (only && path !== only) continue;
       for (const [service, operation] of hops) {
         measurements.push([{ id: hopCellId(service, operation), kind: "hop", service, operation, protocol: "grpc-h2c", concurrency: 1 }]);
       }

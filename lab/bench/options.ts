@@ -1,4 +1,4 @@
-import { chainSliceMs } from "./cells.js";
+import { chainSliceMs, methods, type Method } from "./cells.js";
 import type { BenchOptions } from "./run-bench.js";
 
 /** Defaults: about 4 minutes on 2 cores, start-up included. */
@@ -25,6 +25,27 @@ function positive(v: string | undefined, name: string, dflt: number, integer: bo
   return n;
 }
 
+/**
+ * A shared leg (twice `seconds`) must hold a few slices for each chain: by
+ * default `chainSliceMs` where it does, leg after leg where it does not (the
+ * quick bench's quarter-second legs); `--slice-ms 0` asks for leg after leg.
+ */
+function sliceOption(v: string | undefined, seconds: number): { sliceMs: number } {
+  const fits = (ms: number) => seconds * 2000 >= 4 * ms;
+  if (v === undefined) return { sliceMs: fits(chainSliceMs) ? chainSliceMs : 0 };
+  if (v === "0") return { sliceMs: 0 };
+  const ms = positive(v, "slice-ms", chainSliceMs, true);
+  if (!fits(ms)) throw new Error(`--slice-ms ${ms} needs legs of at least ${(ms * 2) / 1000} s (--seconds): each chain must get two slices of a leg`);
+  return { sliceMs: ms };
+}
+
+function methodOption(v: string | undefined): { method?: Method } {
+  if (v === undefined) return {};
+  const method = methods.find((m) => m === v);
+  if (!method) throw new Error(`--method must be one of ${methods.join(", ")}, not ${JSON.stringify(v)}`);
+  return { method };
+}
+
 /** Both chains from compiled JavaScript unless asked otherwise (compiled-chains.ts). */
 function fromOption(v: string | undefined): "build" | "source" {
   if (v === undefined || v === "build" || v === "source") return v ?? "build";
@@ -40,12 +61,16 @@ export function benchOptions(
     quick?: boolean;
     "platform-log-level"?: string;
     from?: string;
+    "slice-ms"?: string;
+    method?: string;
   },
   log: (line: string) => void,
 ): BenchOptions {
   const base = values.quick ? quick : defaults;
   const seconds = positive(values.seconds, "seconds", base.seconds, false);
   return {
+    ...sliceOption(values["slice-ms"], seconds),
+    ...methodOption(values.method),
     seconds,
     rounds: positive(values.rounds, "rounds", base.rounds, true),
     // Each leg's own warm-up (one call per user) always runs; this is the extra pass over every cell.
@@ -53,9 +78,6 @@ export function benchOptions(
     warmupCells: "warmupCells" in base ? base.warmupCells : "all",
     concurrency: positive(values.concurrency, "concurrency", base.concurrency, true),
     hops: !values.quick,
-    // A shared leg (twice `seconds`) must hold a few slices each; the quick bench's
-    // quarter-second legs hold none worth the name (cells.ts chainSliceMs).
-    slicedHighConcurrency: seconds * 2000 >= 4 * chainSliceMs,
     ceiling: !values.quick,
     platformLogLevel: values["platform-log-level"] ?? "shipped",
     from: fromOption(values.from),

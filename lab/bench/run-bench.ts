@@ -9,7 +9,7 @@
  * turns (see cells.ts pairsChains). Returns raw legs; summarize.ts turns
  * them into ratios.
  */
-import { benchMeasurements, chainSliceMs, countedServices, pairsChains, type Cell, type CountedService, type Measurement, type System } from "./cells.js";
+import { benchMeasurements, countedServices, pairsChains, type Cell, type CountedService, type Measurement, type Method, type System } from "./cells.js";
 import type { LegResult, LegSpec, TargetResult } from "./leg.js";
 import { LoadWorker } from "./load-worker-client.js";
 import { ProcessTreeCpu, cpuMs, machineBusyMs, memory, type Memory } from "./proc-stats.js";
@@ -34,10 +34,13 @@ export interface BenchOptions {
   /** Each hop of PlaceOrder's path called directly at one client. */
   hops: boolean;
   /**
-   * The high-concurrency cells measured on both chains in one leg, in time
-   * slices of `chainSliceMs` (cells.ts pairsChains); else leg after leg.
+   * The high-concurrency cells measured on both chains in one leg, every
+   * user switching chain each `sliceMs` (cells.ts pairsChains); 0: leg
+   * after leg.
    */
-  slicedHighConcurrency: boolean;
+  sliceMs: number;
+  /** Only this method's cells (through the gateway, and its path's hops); all when undefined. */
+  method?: Method;
   /** The database alone at 1 and `concurrency` users. */
   ceiling: boolean;
   /** The platform's LOG_LEVEL: "shipped" (its default), or e.g. "warn" to see what request logs cost. */
@@ -151,7 +154,7 @@ function splitByPart(
 
 export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   const started = Date.now();
-  const measurements = benchMeasurements(opts.concurrency, opts.hops);
+  const measurements = benchMeasurements(opts.concurrency, opts.hops, opts.method);
   const cells = measurements.flat();
   const log = opts.log;
   const plainCompiledDir = opts.from === "build" ? buildChains(log, { platformBuilt: opts.platformBuilt === true }) : undefined;
@@ -222,13 +225,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
           operation: cell.operation,
           concurrency: cell.concurrency,
           // Many users: all switch chain together, so only one chain is loaded at a time.
-          ...(cell.concurrency > 1 ? { sliceMs: chainSliceMs } : {}),
+          ...(cell.concurrency > 1 ? { sliceMs: opts.sliceMs } : {}),
         },
         seconds * 2,
       );
     const chainOrder = (n: number): readonly [System, System] => (n % 2 === 0 ? ["platform", "plain"] : ["plain", "platform"]);
     const measureOnBoth = async (round: number, m: Measurement, n: number, seconds: number): Promise<LegRecord[]> => {
-      if (pairsChains(m, opts.slicedHighConcurrency)) return measureBothChains(round, m[0], chainOrder(n), seconds);
+      if (pairsChains(m, opts.sliceMs > 0)) return measureBothChains(round, m[0], chainOrder(n), seconds);
       const done: LegRecord[] = [];
       for (const system of chainOrder(n)) done.push(...(await measure(round, system, m, seconds)));
       return done;
