@@ -96,6 +96,34 @@ describe("AdaptiveLimit", () => {
     assert.ok(limit.limit() >= healthy, `back to at least ${healthy}, got ${limit.limit()}`);
   });
 
+  it("learns its baseline from calls, not from time: after a quiet start, a busy dependency whose latency rose for good (CPU contention) gets its slots back within seconds", () => {
+    const { clock, limit, run } = setup();
+    run(12, 2, { busy: false }); // one call at a time: a baseline of 2 ms
+    const trace: number[] = [];
+    for (let w = 0; w < 20; w++) {
+      clock.advance(500);
+      // 100 calls per window at 30 ms (15x the quiet baseline), the limit in use
+      for (let s = 0; s < 100; s++) limit.onSample({ durationMs: 30, inFlight: limit.limit() });
+      trace.push(limit.limit());
+    }
+    assert.ok(Math.min(...trace) >= 5, `never driven to the minimum: ${trace.join(",")}`);
+    assert.equal(limit.limit(), 40, `back to the maximum within 20 windows (10 s): ${trace.join(",")}`);
+  });
+
+  it("keeps a stalled dependency at its minimum: a few slow calls a window teach the baseline little", () => {
+    const { clock, limit, run } = setup();
+    run(12, 2, { busy: false });
+    const trace: number[] = [];
+    for (let w = 0; w < 30; w++) {
+      clock.advance(10_000);
+      // 5 calls per 10 s window at 2 s each (the minimum's slots, full): 150 calls in 5 minutes
+      for (let s = 0; s < 5; s++) limit.onSample({ durationMs: 2_000, inFlight: limit.limit() });
+      trace.push(limit.limit());
+    }
+    assert.ok(nonIncreasing(trace), trace.join(","));
+    assert.deepEqual(trace.slice(5), Array(25).fill(2), `at the minimum after its first windows: ${trace.join(",")}`);
+  });
+
   it("counts calls that ran out of time with their elapsed time, and never learns a baseline from them", () => {
     const { limit, run } = setup();
     run(20, 5);

@@ -43,7 +43,17 @@ import type { Clock } from "./clock.js";
  *
  * The baseline ("no-load" latency) is the average latency of successful
  * calls over the first windows, then an exponential average over about
- * `baselineWindows` windows; timeouts never feed it (so a stall cannot teach
+ * `baselineSamples` successful calls, one step per call (Gradient2 steps
+ * its long average once per sample unless it is wrapped in a windowed
+ * limit): a busy healthy dependency (hundreds of calls a second) moves it
+ * within seconds, a stalled one (a few calls a second at the floor) over
+ * minutes. Counted in windows instead (600, five minutes
+ * of 500 ms windows, until 2026-12), a process that had served one client
+ * at a time learned a baseline of a millisecond or two, and a saturating
+ * but healthy load afterwards (every latency up with CPU contention) held
+ * every hop at its floor for minutes: 30 % less throughput than the same
+ * load on a fresh process (docs/isolation.md, "The baseline learns from
+ * calls, not from time"). Timeouts never feed it (so a stall cannot teach
  * it that stalling is normal), and a window of nothing but timeouts before
  * any baseline exists shrinks the limit as the steepest gradient does. When
  * latency recovers after a long slowdown the baseline has crept up; while
@@ -62,8 +72,8 @@ export interface AdaptiveLimitOptions {
   windowMs?: number;
   /** Fewest samples in a window; a quiet window stays open until it has them. Default 5. */
   minWindowSamples?: number;
-  /** Windows the baseline averages over. Default 600 (Gradient2's). */
-  baselineWindows?: number;
+  /** Successful calls the baseline averages over (after its first windows). Default 600 (Gradient2's). */
+  baselineSamples?: number;
   /**
    * Latency inflation tolerated before the limit shrinks. Default 2
    * (Gradient2's is 1.5): measured at the caller, latency includes the
@@ -107,7 +117,7 @@ export class AdaptiveLimit {
   private readonly clock: Clock;
   private readonly windowMs: number;
   private readonly minWindowSamples: number;
-  private readonly baselineWindows: number;
+  private readonly baselineSamples: number;
   private readonly tolerance: number;
   private readonly smoothing: number;
   private readonly decreaseSmoothing: number;
@@ -134,13 +144,13 @@ export class AdaptiveLimit {
     this.clock = opts.clock;
     this.windowMs = opts.windowMs ?? 500;
     this.minWindowSamples = opts.minWindowSamples ?? 5;
-    this.baselineWindows = opts.baselineWindows ?? 600;
+    this.baselineSamples = opts.baselineSamples ?? 600;
     this.tolerance = opts.tolerance ?? 2;
     this.smoothing = opts.smoothing ?? 0.5;
     this.decreaseSmoothing = opts.decreaseSmoothing ?? 0.5;
     if (!(this.windowMs > 0)) throw new RangeError(`windowMs must be > 0, got ${this.windowMs}`);
     int("minWindowSamples", this.minWindowSamples, 1);
-    int("baselineWindows", this.baselineWindows, 1);
+    int("baselineSamples", this.baselineSamples, 1);
     if (!(this.tolerance >= 1)) throw new RangeError(`tolerance must be >= 1, got ${this.tolerance}`);
     for (const [k, v] of [
       ["smoothing", this.smoothing],
@@ -194,7 +204,7 @@ export class AdaptiveLimit {
       this.baseline +=
         this.fedWindows <= 10
           ? (ok - this.baseline) / this.fedWindows // warm-up: a plain average of the first windows
-          : (ok - this.baseline) * (2 / (this.baselineWindows + 1));
+          : (ok - this.baseline) * (1 - (1 - 2 / (this.baselineSamples + 1)) ** w.okCount); // one EMA step per call
     }
     // Latency is back to normal after a long slowdown: let the baseline
     // follow it down faster than its long window would.
