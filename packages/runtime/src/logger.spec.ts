@@ -57,6 +57,25 @@ test("lines that arrive while a write is under way are written too, without anot
   await until(() => text() === lines.join(""), "every line is in the file");
 });
 
+test("a destination destroyed with a line due is not flushed again (sonic-boom throws from flush() once destroyed)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "logger-spec-"));
+  const dest = pino.destination({ dest: join(dir, "log"), sync: false, minLength: 4096 });
+  flushWhileWritten(dest);
+  await new Promise((r) => dest.once("ready", r));
+  const thrown: string[] = [];
+  const onUncaught = (e: unknown) => thrown.push(String(e));
+  process.on("uncaughtException", onUncaught);
+  try {
+    dest.write('{"msg":"due"}\n');
+    dest.destroy();
+    await sleep(batchMs * 4);
+  } finally {
+    process.off("uncaughtException", onUncaught);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.deepEqual(thrown, []);
+});
+
 test("isoTime writes what pino's stdTimeFunctions.isoTime writes, character for character", () => {
   const realNow = Date.now;
   try {

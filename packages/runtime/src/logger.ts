@@ -98,9 +98,13 @@ export function flushWhileWritten(destination: ReturnType<typeof pino.destinatio
   destination.on("write", (bytes: number) => {
     if (bytes > 0) due = true;
   });
-  setInterval(() => {
-    if (!due) return;
+  const tick = setInterval(() => {
+    // A destroyed sonic-boom throws from flush() (an uncaught exception on a timer), and it
+    // reports "close" only once its file is closed, a little later.
+    if (!due || (destination as unknown as { destroyed?: boolean }).destroyed) return;
     due = false;
     destination.flush();
-  }, batchMs).unref();
+  }, batchMs);
+  tick.unref();
+  destination.once("close", () => clearInterval(tick));
 }
