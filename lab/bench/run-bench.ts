@@ -119,7 +119,7 @@ function cpuDelta(before: CpuSample, after: CpuSample, own: number, shared: numb
 }
 
 /** One part of a leg: what it measured, on which chain (or the database alone). */
-interface LegPart {
+export interface LegPart {
   system: System | "db";
   cellId: string;
 }
@@ -131,7 +131,7 @@ interface LegPart {
  * processes (two cells of one chain). Where the parts ran on different
  * chains, each chain's services did only that part's work.
  */
-function splitByPart(
+export function splitByPart(
   result: LegResult,
   parts: readonly LegPart[],
   concurrency: number,
