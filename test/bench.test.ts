@@ -30,7 +30,7 @@ import { writeBenchFiles } from "../lab/bench/write-bench.js";
 /**
  * Throughput at high concurrency, platform/plain, over the six cells at 32
  * clients (geometric mean), at least this (target: 0.95 for every cell; a
- * full run on a quiet machine measures 0.89-1.09 per cell). One quick cell is a quarter
+ * full run on a quiet machine measures 0.86-1.04 per cell). One quick cell is a quarter
  * second of load, and others' work on 2 shared cores moves a single cell's
  * ratio anywhere from 0.3 to 1.6, so a bound per cell would fail at random;
  * the mean of six holds still. It catches the platform refusing or stalling
