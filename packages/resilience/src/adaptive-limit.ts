@@ -47,13 +47,13 @@ import type { Clock } from "./clock.js";
  * its long average once per sample unless it is wrapped in a windowed
  * limit): a busy healthy dependency (hundreds of calls a second) moves it
  * within seconds, a stalled one (a few calls a second at the floor) over
- * minutes. Counted in windows instead (600, five minutes
- * of 500 ms windows, until 2026-12), a process that had served one client
- * at a time learned a baseline of a millisecond or two, and a saturating
- * but healthy load afterwards (every latency up with CPU contention) held
- * every hop at its floor for minutes: 30 % less throughput than the same
- * load on a fresh process (docs/isolation.md, "The baseline learns from
- * calls, not from time"). Timeouts never feed it (so a stall cannot teach
+ * minutes. Counted in windows instead (600 windows of 500 ms, five
+ * minutes, until 2026-12), a process that had served one client at a time
+ * learned a baseline of a millisecond or two, and a saturating but healthy
+ * load afterwards (every latency up with CPU contention) held every hop at
+ * its floor for minutes: 30 % less throughput than the same load on a fresh
+ * process (docs/isolation.md, "The baseline learns from calls, not from
+ * time"). Timeouts never feed it (so a stall cannot teach
  * it that stalling is normal), and a window of nothing but timeouts before
  * any baseline exists shrinks the limit as the steepest gradient does. When
  * latency recovers after a long slowdown the baseline has crept up; while
