@@ -17,6 +17,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import pg from "pg";
 import { insertOrderStatement } from "../../services/orders/src/order-statements.js";
+import { ceilingApplicationName } from "./backend-chain.js";
 
 /** What the services' transactions send with BEGIN (packages/database tx.ts); the value is a deadline's remaining time. */
 const statementTimeoutMs = 4995;
@@ -35,7 +36,7 @@ async function tx<T>(client: pg.PoolClient, readOnly: boolean, fn: () => Promise
 
 /** A pool as large as the concurrency (pgbench -c N opens N connections). */
 export function ceilingPool(databaseUrl: string, concurrency: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, application_name: "bench-db-ceiling" });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, application_name: ceilingApplicationName });
   pool.on("error", () => {});
   return pool;
 }

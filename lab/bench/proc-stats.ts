@@ -38,11 +38,20 @@ export function cpuMs(pid: number | undefined): number {
  * counting what it had used, and the total never goes backwards. What a
  * backend used between its last sample and its end is lost (little: it was
  * idle before it closed).
+ *
+ * Backends can be put in groups (`assign`: the chain whose database a
+ * backend serves, from pg_stat_activity), so that in a leg where both
+ * chains ran each is charged its own backends' CPU rather than a share of
+ * the whole server's; the rest (the postmaster, its background processes,
+ * backends not assigned) is the server's own.
  */
 export class ProcessTreeCpu {
   private readonly lastSeen = new Map<number, number>();
+  /** A pid keeps the group it was first given: a backend serves one database for its whole life. */
+  private readonly groups = new Map<number, string>();
   constructor(private readonly rootPid: number) {}
 
+  /** Reads every child's counter; the total so far, ms. */
   totalMs(): number {
     this.lastSeen.set(this.rootPid, cpuMs(this.rootPid) || (this.lastSeen.get(this.rootPid) ?? 0));
     for (const entry of readdirSync("/proc")) {
@@ -53,6 +62,22 @@ export class ProcessTreeCpu {
     }
     let total = 0;
     for (const v of this.lastSeen.values()) total += v;
+    return total;
+  }
+
+  /**
+   * Puts backends in groups. Call it just before `totalMs()`: a backend read
+   * while still in no group and assigned later would move what it had used
+   * from the server's own share to its group's between two samples.
+   */
+  assign(groups: ReadonlyMap<number, string>): void {
+    for (const [pid, group] of groups) if (!this.groups.has(pid)) this.groups.set(pid, group);
+  }
+
+  /** As of the last `totalMs()`: the CPU of the children in `group`, or (undefined) of everything in none, ms. */
+  groupMs(group: string | undefined): number {
+    let total = 0;
+    for (const [pid, v] of this.lastSeen) if (this.groups.get(pid) === group) total += v;
     return total;
   }
 }

@@ -57,6 +57,7 @@ export interface BenchOptions {
 }
 
 export type CpuSample = Partial<Record<CountedService | "postgres", number>>;
+type CpuCounters = CpuSample & { postgresServer?: number };
 
 /** One cell's part of one leg. */
 export interface LegRecord extends TargetResult {
@@ -95,8 +96,15 @@ const maxRequestsPerLeg = 200_000;
 const minRequestsAtOneClient = 40;
 const maxStretch = 4;
 
-function cpuNow(sys: Systems, postgres: ProcessTreeCpu, system: System | "db"): CpuSample {
-  const sample: CpuSample = { postgres: postgres.totalMs() };
+/**
+ * The CPU counters a leg's part is charged from. "postgres" is the
+ * backends that served `system`'s database; "postgresServer" the server's
+ * own processes (postmaster, checkpointer, WAL writer, the bench's
+ * watchers), which no chain owns. Call after `postgres.assign()`.
+ */
+function cpuNow(sys: Systems, postgres: ProcessTreeCpu, system: System | "db"): CpuCounters {
+  postgres.totalMs();
+  const sample: CpuCounters = { postgres: postgres.groupMs(system), postgresServer: postgres.groupMs(undefined) };
   if (system !== "db") for (const s of countedServices) sample[s] = cpuMs(sys.pid(system, s));
   return sample;
 }
@@ -110,11 +118,15 @@ function ownCpuMs(sys: Systems, postgres: ProcessTreeCpu, worker: LoadWorker): n
 
 /**
  * The CPU each process spent in a leg, for one part of it: `own` of the
- * part's chain's services, `shared` of PostgreSQL's (both chains use it).
+ * part's chain's services and database backends, `shared` of the database
+ * server's own processes (both chains use the server). "postgres" is the
+ * two together.
  */
-function cpuDelta(before: CpuSample, after: CpuSample, own: number, shared: number): CpuSample {
+function cpuDelta(before: CpuCounters, after: CpuCounters, own: number, shared: number): CpuSample {
   const d: CpuSample = {};
-  for (const k of Object.keys(after) as Array<keyof CpuSample>) d[k] = ((after[k] ?? 0) - (before[k] ?? 0)) * (k === "postgres" ? shared : own);
+  const delta = (k: keyof CpuCounters) => (after[k] ?? 0) - (before[k] ?? 0);
+  for (const k of [...countedServices, "postgres"] as const) if (after[k] !== undefined) d[k] = delta(k) * own;
+  d.postgres = (d.postgres ?? 0) + delta("postgresServer") * shared;
   return d;
 }
 
@@ -180,6 +192,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
         label: `${chains.join("_")}-${round}-${legs.length}`,
       };
       await worker.prepare(full);
+      postgres.assign(await sys.backendChains());
       const before = new Map(chains.map((c) => [c, cpuNow(sys, postgres, c)]));
       const foreignBefore = machineBusyMs() - ownCpuMs(sys, postgres, worker);
       const result = await worker.go(full);
@@ -187,6 +200,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       // and the next leg does not start with this one's backlog.
       for (const c of chains) await sys.drainReceipts(c);
       const foreignCpuMs = Math.max(0, machineBusyMs() - ownCpuMs(sys, postgres, worker) - foreignBefore);
+      postgres.assign(await sys.backendChains());
       const after = new Map(chains.map((c) => [c, cpuNow(sys, postgres, c)]));
       return splitByPart(result, parts, spec.concurrency).map(({ part, result: r, elapsedMs, own, shared }) => ({
         ...r,

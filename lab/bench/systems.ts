@@ -9,8 +9,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { plainDatabaseName } from "../plain-chain/plain-database.js";
 import { startPlainChain, type PlainChain } from "../plain-chain/start-plain-chain.js";
 import { startLabPlatform, type LabPlatform } from "../platform/lab-platform.js";
+import { backendChains, type BackendRow } from "./backend-chain.js";
 import type { Cell, CountedService, System } from "./cells.js";
 import type { Protocol, Target } from "./leg.js";
 import { parentPid } from "./proc-stats.js";
@@ -21,6 +23,8 @@ export interface Systems {
   /** The postmaster: its process tree's CPU is the database's. */
   postgresPid: number;
   pid(system: System, service: CountedService): number | undefined;
+  /** The PostgreSQL backends working for each chain (or the database ceiling) now, by pid (backend-chain.ts). */
+  backendChains(): Promise<Map<number, System | "db">>;
   /** Resolves once the receipts queue of that chain ("db": the ceiling's, the plain chain's) is empty, or after `drainTimeoutMs`. */
   drainReceipts(system: System | "db"): Promise<void>;
   target(system: System, cell: Cell): Target;
@@ -88,12 +92,21 @@ export async function startSystems(log: (line: string) => void, opts: SystemsOpt
     const postgresPid = await postmasterPid(platform.databaseUrl);
     const p = plain;
     const queues = { platform: queueWatch(platform.databaseUrl), plain: queueWatch(p.databaseUrl) };
+    const activity = new pg.Pool({ connectionString: platform.databaseUrl, max: 1, application_name: "bench-backend-watch" });
+    activity.on("error", () => {});
     const gatewayUrl = (system: System, protocol: Protocol) =>
       system === "platform" ? platform.gatewayUrl : protocol === "grpc-h2c" ? p.gatewayH2cUrl : p.gatewayHttp1Url;
     return {
       ceilingDatabaseUrl: p.databaseUrl,
       postgresPid,
       pid: (system, service) => (system === "platform" ? platform.services[service].process.pid : p.pid(service)),
+      async backendChains() {
+        // The platform's database is the one its URL connects to (the server's default when it names none).
+        const r = await activity.query<BackendRow & { current: string }>(
+          "SELECT pid, datname, coalesce(application_name, '') AS \"applicationName\", current_database() AS current FROM pg_stat_activity",
+        );
+        return backendChains(r.rows, { platform: r.rows[0]?.current ?? "", plain: plainDatabaseName });
+      },
       target(system, cell) {
         const baseUrl =
           cell.service === "gateway" ? gatewayUrl(system, cell.protocol) : system === "platform" ? platform.services[cell.service].url : p.urls[cell.service];
@@ -102,7 +115,7 @@ export async function startSystems(log: (line: string) => void, opts: SystemsOpt
       },
       drainReceipts: (system) => queues[system === "db" ? "plain" : system].drained(),
       async close() {
-        await Promise.all([queues.platform.close(), queues.plain.close()]);
+        await Promise.all([queues.platform.close(), queues.plain.close(), activity.end()]);
         await p.stop();
         await platform.close();
         rmSync(plainLogs, { recursive: true, force: true });
