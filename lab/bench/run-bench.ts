@@ -97,16 +97,21 @@ const minRequestsAtOneClient = 40;
 const maxStretch = 4;
 
 /**
- * The CPU counters a leg's part is charged from. "postgres" is the
- * backends that served `system`'s database; "postgresServer" the server's
+ * The CPU counters a leg's part is charged from, for every chain of the leg
+ * at one instant (PostgreSQL's process tree read once). "postgres" is the
+ * backends that served the chain's database; "postgresServer" the server's
  * own processes (postmaster, checkpointer, WAL writer, the bench's
  * watchers), which no chain owns. Call after `postgres.assign()`.
  */
-function cpuNow(sys: Systems, postgres: ProcessTreeCpu, system: System | "db"): CpuCounters {
+function cpuNow(sys: Systems, postgres: ProcessTreeCpu, systems: readonly (System | "db")[]): Map<System | "db", CpuCounters> {
   postgres.totalMs();
-  const sample: CpuCounters = { postgres: postgres.groupMs(system), postgresServer: postgres.groupMs(undefined) };
-  if (system !== "db") for (const s of countedServices) sample[s] = cpuMs(sys.pid(system, s));
-  return sample;
+  return new Map(
+    systems.map((system) => {
+      const sample: CpuCounters = { postgres: postgres.groupMs(system), postgresServer: postgres.groupMs(undefined) };
+      if (system !== "db") for (const s of countedServices) sample[s] = cpuMs(sys.pid(system, s));
+      return [system, sample];
+    }),
+  );
 }
 
 /** Everything the bench runs: both chains, the database, the load worker, this process. */
@@ -193,7 +198,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       };
       await worker.prepare(full);
       postgres.assign(await sys.backendChains());
-      const before = new Map(chains.map((c) => [c, cpuNow(sys, postgres, c)]));
+      const before = cpuNow(sys, postgres, chains);
       const foreignBefore = machineBusyMs() - ownCpuMs(sys, postgres, worker);
       const result = await worker.go(full);
       // The receipts the leg queued are its work too: the CPU sample waits for the worker to send them,
@@ -201,7 +206,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       for (const c of chains) await sys.drainReceipts(c);
       const foreignCpuMs = Math.max(0, machineBusyMs() - ownCpuMs(sys, postgres, worker) - foreignBefore);
       postgres.assign(await sys.backendChains());
-      const after = new Map(chains.map((c) => [c, cpuNow(sys, postgres, c)]));
+      const after = cpuNow(sys, postgres, chains);
       return splitByPart(result, parts, spec.concurrency).map(({ part, result: r, elapsedMs, own, shared }) => ({
         ...r,
         elapsedMs,
