@@ -55,9 +55,11 @@ function hopRows(s: BenchSummary): string[][] {
 
 function cpuRows(s: BenchSummary): string[][] {
   const cols: Array<CountedService | "postgres"> = [...[...hopOrder].reverse(), "receipts", "mailer", "postgres"];
-  const rows = [["CPU ms per request (gRPC, high concurrency)", "chain", ...cols]];
+  const rows = [["CPU ms per request (gRPC, high concurrency)", "chain", ...cols, "receipts queued at leg end, per order"]];
   for (const c of s.cells.filter((x) => x.method && x.protocol === "grpc-h2c" && x.concurrency > 1)) {
-    for (const system of ["platform", "plain"] as const) rows.push([c.method!, system, ...cols.map((k) => f(c[system].cpuMsPerRequest[k] ?? Number.NaN, 2))]);
+    for (const system of ["platform", "plain"] as const) {
+      rows.push([c.method!, system, ...cols.map((k) => f(c[system].cpuMsPerRequest[k] ?? Number.NaN, 2)), f(c[system].receiptsQueuedPerRequest, 2)]);
+    }
   }
   return rows;
 }
@@ -100,6 +102,30 @@ export function failureLines(s: BenchSummary): string[] {
   return [...seen.values()];
 }
 
+/**
+ * Share of a chain's orders whose receipts were still queued when its legs ended, above which the
+ * throughput ratio is flagged: that chain was credited with orders whose receipt work (queue,
+ * mailer, database) it had not done yet. 0.1: a tenth of an order's CPU is about the ratio's
+ * own noise.
+ */
+export const receiptsBacklogWarnAt = 0.1;
+
+/** A line for each high-concurrency cell whose chain left receipt work for after its legs. */
+export function backlogLines(s: BenchSummary): string[] {
+  const lines: string[] = [];
+  for (const c of s.cells.filter((x) => x.method === "PlaceOrder" && x.concurrency > 1)) {
+    for (const system of ["platform", "plain"] as const) {
+      const q = c[system].receiptsQueuedPerRequest;
+      if (q > receiptsBacklogWarnAt) {
+        lines.push(
+          `${c.id}: the ${system} chain left ${f(q, 2)} receipts per order queued at its legs' end: its throughput includes work it had not done yet (its CPU column includes the drain)`,
+        );
+      }
+    }
+  }
+  return lines;
+}
+
 /** How much of the machine others used while we measured: ratios from a busy machine deserve less trust. */
 export function noiseLine(s: BenchSummary): string {
   return `other processes used ${f(s.foreignCores, 2)} cores on average while legs ran${s.foreignCores > 0.25 ? " (a busy machine: read the ratios with care)" : ""}`;
@@ -118,7 +144,7 @@ export function textReport(s: BenchSummary): string {
   return sections
     .filter((x): x is string[][] => x !== undefined)
     .map(renderTable)
-    .concat([...failureLines(s), noiseLine(s)].join("\n"))
+    .concat([...failureLines(s), ...backlogLines(s), noiseLine(s)].join("\n"))
     .join("\n\n");
 }
 
@@ -157,6 +183,8 @@ export function markdownReport(s: BenchSummary, info: RunInfo): string {
     "- CPU: user + system time of each process over the legs (/proc), divided by the requests served (in a shared leg,",
     "  a chain's processes are also counted while idle in the other chain's slices). postgres: the backends serving the",
     "  chain's own database (pg_stat_activity), plus the server's own processes' CPU split by the time in each chain's calls.",
+    "  The receipts each leg queued are sent before its CPU is read; receipts queued at leg end: the jobs still in the",
+    "  chain's queue when its load stopped, per order (a chain that falls behind gets throughput it has not paid for).",
     "- database alone: one PlaceOrder's statements from a pg pool with no Node hop; share = PlaceOrder req/s through",
     "  the gateway over gRPC at the same concurrency / that rate.",
     "",
@@ -175,6 +203,8 @@ export function markdownReport(s: BenchSummary, info: RunInfo): string {
   if (s.hops.length > 0) parts.push("", markdownTable(hopRows(s)));
   parts.push("", markdownTable(cpuRows(s)), "", markdownTable(memoryRows(s)));
   if (s.ceiling.length > 0) parts.push("", markdownTable(ceilingRows(s)));
+  const backlog = backlogLines(s);
+  if (backlog.length > 0) parts.push("", ...backlog.map((l) => `- ${l}`));
   const failures = failureLines(s);
   if (failures.length > 0) parts.push("", "Failures (the first message of each kind):", "", ...failures.map((l) => `- ${l}`));
   return `${parts.join("\n")}\n`;

@@ -72,6 +72,12 @@ export interface LegRecord extends TargetResult {
   cpuMs: CpuSample;
   /** CPU ms other processes on the machine took during the leg (noise the bench cannot remove). */
   foreignCpuMs: number;
+  /**
+   * Receipt jobs the chain's queue still held when the leg's load stopped (its drain is
+   * in `cpuMs`, not in `elapsedMs`): work the leg's throughput got without paying for it yet.
+   * In a leg shared by both chains, each chain's own queue. Absent for the database ceiling.
+   */
+  receiptsQueuedAtEnd?: number;
 }
 
 export interface BenchRun {
@@ -201,6 +207,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
       const before = cpuNow(sys, postgres, chains);
       const foreignBefore = machineBusyMs() - ownCpuMs(sys, postgres, worker);
       const result = await worker.go(full);
+      const queued = new Map<System, number>();
+      for (const c of chains) if (c !== "db") queued.set(c, await sys.queuedReceipts(c));
       // The receipts the leg queued are its work too: the CPU sample waits for the worker to send them,
       // and the next leg does not start with this one's backlog.
       for (const c of chains) await sys.drainReceipts(c);
@@ -216,6 +224,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
         concurrency: spec.concurrency,
         cpuMs: cpuDelta(before.get(part.system)!, after.get(part.system)!, own, shared),
         foreignCpuMs: foreignCpuMs * shared,
+        ...(part.system === "db" ? {} : { receiptsQueuedAtEnd: queued.get(part.system) ?? 0 }),
       }));
     };
     const measure = (round: number, system: System, m: Measurement, seconds: number) => {

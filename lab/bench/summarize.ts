@@ -30,6 +30,12 @@ export interface SideStats {
   requests: number;
   /** CPU ms per successful request, by process. */
   cpuMsPerRequest: Partial<Record<CountedService | "postgres", number>>;
+  /**
+   * Receipt jobs left in the chain's queue when its legs' load stopped, per successful request
+   * (run-bench.ts `receiptsQueuedAtEnd`): the share of the orders whose receipt work the
+   * throughput did not pay for. NaN when the legs did not count it.
+   */
+  receiptsQueuedPerRequest: number;
 }
 
 export interface CellSummary {
@@ -114,6 +120,8 @@ function side(legs: LegRecord[]): SideStats {
     failureSamples: Object.assign({}, ...[...legs].reverse().map((l) => l.failureSamples)) as Record<string, string>,
     requests,
     cpuMsPerRequest,
+    receiptsQueuedPerRequest:
+      requests > 0 && legs.every((l) => l.receiptsQueuedAtEnd !== undefined) ? sum(legs.map((l) => l.receiptsQueuedAtEnd ?? 0)) / requests : Number.NaN,
   };
 }
 

@@ -27,6 +27,8 @@ export interface Systems {
   backendChains(): Promise<Map<number, System | "db">>;
   /** Resolves once the receipts queue of that chain ("db": the ceiling's, the plain chain's) is empty, or after `drainTimeoutMs`. */
   drainReceipts(system: System | "db"): Promise<void>;
+  /** Receipt jobs that chain's queue holds now (queued or running). */
+  queuedReceipts(system: System): Promise<number>;
   target(system: System, cell: Cell): Target;
   close(): Promise<void>;
 }
@@ -48,10 +50,14 @@ async function postmasterPid(databaseUrl: string): Promise<number> {
 const drainTimeoutMs = 30_000;
 
 /** Watches one database's receipts queue (graphile-worker's jobs table in the receipts schema). */
-function queueWatch(databaseUrl: string): { drained(): Promise<void>; close(): Promise<void> } {
+function queueWatch(databaseUrl: string): { drained(): Promise<void>; queued(): Promise<number>; close(): Promise<void> } {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, application_name: "bench-queue-watch" });
   pool.on("error", () => {});
   return {
+    async queued() {
+      const r = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM receipts._private_jobs");
+      return r.rows[0]?.n ?? 0;
+    },
     async drained() {
       const until = performance.now() + drainTimeoutMs;
       while (performance.now() < until) {
@@ -114,6 +120,7 @@ export async function startSystems(log: (line: string) => void, opts: SystemsOpt
         return { kind: "rpc", baseUrl, protocol: cell.protocol, idempotencyHeader: cell.service === "checkout" };
       },
       drainReceipts: (system) => queues[system === "db" ? "plain" : system].drained(),
+      queuedReceipts: (system) => queues[system].queued(),
       async close() {
         await Promise.all([queues.platform.close(), queues.plain.close(), activity.end()]);
         await p.stop();

@@ -1,8 +1,8 @@
 import pg from "pg";
 
 /** The pool a plain service opens: the platform's size (DB_POOL_MAX defaults to 10), nothing else. */
-export function plainPool(connectionString: string, applicationName: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max, application_name: applicationName });
+export function plainPool(connectionString: string, applicationName: string, max = 10, options?: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, application_name: applicationName, ...(options ? { options } : {}) });
   // An idle connection dying must not kill the process (pg-pool drops it already).
   pool.on("error", () => {});
   return pool;

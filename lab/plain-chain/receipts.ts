@@ -11,7 +11,7 @@
 import { run } from "graphile-worker";
 import { mailerV1 } from "@platform/proto";
 import { closer, grpcClient, requiredEnv, runPlainService } from "./plain-runtime.js";
-import { plainPool, transaction } from "./plain-transaction.js";
+import { plainPool } from "./plain-transaction.js";
 
 /** services/receipts' defaults: RECEIPTS_CONCURRENCY, RECEIPTS_POLL_INTERVAL_MS, and DB_POOL_MAX less the queue's connections. */
 const concurrency = 8;
@@ -22,7 +22,7 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 runPlainService("plain-receipts", async () => {
   const databaseUrl = requiredEnv("DATABASE_URL");
   const db = plainPool(databaseUrl, "plain-receipts", bookkeepingConnections);
-  const queuePool = plainPool(databaseUrl, "plain-receipts-queue", concurrency + 2);
+  const queuePool = plainPool(databaseUrl, "plain-receipts-queue", concurrency + 2, "-c plan_cache_mode=force_generic_plan");
   const mailer = grpcClient(mailerV1.MailerService, requiredEnv("MAILER_URL"));
   const runner = await run({
     pgPool: queuePool,
@@ -30,28 +30,27 @@ runPlainService("plain-receipts", async () => {
     concurrency,
     pollInterval: pollIntervalMs,
     noHandleSignals: true,
-    // The platform's worker sets these (services/receipts/src/queue.ts says why); they decide how
-    // completions reach the database, so the plain worker sets them too: the same SQL on both sides.
-    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+    // The platform's worker sets these and the generic plans above (services/receipts/src/queue.ts
+    // `defaultTuning`; docs/outbox.md has why); they decide how jobs are fetched and completed, so the
+    // plain worker sets them too: the same SQL on both sides. Without them (until 2026-12-07) this
+    // worker fell behind under load and the bench credited the plain chain with receipts not yet sent.
+    preset: { worker: { completeJobBatchDelay: 10, failJobBatchDelay: 0, localQueue: { size: concurrency + 1 } } },
     taskList: {
       async send_receipt(payload) {
         const orderId = (payload as { orderId?: unknown } | null)?.orderId;
         if (typeof orderId !== "string" || !uuid.test(orderId)) return;
-        const started = await transaction(db, (c) =>
-          c.query(
-            `UPDATE receipts.receipts SET attempts = attempts + 1, updated_at = now()
-              WHERE order_id = $1 AND state = 'pending' RETURNING attempts`,
-            [orderId],
-          ),
+        // Each step one statement that commits on its own, as services/receipts/src/receipt-store.ts does.
+        const started = await db.query(
+          `UPDATE receipts.receipts SET attempts = attempts + 1, updated_at = now()
+            WHERE order_id = $1 AND state = 'pending' RETURNING attempts`,
+          [orderId],
         );
         if (started.rowCount === 0) return;
         const res = await mailer.sendReceipt({ idempotencyKey: orderId, orderId });
-        await transaction(db, (c) =>
-          c.query(
-            `UPDATE receipts.receipts SET state = 'sent', message_id = $2, sent_at = now(), last_error = NULL, updated_at = now()
-              WHERE order_id = $1 AND state = 'pending'`,
-            [orderId, res.messageId],
-          ),
+        await db.query(
+          `UPDATE receipts.receipts SET state = 'sent', message_id = $2, sent_at = now(), last_error = NULL, updated_at = now()
+            WHERE order_id = $1 AND state = 'pending'`,
+          [orderId, res.messageId],
         );
       },
     },
