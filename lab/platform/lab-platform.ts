@@ -164,7 +164,9 @@ export async function startLabPlatform(
         await restarted?.stop("fast");
         await onStopped?.();
       } finally {
-        if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+        // STORM_KEEP_DATA=1 keeps every run's logs and database for a look afterwards (docs/storm-lab.md).
+        if (!opts.keepData && !process.env["STORM_KEEP_DATA"]) rmSync(dataDir, { recursive: true, force: true });
+        else console.error(`storm lab: kept the ${profile} run's data in ${dataDir} (services' logs in logs/)`);
       }
     },
   };

@@ -322,6 +322,39 @@ describe("IntakeController", () => {
       assert.equal(admitted, 20);
     });
 
+    it("paces what the rate admits beyond the fraction: a wave of retries arriving at once gets a burst's worth, not the share of the whole window", () => {
+      // Cut to 20 % while 20/s were still served (40 of 200, judged at 200 calls).
+      const t = setup({ minVolume: 200 });
+      t.ok(40);
+      t.fail(160);
+      assert.deepEqual(state(t.ctl), ["cut", 0.2]);
+      assert.equal(t.ctl.snapshot().servedRatePerSec, 20);
+      t.clock.advance(2_100); // nothing arrived since: the rate window is empty, the bucket full (250 ms at 20/s: 5)
+      // 100 users rejected together come back within 10 ms. Measured over the 2 s window they are
+      // 50/s, so the rate's share is 0.4 and more for the first of them: unpaced, about 77 of them
+      // went in at once, nearly four seconds of what the chain was serving.
+      let admitted = 0;
+      for (let i = 0; i < 100; i++) {
+        if (t.ctl.admit()) admitted++;
+        t.clock.advance(0.1);
+      }
+      // The fraction's 20 % of them (about 20) and the bucket's 5 tokens.
+      assert.ok(admitted >= 15 && admitted <= 32, `admitted ${admitted} of a wave of 100`);
+      // The bucket refills at the rate: once the wave has left the rate window, a steady trickle
+      // below the rate goes in whole (one step up since: 30 % and 30/s).
+      t.clock.advance(2_100);
+      let trickle = 0;
+      for (let i = 0; i < 10; i++) {
+        if (t.ctl.admit()) trickle++;
+        t.clock.advance(100);
+      }
+      assert.equal(trickle, 10);
+    });
+
+    it("refuses a burst size that is not positive", () => {
+      assert.throws(() => setup({ rateBurstMs: 0 }), /rateBurstMs must be positive/);
+    });
+
     it("when capacity really fell, repeated halvings still take the rate down geometrically", () => {
       const t = cutAt20PerSec();
       // Each round steps up first (raising the rate with the fraction), then halves: the steps do not undo the halvings.

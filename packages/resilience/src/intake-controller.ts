@@ -28,6 +28,15 @@ import { WindowedCounter } from "./windowed-counter.js";
  *   whatever arrives: after a 5x spike is cut to the 20% still served, the
  *   return to normal load would be cut to 20% of it too, far below what
  *   the system serves, for the whole stepwise recovery;
+ * - what the rate admits beyond the fraction is paced (a token bucket
+ *   filled at that rate, holding at most `rateBurstMs` of it): the share
+ *   it grants is computed from arrivals over the whole rate window, so
+ *   without pacing a wave of retries arriving within a fraction of a
+ *   second (users rejected together come back together) was admitted at
+ *   several times the rate the chain serves, overflowed the queues behind
+ *   the edge, and the refusals that followed halved intake again: on one
+ *   core after the storm lab's spike, intake sat at its 5 % floor when the
+ *   users left (docs/storm-lab.md, "metastable on a slow host");
  * - manual: an operator's fixed fraction; releasing it resumes gradual
  *   recovery from that fraction rather than jumping to 100%.
  *
@@ -60,6 +69,8 @@ export interface IntakeControllerOptions {
   minFraction?: number;
   /** Window over which arrival and served rates are measured. Default 2_000 ms. */
   rateWindowMs?: number;
+  /** The largest burst the rate admits beyond the fraction, as this long at that rate (at least one request). Default 250 ms. */
+  rateBurstMs?: number;
   onTransition?: (event: IntakeTransition) => void;
 }
 
@@ -109,6 +120,10 @@ export class IntakeController {
   private servedRate: number | undefined;
   /** The rate noted at the latest cut or halving, before any step up scaled it. */
   private rateAtCut: number | undefined;
+  private readonly rateBurstMs: number;
+  /** The rate's token bucket: admissions beyond the fraction it still allows, as of `tokensAt`. Empty at every cut and halving; a step up keeps it. */
+  private tokens = 0;
+  private tokensAt: number;
   private readonly listeners = new Listeners<IntakeTransition>();
   private state: IntakeState = "normal";
   private fraction = 1;
@@ -141,7 +156,10 @@ export class IntakeController {
     this.arrivals = new WindowedCounter(opts.clock, rateWindowMs);
     this.served = new WindowedCounter(opts.clock, rateWindowMs);
     this.rateWindowSec = rateWindowMs / 1000;
+    this.rateBurstMs = opts.rateBurstMs ?? 250;
+    if (!(this.rateBurstMs > 0)) throw new RangeError(`rateBurstMs must be positive, got ${this.rateBurstMs}`);
     this.changedAt = opts.clock.now();
+    this.tokensAt = this.changedAt;
     if (opts.onTransition) this.listeners.add(opts.onTransition);
   }
 
@@ -154,10 +172,31 @@ export class IntakeController {
   admit(): boolean {
     this.tick();
     this.arrivals.add(1);
-    const fraction = this.effectiveFraction();
-    if (fraction >= 1) return true;
-    if (fraction <= 0) return false;
-    return this.random() < fraction;
+    if (this.fraction >= 1) return true;
+    const share = this.effectiveFraction();
+    if (share <= this.fraction) return this.fraction > 0 && this.random() < this.fraction;
+    // The rate lets in more than the fraction: a draw below the fraction is admitted as always,
+    // one between the fraction and the share only while the rate's bucket holds a token.
+    const r = this.random();
+    return r < this.fraction || (r < share && this.takeToken());
+  }
+
+  /** Right after trouble nothing beyond the fraction goes in at once: the rate's tokens start from none. */
+  private emptyBucket(): void {
+    this.tokens = 0;
+    this.tokensAt = this.clock.now();
+  }
+
+  /** Takes one of the rate's tokens (see the class comment) if the bucket holds one. */
+  private takeToken(): boolean {
+    const rate = this.servedRate ?? 0;
+    const now = this.clock.now();
+    const capacity = Math.max(1, (rate * this.rateBurstMs) / 1000);
+    this.tokens = Math.min(capacity, this.tokens + ((now - this.tokensAt) * rate) / 1000);
+    this.tokensAt = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
   }
 
   /** The fraction, raised when fewer requests arrive than the rate noted at the cut. */
@@ -193,6 +232,7 @@ export class IntakeController {
       this.change("cut", fraction, verdict);
       this.servedRate = servedRate > 0 ? servedRate : undefined;
       this.rateAtCut = this.servedRate;
+      this.emptyBucket();
     } else {
       // The share halves, and so, at most, does the rate: what is served
       // now, but not less than half the rate noted before. Right after a
@@ -209,6 +249,7 @@ export class IntakeController {
       this.change("cut", Math.max(this.minFraction, this.fraction / 2), verdict);
       this.servedRate = servedRate > 0 ? servedRate : undefined;
       this.rateAtCut = this.servedRate;
+      this.emptyBucket();
     }
   }
 
