@@ -29,6 +29,16 @@ const state = (ctl: IntakeController) => {
   return [s.state, s.admitFraction] as const;
 };
 
+/** Admits `n` requests arriving `perSec` a second; returns how many of the last `counted` were let in. */
+function arrive(t: ReturnType<typeof setup>, n: number, perSec: number, counted = n): number {
+  let admitted = 0;
+  for (let i = 0; i < n; i++) {
+    if (t.ctl.admit() && i >= n - counted) admitted++;
+    t.clock.advance(1000 / perSec);
+  }
+  return admitted;
+}
+
 describe("IntakeController", () => {
   it("admits everything in normal operation without drawing random numbers", () => {
     const { ctl, ok, draws } = setup();
@@ -242,15 +252,6 @@ describe("IntakeController", () => {
       t.clock.advance(quietMs); // the first step comes at 3 s
       return t;
     }
-    /** Admits `n` requests arriving `perSec` a second; returns how many of the last `counted` were let in. */
-    function arrive(t: ReturnType<typeof setup>, n: number, perSec: number, counted = n): number {
-      let admitted = 0;
-      for (let i = 0; i < n; i++) {
-        if (t.ctl.admit() && i >= n - counted) admitted++;
-        t.clock.advance(1000 / perSec);
-      }
-      return admitted;
-    }
 
     it("admits every request while fewer arrive than the rate still served at the cut", () => {
       const t = cutAt20PerSec();
@@ -333,22 +334,13 @@ describe("IntakeController", () => {
       // 100 users rejected together come back within 10 ms. Measured over the 2 s window they are
       // 50/s, so the rate's share is 0.4 and more for the first of them: unpaced, about 77 of them
       // went in at once, nearly four seconds of what the chain was serving.
-      let admitted = 0;
-      for (let i = 0; i < 100; i++) {
-        if (t.ctl.admit()) admitted++;
-        t.clock.advance(0.1);
-      }
+      const admitted = arrive(t, 100, 10_000);
       // The fraction's 20 % of them (about 20) and the bucket's 5 tokens.
       assert.ok(admitted >= 15 && admitted <= 32, `admitted ${admitted} of a wave of 100`);
       // The bucket refills at the rate: once the wave has left the rate window, a steady trickle
       // below the rate goes in whole (one step up since: 30 % and 30/s).
       t.clock.advance(2_100);
-      let trickle = 0;
-      for (let i = 0; i < 10; i++) {
-        if (t.ctl.admit()) trickle++;
-        t.clock.advance(100);
-      }
-      assert.equal(trickle, 10);
+      assert.equal(arrive(t, 10, 10), 10);
     });
 
     it("refuses a burst size that is not positive", () => {
