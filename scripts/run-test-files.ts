@@ -34,7 +34,6 @@ import { parseArgs } from "node:util";
 import { run } from "node:test";
 import { spec, tap } from "node:test/reporters";
 import { coreHalves } from "../packages/test-support/src/cpu-affinity.js";
-import { globalSetup, globalTeardown } from "../packages/test-support/src/shared-platform-server.js";
 import { partition, writeSharedProcessEntry } from "./shared-process.js";
 import { type FileTiming, startTimings } from "./test-timings.js";
 
@@ -120,11 +119,14 @@ async function runFiles(files: string[], concurrency: number, lanes?: { dir: str
   await Promise.all([finished(toTerminal), finished(toFile)]);
 }
 
-if (values["shared-platform"]) await globalSetup();
+// Imported only when asked for: the platform's modules (Connect, pg, the launcher) cost a run that
+// starts no platform half a CPU second (test/test-runner.test.ts runs this script a dozen times).
+const sharedPlatform = values["shared-platform"] ? await import("../packages/test-support/src/shared-platform-server.js") : undefined;
+await sharedPlatform?.globalSetup();
 try {
   await runFiles(together, concurrency);
 } finally {
-  if (values["shared-platform"]) await globalTeardown();
+  await sharedPlatform?.globalTeardown();
 }
 phases["parallel"] = (Date.now() - phaseStart) / 1000;
 // The files that measure the machine (capacity, rates, latency ratios under load): nothing else

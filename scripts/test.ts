@@ -29,7 +29,6 @@ import { join, relative, resolve } from "node:path";
 import { ownProcessMarker } from "./shared-process.js";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
 import { type FileTiming, formatTimings, sampleTree } from "./test-timings.js";
-import { changedSinceMain, selectTests } from "./test-selection.js";
 
 const root = process.cwd();
 /** TEST_TIMINGS=<file>: write each check's and each test file's wall and CPU seconds there (JSON) and print the heaviest. */
@@ -121,6 +120,9 @@ if (changedOnly) {
     process.stderr.write("npm test: --changed selects the files itself; give it no file names\n");
     process.exit(2);
   }
+  // Imported here only: the selection reads imports with the TypeScript compiler, whose
+  // module alone is 0.7 CPU seconds to load, and every other run would pay for it.
+  const { changedSinceMain, selectTests } = await import("./test-selection.js");
   const { base, files: changed } = changedSinceMain(root);
   const selection = selectTests(root, changed, allTests);
   process.stdout.write(`\n== --changed: ${changed.length} files changed since ${base}\n`);
