@@ -4,8 +4,13 @@
  * resolved from the given values, as compose does from .env.
  */
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
-import { parse } from "yaml";
+import type * as Yaml from "yaml";
+
+/** Loaded on first use: every test file imports this package, and few read the compose file. */
+let yaml: typeof Yaml | undefined;
+const yamlModule = () => (yaml ??= createRequire(import.meta.url)("yaml") as typeof Yaml);
 
 export interface ComposeService {
   environment?: Record<string, string | number> | string[];
@@ -15,7 +20,7 @@ export interface ComposeService {
 }
 
 export function readCompose(root: string): { services: Record<string, ComposeService>; secrets?: Record<string, { file?: string }> } {
-  return parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as {
+  return yamlModule().parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as {
     services: Record<string, ComposeService>;
     secrets?: Record<string, { file?: string }>;
   };

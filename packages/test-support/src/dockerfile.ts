@@ -5,8 +5,18 @@
  * healthcheck, user and working directory.
  */
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
-import { Arg, DockerfileParser, Env, Healthcheck, type Instruction } from "dockerfile-ast";
+import type * as DockerfileAst from "dockerfile-ast";
+import type { Arg, Instruction } from "dockerfile-ast";
+
+/**
+ * The parser, loaded on first use: every test file imports this package,
+ * and few read the Dockerfile (its module graph is a tenth of a CPU second
+ * to load).
+ */
+let parser: typeof DockerfileAst | undefined;
+const dockerfileAst = () => (parser ??= createRequire(import.meta.url)("dockerfile-ast") as typeof DockerfileAst);
 
 export interface Stage {
   name: string | undefined;
@@ -34,6 +44,7 @@ export function readDockerfile(root: string): ImageSpec {
 }
 
 export function parseDockerfile(text: string): ImageSpec {
+  const { Arg, DockerfileParser, Env, Healthcheck } = dockerfileAst();
   const dockerfile = DockerfileParser.parse(text);
   const globalArgs: Record<string, string> = {};
   for (const a of dockerfile.getInitialARGs()) Object.assign(globalArgs, argDefault(a));
