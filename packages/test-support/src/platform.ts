@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import pg from "pg";
+import { testClusterTemplates } from "@platform/embedded-postgres";
 import { startPlatform, type Platform, type PlatformOptions, type ServiceName } from "@platform/launcher";
 import { checkoutV1 } from "@platform/proto";
 import { readServiceManifests } from "@platform/registry";
@@ -52,7 +53,7 @@ export function transportFor(baseUrl: string, protocol: Protocol): Transport {
  * made by initdb per machine (and PostgreSQL build), instead of an initdb
  * per platform (@platform/embedded-postgres, cluster-template.ts).
  */
-export const testClusterTemplates = join(tmpdir(), "platform-test-postgres-templates");
+export { testClusterTemplates };
 
 /**
  * The platform as `npm start` runs it (embedded PostgreSQL, every deployed
