@@ -76,5 +76,5 @@ test("npm pack ships the JavaScript, the declarations and the README, no sources
 });
 
 test("the examples type-check against the package's declarations", async () => {
-  await run(process.execPath, ["node_modules/typescript/bin/tsc", "--noEmit", "-p", "examples/tsconfig.json"]);
+  await run(process.execPath, ["node_modules/typescript-7/bin/tsc", "--noEmit", "-p", "examples/tsconfig.json"]);
 });

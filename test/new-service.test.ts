@@ -414,7 +414,7 @@ describe("npm run new-service", () => {
       for (const [title, [cmd, args]] of [
         ["buf lint", [bin("buf"), ["lint"]]],
         ["buf format", [bin("buf"), ["format", "--diff", "--exit-code"]]],
-        ["tsc", [bin("tsc"), ["--noEmit", "-p", typeChecked]]],
+        ["tsc", [process.execPath, [join(copy, "node_modules/typescript-7/bin/tsc"), "--noEmit", "-p", typeChecked]]],
         ["unit", node(`services/${withDb.name}/src/${withDb.name}-service.spec.ts`, `services/${published.name}/src/${published.name}-service.spec.ts`)],
         ...overlays.map((o) => [`kustomize ${o}`, [kubectlPath(), ["kustomize", `deploy/k8s/overlays/${o}`]]] as const),
         ["kubernetes", node("test/kubernetes-manifests.test.ts")],
@@ -447,7 +447,10 @@ describe("npm run new-service", () => {
       if (r.status === 0) return;
       // Work in progress elsewhere in the working tree may not type-check;
       // fail only on errors that the generated services brought.
-      const theirs = spawnSync("npx", ["tsc", "--noEmit", "-p", "tsconfig.json"], { cwd: origin, encoding: "utf8" }).stdout;
+      const theirs = spawnSync(process.execPath, ["node_modules/typescript-7/bin/tsc", "--noEmit", "-p", "tsconfig.json"], {
+        cwd: origin,
+        encoding: "utf8",
+      }).stdout;
       const fresh = r.stdout.split("\n").filter((l) => /error TS/.test(l) && !theirs.includes(l));
       assert.deepEqual(fresh, [], tail(r));
     });
