@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { pino } from "pino";
-import { batchMs, flushWhileWritten, isoTime, mergeTraceFields } from "./logger.js";
+import { batchMs, flushWhileWritten, isoTime, mergeTraceFields, sonicBoomPatchProblems } from "./logger.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -97,4 +97,21 @@ test("mergeTraceFields: the line as it is when there is nothing to add, else pin
   assert.equal(mergeTraceFields(line, {}), line);
   assert.deepEqual(Object.keys(mergeTraceFields({ ...line }, { trace_id: "t" })), ["trace_id", "procedure", "code"]);
   assert.deepEqual(mergeTraceFields({ ...line }, { trace_id: "t" }), Object.assign({ trace_id: "t" }, line));
+});
+
+test("sonic-boom as installed carries the platform's patch; an unpatched flush is named", () => {
+  const destination = pino.destination({ dest: join(tmpdir(), "sonic-boom-patch-check.log"), sync: true });
+  try {
+    assert.deepEqual(sonicBoomPatchProblems(destination), []);
+  } finally {
+    destination.destroy();
+  }
+  const unpatched = {
+    flushSync() {
+      // sonic-boom 4.2.1's condition, which retried anything but EAGAIN/EBUSY for ever
+      const shouldRetry = false;
+      if (shouldRetry && !shouldRetry) throw new Error("never");
+    },
+  };
+  assert.match(sonicBoomPatchProblems(unpatched).join(), /retries a broken pipe for ever/);
 });

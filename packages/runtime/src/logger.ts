@@ -1,6 +1,7 @@
 import { pino, type Logger } from "pino";
 import { currentScope } from "@platform/resilience";
 import { traceFields } from "./tracing.js";
+import { reportUnpatched } from "./unpatched-dependency.js";
 
 export type { Logger };
 
@@ -23,7 +24,7 @@ export const batchMs = 50;
 export function createLogger(service: string, level: string): Logger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: batchBytes });
   flushWhileWritten(destination);
-  return pino(
+  const logger = pino(
     {
       level,
       base: { service, pid: process.pid },
@@ -40,6 +41,25 @@ export function createLogger(service: string, level: string): Logger {
     },
     destination,
   );
+  reportUnpatched("sonic-boom", sonicBoomPatchProblems(destination), logger);
+  return logger;
+}
+
+/**
+ * The fix patches/sonic-boom+4.2.1.patch makes (patches/README.md): the
+ * synchronous flush, which pino runs at exit, throws an error it cannot
+ * retry instead of retrying it every 100 ms for ever. Unpatched, a service
+ * whose stdout had become a broken pipe (its supervisor killed) never
+ * exited. Read from the flush's own source, which the services' bundles
+ * keep (names, not comments); supervisor-gone.spec.ts (the launcher's) holds
+ * what it does.
+ */
+export function sonicBoomPatchProblems(destination: object): string[] {
+  // An own property: sonic-boom picks the string or the buffer flavour per destination.
+  const flushSync = (destination as { flushSync?: unknown }).flushSync;
+  return String(flushSync).includes("!shouldRetry ||")
+    ? []
+    : ["its synchronous flush retries a broken pipe for ever, so a service whose supervisor died never exits"];
 }
 
 /** What the mixin returns when it has nothing to add (never written to: see mixinMergeStrategy). */
