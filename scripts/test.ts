@@ -233,21 +233,30 @@ function runTests(title: string, runnerArgs: string[]): void {
  * files under test/, the largest first (with files running in parallel, the
  * run's length is at least its longest file's, plus whatever started after
  * it), then the specs.
- *
- * In the parallel phase (`ownSpecsEarly`), the specs that keep a process of
- * their own start right after the `first` files: each is a few seconds of
- * mostly waiting on timeouts and servers of its own, and started last, as
- * until 2026-12-07, one of them (create-database, 8.5 s) was the phase's
- * tail with the cores idle. (The other specs share two processes, which
- * start at once.)
  */
-function heaviestFirst(list: string[], ownSpecsEarly = false): string[] {
+function heaviestFirst(list: string[]): string[] {
   const weight = (f: string) => {
     const text = readFileSync(resolve(root, f), "utf8");
-    const rank = /^\/\/ npm test: first\b/m.test(text) ? 3 : ownSpecsEarly && f.endsWith(".spec.ts") ? 2 : f.startsWith("test/") ? 1 : 0;
-    return rank * 1e9 + text.length;
+    return (/^\/\/ npm test: first\b/m.test(text) ? 2e9 : f.startsWith("test/") ? 1e9 : 0) + text.length;
   };
   return [...list].sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
+}
+
+/**
+ * The parallel phase's queue: heaviestFirst, except that the specs that
+ * keep a process of their own go right after the files that start at once
+ * with the shared spec processes (those hold slots of their own). Each of
+ * them is a few seconds of mostly waiting on timeouts and servers of its
+ * own. Last in the queue, as until 2026-12-07, one of them
+ * (create-database, 8.5 s) was the phase's tail with the cores idle; first,
+ * they held the free slots for half a minute while the generator test, the
+ * longest file, waited to start, and the cores were a quarter idle.
+ */
+function parallelQueue(list: string[], slots: number): string[] {
+  const ordered = heaviestFirst(list);
+  const ownSpecs = ordered.filter((f) => f.endsWith(".spec.ts"));
+  const files = ordered.filter((f) => !f.endsWith(".spec.ts"));
+  return [...files.slice(0, slots), ...ownSpecs, ...files.slice(slots)];
 }
 
 /**
@@ -297,5 +306,5 @@ runTests(`tests (${files.length} files, ${concurrency} at a time${sharedNote}${a
   ...shared.flatMap((f) => ["--shared", f]),
   ...heaviestFirst(aloneOnOneCore).flatMap((f) => ["--alone-one-core", f]),
   ...heaviestFirst(alone.filter((f) => !aloneOnOneCore.includes(f))).flatMap((f) => ["--alone", f]),
-  ...heaviestFirst(together, true),
+  ...parallelQueue(together, Math.max(1, concurrency - Math.min(sharedProcesses, shared.length))),
 ]);
