@@ -159,7 +159,7 @@ if (only.length === 0 && !changedOnly) {
     { title: "buf lint", cmd: bin("buf"), args: ["lint"] },
     { title: "buf format", cmd: bin("buf"), args: ["format", "--diff", "--exit-code"] },
     { title: "buf breaking", cmd: process.execPath, args: ["--import", "tsx", "scripts/proto-breaking.ts"] },
-    // TypeScript 7's checker (native): the same verdicts as 5.9's on this tree, a fifth of the CPU (docs/testing.md, "The checks").
+    // TypeScript 7's checker (native): the same verdicts as 5.9's on this tree, a fifth of the CPU (docs/testing.md, "Two TypeScripts, one checker").
     { title: "typecheck", cmd: process.execPath, args: [join(root, "node_modules", "typescript-7", "bin", "tsc"), "--noEmit", "-p", "tsconfig.json"] },
     ...buildChecks,
   ]);
