@@ -19,7 +19,7 @@ import { once } from "node:events";
 import { createClient } from "@connectrpc/connect";
 import { findFreePort } from "@platform/embedded-postgres";
 import { checkoutV1 } from "@platform/proto";
-import { tempDataDir, transportFor } from "@platform/test-support";
+import { isRunning, tempDataDir, transportFor } from "@platform/test-support";
 
 interface Started {
   output: () => string;
@@ -32,10 +32,10 @@ const started: { pid: number; exit: Promise<number | null> }[] = [];
 
 after(async () => {
   for (const s of started) {
-    if (!alive(s.pid)) continue;
+    if (!isRunning(s.pid)) continue;
     process.kill(-s.pid, "SIGTERM"); // npm, the launcher, the services, PostgreSQL: the whole group
     const stopped = await Promise.race([s.exit.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 30_000).unref())]);
-    if (!stopped && alive(s.pid)) process.kill(-s.pid, "SIGKILL");
+    if (!stopped && isRunning(s.pid)) process.kill(-s.pid, "SIGKILL");
   }
 });
 
@@ -74,15 +74,6 @@ function manifestNames(): string[] {
     .sort();
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function eventually(cond: () => boolean, what: string, attempts = 100): Promise<void> {
   for (let i = 0; i < attempts; i++) {
     if (cond()) return;
@@ -111,7 +102,7 @@ test("npm start: ready line, working API, clean SIGTERM, data kept for the next 
     const ready = [...first.output().matchAll(/^\[platform\] (\S+) +ready on \S+ \(pid (\d+)/gm)].map((m) => ({ name: m[1]!, pid: Number(m[2]) }));
     assert.deepEqual(ready.map((r) => r.name).sort(), manifestNames(), `one process per service.json:\n${first.output()}`);
     const servicePids = ready.map((r) => r.pid);
-    assert.ok(alive(postgresPid));
+    assert.ok(isRunning(postgresPid));
     assert.match(first.output(), /^\[build\] \d+ workspaces, \d+ files to dist\//m, "npm start builds first");
     if (existsSync("/proc/self/cmdline")) {
       for (const { name, pid } of ready) {
@@ -126,7 +117,7 @@ test("npm start: ready line, working API, clean SIGTERM, data kept for the next 
 
     first.kill("SIGTERM");
     assert.equal(await first.exit, 0, first.output());
-    await eventually(() => !alive(postgresPid) && servicePids.every((pid) => !alive(pid)), "postgres and every service gone");
+    await eventually(() => !isRunning(postgresPid) && servicePids.every((pid) => !isRunning(pid)), "postgres and every service gone");
 
     // The build was checked on the first start and nothing changed since: the second start, about the data, skips
     // npm's prestart (npm start still runs its own script; the build is two seconds of a core).

@@ -98,16 +98,14 @@ function punchZeroPages(dir: string, user: RunAsUser | undefined): void {
       continue;
     }
     const data = readFileSync(path);
-    const isZero = (at: number) => data.subarray(at, at + pageSize).equals(zeroPage.subarray(0, Math.min(pageSize, data.length - at)));
-    let zeros = 0;
-    for (let at = 0; at < data.length; at += pageSize) if (isZero(at)) zeros++;
-    if (zeros === 0) continue;
+    const pages: { at: number; length: number }[] = [];
+    for (let at = 0; at < data.length; at += pageSize) pages.push({ at, length: Math.min(pageSize, data.length - at) });
+    const withData = pages.filter((p) => !data.subarray(p.at, p.at + p.length).equals(zeroPage.subarray(0, p.length)));
+    if (withData.length === pages.length) continue;
     const sparse = `${path}.sparse`;
     const fd = openSync(sparse, "w", statSync(path).mode & 0o777);
     try {
-      for (let at = 0; at < data.length; at += pageSize) {
-        if (!isZero(at)) writeSync(fd, data, at, Math.min(pageSize, data.length - at), at);
-      }
+      for (const p of withData) writeSync(fd, data, p.at, p.length, p.at);
       ftruncateSync(fd, data.length);
     } finally {
       closeSync(fd);

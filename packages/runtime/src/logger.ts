@@ -51,7 +51,7 @@ export function createLogger(service: string, level: string): Logger {
  * retry instead of retrying it every 100 ms for ever. Unpatched, a service
  * whose stdout had become a broken pipe (its supervisor killed) never
  * exited. Read from the flush's own source, which the services' bundles
- * keep (names, not comments); supervisor-gone.spec.ts (the launcher's) holds
+ * keep (names, not comments); test/hardening/supervisor-gone.test.ts holds
  * what it does.
  */
 export function sonicBoomPatchProblems(destination: object): string[] {

@@ -10,6 +10,7 @@ export * from "./cpu-affinity.js";
 export * from "./dockerfile.js";
 export * from "./expect-code.js";
 export * from "./platform.js";
+export * from "./process-gone.js";
 export * from "./retry-budget-bound.js";
 export * from "./shared-platform.js";
 export * from "./service-spec.js";

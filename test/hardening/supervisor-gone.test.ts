@@ -10,34 +10,20 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { findFreePort } from "@platform/embedded-postgres";
+import { isRunning, waitUntilGone } from "@platform/test-support";
 
 const dir = mkdtempSync(join(tmpdir(), "supervisor-gone-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Running: a process that has exited but is not reaped yet (a zombie, where nothing reaps orphans) counts as gone. */
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return process.platform !== "linux";
-  }
-};
-
 test("a service exits when its supervisor is SIGKILLed, though its stdout is then a broken pipe", async () => {
-  const fixture = fileURLToPath(new URL("./testing/supervise-and-die.ts", import.meta.url));
-  const entry = fileURLToPath(new URL("../../../services/example-echo/src/main.ts", import.meta.url));
+  const fixture = fileURLToPath(new URL("./supervise-and-die.ts", import.meta.url));
+  const entry = fileURLToPath(new URL("../../services/example-echo/src/main.ts", import.meta.url));
   const [port, adminPort] = [await findFreePort("127.0.0.1"), await findFreePort("127.0.0.1")];
   const supervisor = spawn(process.execPath, ["--import", "tsx", fixture, entry, join(dir, "echo.log"), String(port), String(adminPort)], {
     stdio: ["ignore", "pipe", "inherit"],
@@ -52,13 +38,12 @@ test("a service exits when its supervisor is SIGKILLed, though its stdout is the
   }
   const pid = Number(out.trim());
   try {
-    assert.ok(alive(pid), "the service runs");
+    assert.ok(isRunning(pid), "the service runs");
     supervisor.kill("SIGKILL");
     await exited;
-    // It drains first (in-flight calls, up to its drain timeout: none here). A bound against a hang.
-    for (let waited = 0; alive(pid) && waited < 30_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
-    assert.equal(alive(pid), false, `service ${pid} outlived its supervisor by 30 s`);
+    // It drains first (in-flight calls, up to its drain timeout: none here).
+    assert.ok(await waitUntilGone(pid, 30_000), `service ${pid} outlived its supervisor by 30 s`);
   } finally {
-    if (alive(pid)) process.kill(pid, "SIGKILL");
+    if (isRunning(pid)) process.kill(pid, "SIGKILL");
   }
 });

@@ -1,12 +1,12 @@
 /**
- * A supervisor for supervisor-gone.spec.ts: starts one service under
+ * A supervisor for supervisor-gone.test.ts: starts one service under
  * ServiceProcess (as the launcher does: an IPC channel, stdout and stderr
  * piped into its log file), prints the service's pid once it serves, and
  * waits to be killed.
  *
  *   node --import tsx supervise-and-die.ts <entry> <log file> <port> <admin port>
  */
-import { ServiceProcess } from "../service-process.js";
+import { ServiceProcess } from "@platform/launcher";
 
 const [entry, logFile, port, adminPort] = process.argv.slice(2);
 if (!entry || !logFile || !port || !adminPort) throw new Error("usage: supervise-and-die.ts <entry> <log file> <port> <admin port>");
