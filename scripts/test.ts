@@ -28,12 +28,22 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { ownProcessMarker } from "./shared-process.js";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
+import { chooseTestTmpdir, describeTmpdir } from "./test-tmpdir.js";
 import { type FileTiming, formatTimings, sampleTree } from "./test-timings.js";
 
 const root = process.cwd();
 /** TEST_TIMINGS=<file>: write each check's and each test file's wall and CPU seconds there (JSON) and print the heaviest. */
 const timingsFile = process.env["TEST_TIMINGS"];
 const checkTimings: FileTiming[] = [];
+
+/**
+ * Every process of the run (the checks, the runner, the test files, their
+ * platforms and PostgreSQL clusters) makes its temporary files in memory
+ * where the machine allows it (scripts/test-tmpdir.ts).
+ */
+const testTmpdir = chooseTestTmpdir();
+if (testTmpdir !== undefined) process.env["TMPDIR"] = testTmpdir.dir;
+process.stdout.write(`npm test: ${describeTmpdir(testTmpdir)}\n`);
 
 interface Check {
   title: string;
