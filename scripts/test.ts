@@ -8,6 +8,7 @@
  *   npm test -- --changed          only the files a change since main can affect (scripts/test-selection.ts)
  *   TEST_TIMINGS=<file> npm test   also each check's and file's wall and CPU seconds (scripts/test-timings.ts)
  *   PLATFORM_SERVICES_FROM=source npm test   test platforms run the services' sources through tsx (default: build, then dist/)
+ *   TEST_TMPDIR=<dir> npm test     temporary files there (default: a tmpfs folder where /dev/shm allows, scripts/test-tmpdir.ts)
  *
  * Files run in parallel (TEST_CONCURRENCY, default twice the cores, at most 8): most
  * of a test file's time is spent waiting on other processes (a platform's
