@@ -23,6 +23,7 @@
  * skips, and a check that silently stops running is a check that cannot fail.
  */
 import "../packages/launcher/src/require-node.js";
+import { portReservationsDir } from "../packages/embedded-postgres/src/free-port.js";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -43,7 +44,11 @@ const checkTimings: FileTiming[] = [];
  * where the machine allows it (scripts/test-tmpdir.ts).
  */
 const testTmpdir = chooseTestTmpdir();
-if (testTmpdir !== undefined) process.env["TMPDIR"] = testTmpdir.dir;
+if (testTmpdir !== undefined) {
+  // Port reservations stay where every other process on the machine looks for them (free-port.ts).
+  process.env["PLATFORM_PORT_RESERVATIONS"] = portReservationsDir();
+  process.env["TMPDIR"] = testTmpdir.dir;
+}
 process.stdout.write(`npm test: ${describeTmpdir(testTmpdir)}\n`);
 
 interface Check {

@@ -2,7 +2,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { ephemeralRangeStart, findFreePort } from "./free-port.js";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ephemeralRangeStart, findFreePort, portReservationsDir } from "./free-port.js";
 
 test("picks a port below the kernel's ephemeral range, where outgoing connections and listen(0) never land, and it can be bound", async () => {
   const below = ephemeralRangeStart();
@@ -18,4 +20,11 @@ test("picks a port below the kernel's ephemeral range, where outgoing connection
 test("on Linux the range is read from the kernel", { skip: process.platform !== "linux" && "Linux only" }, () => {
   const [first] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/);
   assert.equal(ephemeralRangeStart(), Number(first));
+});
+
+test("a port handed out is reserved in PLATFORM_PORT_RESERVATIONS's folder (npm test points it at the system's temporary folder), else in the temporary folder", async () => {
+  assert.equal(portReservationsDir({ PLATFORM_PORT_RESERVATIONS: "/somewhere/ports" }), "/somewhere/ports");
+  assert.equal(portReservationsDir({ PLATFORM_PORT_RESERVATIONS: "" }), join(tmpdir(), "platform-free-ports"));
+  const port = await findFreePort("127.0.0.1");
+  assert.equal(readFileSync(join(portReservationsDir(), String(port)), "utf8"), String(process.pid));
 });

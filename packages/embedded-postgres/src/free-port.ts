@@ -30,7 +30,18 @@ export async function findFreePort(host: string): Promise<number> {
 
 /** How long a port handed out stays reserved for the process that asked: time enough to bind it. */
 const reservationMs = 10 * 60_000;
-const reservations = join(tmpdir(), "platform-free-ports");
+/**
+ * Shared by every process on the machine that picks ports this way, so
+ * where it is must not follow a TMPDIR one of them changed: `npm test`
+ * moves its temporary files into memory (scripts/test-tmpdir.ts) and sets
+ * PLATFORM_PORT_RESERVATIONS to this folder as the system's temporary
+ * folder gives it, so that its platforms and an `npm start` or a storm lab
+ * running beside it still see each other's reservations.
+ */
+export function portReservationsDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env["PLATFORM_PORT_RESERVATIONS"] || join(tmpdir(), "platform-free-ports");
+}
+const reservations = portReservationsDir();
 
 /**
  * Reserves a port for this caller across processes: a port free now is free
