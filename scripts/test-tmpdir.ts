@@ -76,7 +76,10 @@ export function tmpfsOptions(mounts: string, mountPoint: string): string[] | und
   return found;
 }
 
-/** The folder to use, or undefined for the system's temporary folder; makes it if needed. */
+/**
+ * The folder to use, or undefined for the system's temporary folder; makes
+ * it if needed. Throws only when TEST_TMPDIR cannot be made.
+ */
 export function chooseTestTmpdir(env: NodeJS.ProcessEnv = process.env, probe: TmpdirProbe = systemProbe()): TestTmpdir | undefined {
   const asked = env["TEST_TMPDIR"];
   if (asked) {
@@ -84,6 +87,15 @@ export function chooseTestTmpdir(env: NodeJS.ProcessEnv = process.env, probe: Tm
     mkdirSync(dir, { recursive: true });
     return { dir, reason: "TEST_TMPDIR" };
   }
+  try {
+    return inMemory(probe);
+  } catch {
+    // Whatever the probe could not read or make: the disk, as without it.
+    return undefined;
+  }
+}
+
+function inMemory(probe: TmpdirProbe): TestTmpdir | undefined {
   if (probe.platform !== "linux" || probe.mounts === undefined) return undefined;
   const options = tmpfsOptions(probe.mounts, probe.shm);
   if (options === undefined || options.includes("noexec")) return undefined;

@@ -43,7 +43,14 @@ const checkTimings: FileTiming[] = [];
  * platforms and PostgreSQL clusters) makes its temporary files in memory
  * where the machine allows it (scripts/test-tmpdir.ts).
  */
-const testTmpdir = chooseTestTmpdir();
+const testTmpdir = (() => {
+  try {
+    return chooseTestTmpdir();
+  } catch (e) {
+    process.stderr.write(`npm test: TEST_TMPDIR=${process.env["TEST_TMPDIR"]} cannot be used: ${(e as Error).message}\n`);
+    process.exit(2);
+  }
+})();
 if (testTmpdir !== undefined) {
   // Port reservations stay where every other process on the machine looks for them (free-port.ts).
   process.env["PLATFORM_PORT_RESERVATIONS"] = portReservationsDir();

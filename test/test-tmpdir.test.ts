@@ -6,6 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -78,10 +79,32 @@ test("a name planted before the run (a link to a folder, a file, another account
   });
 });
 
+test("a probe that fails (free space unreadable) means the disk, not a failed run", () => {
+  withShm((shm, probe) => {
+    const failing: TmpdirProbe = {
+      ...probe(tmpfsAt(shm)),
+      freeBytes: () => {
+        throw new Error("statfs: EACCES");
+      },
+    };
+    assert.equal(chooseTestTmpdir({}, failing), undefined);
+  });
+});
+
 test("TEST_TMPDIR wins over everything, and is made if missing", () => {
   withShm((shm, probe) => {
     const asked = join(shm, "asked", "deeper");
     assert.deepEqual(chooseTestTmpdir({ TEST_TMPDIR: asked }, probe("", 0, "darwin")), { dir: asked, reason: "TEST_TMPDIR" });
     assert.ok(statSync(asked).isDirectory());
   });
+});
+
+test("npm test refuses a TEST_TMPDIR it cannot make, with the reason, before running anything", () => {
+  const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/test.ts", "test/test-tmpdir.test.ts"], {
+    env: { ...process.env, TEST_TMPDIR: "/dev/null/tests" },
+    encoding: "utf8",
+  });
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /^npm test: TEST_TMPDIR=\/dev\/null\/tests cannot be used: .*ENOTDIR/m);
+  assert.doesNotMatch(r.stdout, /== /, "no check or test ran");
 });
