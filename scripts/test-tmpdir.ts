@@ -19,9 +19,12 @@
  * - otherwise the system's temporary folder, unchanged.
  *
  * The folder is kept between runs: it also holds caches (tsx's, the
- * build's, the cluster template), which a fresh folder would rebuild.
+ * build's, the cluster template), which a fresh folder would rebuild. What
+ * a killed run left there would hold memory until the machine restarts, so
+ * each run first removes what nobody has touched for a day
+ * (`removeLeftovers`).
  */
-import { chmodSync, lstatSync, mkdirSync, readFileSync, statfsSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -32,6 +35,8 @@ export interface TestTmpdir {
   readonly dir: string;
   /** Why this folder, for the run's header. */
   readonly reason: string;
+  /** Made by chooseTestTmpdir for the runs alone (not TEST_TMPDIR, which is the caller's). */
+  readonly ours: boolean;
 }
 
 export interface TmpdirProbe {
@@ -85,7 +90,7 @@ export function chooseTestTmpdir(env: NodeJS.ProcessEnv = process.env, probe: Tm
   if (asked) {
     const dir = resolve(asked);
     mkdirSync(dir, { recursive: true });
-    return { dir, reason: "TEST_TMPDIR" };
+    return { dir, reason: "TEST_TMPDIR", ours: false };
   }
   try {
     return inMemory(probe);
@@ -102,7 +107,7 @@ function inMemory(probe: TmpdirProbe): TestTmpdir | undefined {
   if (probe.freeBytes(probe.shm) < minFreeBytes) return undefined;
   const dir = join(probe.shm, `platform-npm-test-${probe.uid}`);
   if (!ownFolder(dir, probe.uid)) return undefined;
-  return { dir, reason: `${probe.shm} is a tmpfs` };
+  return { dir, reason: `${probe.shm} is a tmpfs`, ours: true };
 }
 
 /**
@@ -122,6 +127,29 @@ function ownFolder(dir: string, uid: number): boolean {
   // mkdir's mode passes through the umask.
   if ((s.mode & 0o7777) !== 0o1777) chmodSync(dir, 0o1777);
   return true;
+}
+
+/** No run lasts this long: an entry untouched for longer was left by a run that was killed. */
+export const leftoverAgeMs = 24 * 60 * 60 * 1000;
+
+/**
+ * Removes the entries of `dir` not modified for `leftoverAgeMs` (a cache
+ * among them is rebuilt when next used); returns their names. Only for a
+ * folder that is `ours`.
+ */
+export function removeLeftovers(dir: string, now = Date.now()): string[] {
+  const removed: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    try {
+      if (now - lstatSync(path).mtimeMs < leftoverAgeMs) continue;
+      rmSync(path, { recursive: true, force: true });
+      removed.push(name);
+    } catch {
+      // Gone already, or another run's: not this run's business.
+    }
+  }
+  return removed;
 }
 
 /** What the run prints about it. */

@@ -30,7 +30,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { ownProcessMarker } from "./shared-process.js";
 import { readSkipAllowlist, summarizeTap, unlistedSkips } from "./test-summary.js";
-import { chooseTestTmpdir, describeTmpdir } from "./test-tmpdir.js";
+import { chooseTestTmpdir, describeTmpdir, removeLeftovers } from "./test-tmpdir.js";
 import { type FileTiming, formatTimings, sampleTree } from "./test-timings.js";
 
 const root = process.cwd();
@@ -56,7 +56,8 @@ if (testTmpdir !== undefined) {
   process.env["PLATFORM_PORT_RESERVATIONS"] = portReservationsDir();
   process.env["TMPDIR"] = testTmpdir.dir;
 }
-process.stdout.write(`npm test: ${describeTmpdir(testTmpdir)}\n`);
+const leftovers = testTmpdir?.ours ? removeLeftovers(testTmpdir.dir) : [];
+process.stdout.write(`npm test: ${describeTmpdir(testTmpdir)}${leftovers.length > 0 ? `; removed ${leftovers.length} entries left by killed runs` : ""}\n`);
 
 interface Check {
   title: string;

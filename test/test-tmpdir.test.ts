@@ -7,10 +7,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chooseTestTmpdir, describeTmpdir, minFreeBytes, tmpfsOptions, type TmpdirProbe } from "../scripts/test-tmpdir.js";
+import { chooseTestTmpdir, describeTmpdir, leftoverAgeMs, minFreeBytes, removeLeftovers, tmpfsOptions, type TmpdirProbe } from "../scripts/test-tmpdir.js";
 
 const uid = process.getuid?.() ?? 0;
 
@@ -37,7 +37,7 @@ test("the mount table: a tmpfs at a point gives its options; another type, or no
 test("a tmpfs with room that runs programs: a folder of this account's in it, sticky and open to all like /tmp", () => {
   withShm((shm, probe) => {
     const chosen = chooseTestTmpdir({}, probe(tmpfsAt(shm)));
-    assert.deepEqual(chosen, { dir: join(shm, `platform-npm-test-${uid}`), reason: `${shm} is a tmpfs` });
+    assert.deepEqual(chosen, { dir: join(shm, `platform-npm-test-${uid}`), reason: `${shm} is a tmpfs`, ours: true });
     assert.equal(statSync(chosen.dir).mode & 0o7777, 0o1777);
     assert.match(describeTmpdir(chosen), /^temporary files in .*platform-npm-test-\d+ \(.* is a tmpfs\)$/);
     // Kept between runs (it holds caches): the second run takes the same folder.
@@ -94,7 +94,7 @@ test("a probe that fails (free space unreadable) means the disk, not a failed ru
 test("TEST_TMPDIR wins over everything, and is made if missing", () => {
   withShm((shm, probe) => {
     const asked = join(shm, "asked", "deeper");
-    assert.deepEqual(chooseTestTmpdir({ TEST_TMPDIR: asked }, probe("", 0, "darwin")), { dir: asked, reason: "TEST_TMPDIR" });
+    assert.deepEqual(chooseTestTmpdir({ TEST_TMPDIR: asked }, probe("", 0, "darwin")), { dir: asked, reason: "TEST_TMPDIR", ours: false });
     assert.ok(statSync(asked).isDirectory());
   });
 });
@@ -107,4 +107,25 @@ test("npm test refuses a TEST_TMPDIR it cannot make, with the reason, before run
   assert.equal(r.status, 2, r.stderr);
   assert.match(r.stderr, /^npm test: TEST_TMPDIR=\/dev\/null\/tests cannot be used: .*ENOTDIR/m);
   assert.doesNotMatch(r.stdout, /== /, "no check or test ran");
+});
+
+test("entries untouched for a day are removed (left by killed runs), newer ones and caches in use stay", () => {
+  const dir = mkdtempSync(join(tmpdir(), "test-tmpdir-leftovers-"));
+  try {
+    const now = Date.now();
+    const old = new Date(now - leftoverAgeMs - 60_000);
+    mkdirSync(join(dir, "platform-test-killed", "postgres"), { recursive: true });
+    writeFileSync(join(dir, "platform-test-killed", "postgres", "PG_VERSION"), "17\n");
+    utimesSync(join(dir, "platform-test-killed"), old, old);
+    writeFileSync(join(dir, "old-file.json"), "{}");
+    utimesSync(join(dir, "old-file.json"), old, old);
+    mkdirSync(join(dir, "platform-test-running"));
+    const recent = new Date(now - leftoverAgeMs + 60_000);
+    mkdirSync(join(dir, "tsx-0"));
+    utimesSync(join(dir, "tsx-0"), recent, recent);
+    assert.deepEqual(removeLeftovers(dir, now).sort(), ["old-file.json", "platform-test-killed"]);
+    assert.deepEqual(readdirSync(dir).sort(), ["platform-test-running", "tsx-0"]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

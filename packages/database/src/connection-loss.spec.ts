@@ -15,7 +15,7 @@ import { metricValue } from "./testing/metric-value.js";
 import { type TcpProxy, startTcpProxy } from "./testing/tcp-proxy.js";
 import { type TestServer, adminQuery, eventually, startTestServer } from "./testing/test-server.js";
 import { findFreePort } from "@platform/embedded-postgres";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -245,9 +245,10 @@ describe("a lost database connection", () => {
     });
   });
 
-  it("migrations: a connection terminated mid-run fails the run with Unavailable, never the process", async () => {
+  it("migrations: a connection terminated mid-run fails the run with Unavailable, never the process", async (t) => {
     const { db, name } = open({ maxConnections: 1 });
     const dir = mkdtempSync(join(tmpdir(), "loss-migrations-"));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, "0001-slow.sql"), "SELECT pg_sleep(5); CREATE TABLE slow (v int);");
     const run = migrate(db, { schema: "loss_migrations", directory: dir });
     run.catch(() => {}); // asserted below

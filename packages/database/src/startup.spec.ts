@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -139,6 +139,7 @@ describe("waitForDatabase (real PostgreSQL)", () => {
       assert.deepEqual(await adminQuery(server.url, "SELECT name FROM startup.schema_migrations"), [{ name: "0001-t.sql" }]);
     } finally {
       await db.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
