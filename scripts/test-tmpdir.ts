@@ -21,7 +21,7 @@
  * The folder is kept between runs: it also holds caches (tsx's, the
  * build's, the cluster template), which a fresh folder would rebuild. What
  * a killed run left there would hold memory until the machine restarts, so
- * each run first removes what nobody has touched for a day
+ * each run first removes the leftovers nobody has touched for a day
  * (`removeLeftovers`).
  */
 import { chmodSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statfsSync } from "node:fs";
@@ -133,8 +133,18 @@ function ownFolder(dir: string, uid: number): boolean {
 export const leftoverAgeMs = 24 * 60 * 60 * 1000;
 
 /**
- * Removes the entries of `dir` not modified for `leftoverAgeMs` (a cache
- * among them is rebuilt when next used); returns their names. Only for a
+ * A folder a run made for itself: `mkdtemp` ends the prefix with six
+ * random characters (platform-test-Ab12Cd, storm-naive-x9YzQ1). A folder
+ * of a fixed name is shared by runs (the cluster template, the binaries
+ * PostgreSQL runs from, tsx's cache, the port reservations): another run
+ * may be using it, however old it is, so it is never removed here.
+ */
+const runFolder = /-[A-Za-z0-9]{6}$/;
+
+/**
+ * Removes what runs left in `dir` and nobody touched for `leftoverAgeMs`:
+ * files (build stamps, logs: a stamp removed means one rebuild) and the
+ * folders runs make for themselves; returns their names. Only for a
  * folder that is `ours`.
  */
 export function removeLeftovers(dir: string, now = Date.now()): string[] {
@@ -142,7 +152,9 @@ export function removeLeftovers(dir: string, now = Date.now()): string[] {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     try {
-      if (now - lstatSync(path).mtimeMs < leftoverAgeMs) continue;
+      const entry = lstatSync(path);
+      if (now - entry.mtimeMs < leftoverAgeMs) continue;
+      if (entry.isDirectory() && !runFolder.test(name)) continue;
       rmSync(path, { recursive: true, force: true });
       removed.push(name);
     } catch {

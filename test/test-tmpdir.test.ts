@@ -109,22 +109,28 @@ test("npm test refuses a TEST_TMPDIR it cannot make, with the reason, before run
   assert.doesNotMatch(r.stdout, /== /, "no check or test ran");
 });
 
-test("entries untouched for a day are removed (left by killed runs), newer ones and caches in use stay", () => {
+test("a run's own folders and files untouched for a day are removed (left by killed runs); newer ones, and shared folders of any age, stay", () => {
   const dir = mkdtempSync(join(tmpdir(), "test-tmpdir-leftovers-"));
   try {
     const now = Date.now();
     const old = new Date(now - leftoverAgeMs - 60_000);
-    mkdirSync(join(dir, "platform-test-killed", "postgres"), { recursive: true });
-    writeFileSync(join(dir, "platform-test-killed", "postgres", "PG_VERSION"), "17\n");
-    utimesSync(join(dir, "platform-test-killed"), old, old);
-    writeFileSync(join(dir, "old-file.json"), "{}");
-    utimesSync(join(dir, "old-file.json"), old, old);
-    mkdirSync(join(dir, "platform-test-running"));
     const recent = new Date(now - leftoverAgeMs + 60_000);
-    mkdirSync(join(dir, "tsx-0"));
-    utimesSync(join(dir, "tsx-0"), recent, recent);
-    assert.deepEqual(removeLeftovers(dir, now).sort(), ["old-file.json", "platform-test-killed"]);
-    assert.deepEqual(readdirSync(dir).sort(), ["platform-test-running", "tsx-0"]);
+    const make = (name: string, kind: "dir" | "file", time?: Date) => {
+      const path = join(dir, name);
+      if (kind === "dir") {
+        mkdirSync(join(path, "postgres"), { recursive: true });
+        writeFileSync(join(path, "postgres", "PG_VERSION"), "17\n");
+      } else writeFileSync(path, "{}");
+      if (time) utimesSync(path, time, time);
+    };
+    make("platform-test-Ab12Cd", "dir", old); // a killed run's platform
+    make("platform-bundle-0123456789abcdef.json", "file", old); // a copy's build stamp
+    make("platform-test-Zz99Yy", "dir"); // a run going on now
+    make("storm-naive-x9YzQ1", "dir", recent);
+    make("platform-test-postgres-templates", "dir", old); // shared: another run may be copying it
+    make("tsx-0", "dir", old);
+    assert.deepEqual(removeLeftovers(dir, now).sort(), ["platform-bundle-0123456789abcdef.json", "platform-test-Ab12Cd"]);
+    assert.deepEqual(readdirSync(dir).sort(), ["platform-test-Zz99Yy", "platform-test-postgres-templates", "storm-naive-x9YzQ1", "tsx-0"]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
