@@ -2,8 +2,9 @@
  * `npm test`'s own runner (scripts/test.ts): a skipped or todo test is listed
  * in the closing summary next to the failures, and with CI set it fails the
  * run unless test/skip-allowlist.json names it with a reason; the phases
- * run in their order, the one-core pair on separate cores. Runs the real
- * script on small test files written here.
+ * run in their order, the one-core pair on separate cores; the test files
+ * get the run's temporary folder. Runs the real script on small test files
+ * written here.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -226,5 +227,27 @@ test("files marked 'alone on one core' run two at a time after the others, each 
     assert.equal(c.cores, all, "and on every core");
   } finally {
     rmSync(probes, { recursive: true, force: true });
+  }
+});
+
+test("test files make their temporary files in the run's folder (TEST_TMPDIR here), and port reservations stay in the system's temporary folder", () => {
+  const system = mkdtempSync(join(tmpdir(), "runner-system-tmp-"));
+  try {
+    const chosen = join(system, "chosen");
+    const r = runNpmTest(
+      `import { test } from "node:test";
+import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
+test("sees the run's folders", () => {
+  assert.equal(tmpdir(), ${JSON.stringify(chosen)});
+  assert.equal(process.env["PLATFORM_PORT_RESERVATIONS"], ${JSON.stringify(join(system, "platform-free-ports"))});
+});
+`,
+      { CI: "true", TMPDIR: system, TEST_TMPDIR: chosen, PLATFORM_PORT_RESERVATIONS: undefined },
+    );
+    assert.equal(r.status, 0, r.stdout.slice(-2000));
+    assert.match(r.stdout, new RegExp(`^npm test: temporary files in ${chosen.replaceAll("/", "\\/")} \\(TEST_TMPDIR\\)$`, "m"));
+  } finally {
+    rmSync(system, { recursive: true, force: true });
   }
 });
