@@ -50,7 +50,7 @@ describe("ReconnectGate", () => {
     assert.equal(gate.waiting, 50);
     // 1 s down: probes at 25, 50, 100, 200, 200... ms apart, however many wait.
     await advance(time, 1000);
-    assert.deepEqual(outcomes, []);
+    assert.equal(outcomes.length, 0, "nobody was let through while the server refused");
     assert.ok(state.probes >= 5 && state.probes <= 8, `probes in 1 s: ${state.probes}`);
     state.serverUp = true;
     await advance(time, 200);

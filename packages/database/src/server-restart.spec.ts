@@ -86,7 +86,10 @@ describe("Database across a PostgreSQL restart", () => {
     const sockets = new Set<net.Socket>();
     const sw = net.createServer((client) => {
       attempts++;
-      if (down) return client.destroy();
+      if (down) {
+        client.destroy();
+        return;
+      }
       const server = net.connect(Number(port), "127.0.0.1");
       for (const s of [client, server]) {
         sockets.add(s);

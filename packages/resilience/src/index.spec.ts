@@ -53,6 +53,7 @@ it("exports the curated public surface", () => {
     "failedDependencyOf",
     "IntakeController",
     "AdmissionController",
+    "BreakerProbe",
     "currentFaults",
     "setFaults",
     "parseFaults",

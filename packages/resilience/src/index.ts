@@ -63,6 +63,7 @@ export {
   type CircuitBreakerEvent,
   type CircuitBreakerStats,
 } from "./circuit-breaker.js";
+export { BreakerProbe, type BreakerProbeOptions } from "./breaker-probe.js";
 export { localRejection, markLocalRejection, type LocalRejection, type LocalRejectionKind } from "./local-rejection.js";
 export { failedDependencyHeader, failedDependencyOf } from "./failed-dependency.js";
 

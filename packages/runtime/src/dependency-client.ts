@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { healthV1 } from "@platform/proto";
 import { RetryBudget, systemClock, type RetryPolicy } from "@platform/resilience";
 import type { DependencyConfig } from "./dependency-config.js";
 import { isolationInterceptor } from "./isolation-interceptor.js";
@@ -49,11 +50,17 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   rememberDependencyClient({ dependency: name, baseUrl: opts.dependency.baseUrl, plugins: plugins.map((p) => p.name), retry: opts.retry });
   const propagation = { dependency: name, hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
   const { keepalive } = opts.dependency;
+  // The breakers' probe: the dependency's health for this API, which also
+  // checks what the dependency needs of its own (serve's `ownResources`).
+  // Bound once the transport exists; it shares the transport's connection.
+  let health: Client<typeof healthV1.Health> | undefined;
+  const probe = async () =>
+    (await health!.check({ service: service.typeName }, { timeoutMs: PROBE_TIMEOUT_MS })).status === healthV1.HealthCheckResponse_ServingStatus.SERVING;
   let composition: ClientComposition = {
     interceptors: [
       ...retryLayer(name, opts.retry, deadline.hopReserveMs * (opts.callDepth ?? 1) + deadline.minBudgetMs),
       budgetGateInterceptor(propagation),
-      isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs),
+      isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs, undefined, probe),
       outboundInterceptor(propagation),
     ],
     keepalive: keepalive.pingIntervalMs > 0 ? keepalive : undefined,
@@ -67,8 +74,12 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
     ...(ping ? { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } : {}),
     interceptors: composition.interceptors,
   });
+  health = createClient(healthV1.Health, transport);
   return createClient(service, transport);
 }
+
+/** A probe's health check gives up after this: an answer later than a few round trips says the dependency is not back. */
+const PROBE_TIMEOUT_MS = 250;
 
 function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], minAttemptMs: number): Interceptor[] {
   if (retry === "none" || retry.policy.maxAttempts <= 1) return [];

@@ -14,11 +14,42 @@ const { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus: St
 export class HealthState {
   private readonly statuses = new Map<string, boolean>();
   private readonly events = new EventEmitter();
+  /** The answer of the last own-resources check, shared by the checks that ask within `checkCacheMs` of it. */
+  private lastCheck: { at: number; result: Promise<boolean> } | undefined;
 
-  constructor(services: string[]) {
+  /**
+   * @param ownResources What this service's APIs need of their own to serve
+   *   (its database answers a statement): run when a caller checks an API's
+   *   health (not the whole server's, ""), so that a caller whose circuit
+   *   breaker opened on this service can see it recover (breaker-probe.ts).
+   *   Concurrent and close checks share one run. Orchestrators ask about ""
+   *   and never run it: a pod whose database is down stays in its Service.
+   */
+  constructor(
+    services: string[],
+    private readonly ownResources?: () => Promise<void>,
+  ) {
     this.statuses.set("", false);
     for (const s of services) this.statuses.set(s, false);
     this.events.setMaxListeners(0);
+  }
+
+  /** `service`'s status as a caller's check sees it: its own entry, and for an API of a ready server also its own resources. */
+  async check(service: string): Promise<boolean | undefined> {
+    const serving = this.get(service);
+    if (serving !== true || service === "" || this.ownResources === undefined) return serving;
+    const now = performance.now();
+    if (this.lastCheck === undefined || now - this.lastCheck.at > checkCacheMs) {
+      const run = this.ownResources;
+      this.lastCheck = {
+        at: now,
+        result: run().then(
+          () => true,
+          () => false,
+        ),
+      };
+    }
+    return this.lastCheck.result;
   }
 
   /** Marks the server and every API serving (true) or not (false). */
@@ -51,6 +82,9 @@ export class HealthState {
   }
 }
 
+/** How long one run of the own-resources check answers every caller's check: a few callers probing every 200 ms cost one run per this. */
+const checkCacheMs = 100;
+
 function statusOf(serving: boolean | undefined) {
   if (serving === undefined) return Status.SERVICE_UNKNOWN;
   return serving ? Status.SERVING : Status.NOT_SERVING;
@@ -59,8 +93,8 @@ function statusOf(serving: boolean | undefined) {
 /** Registers grpc.health.v1.Health (Check, List, Watch) on a router. */
 export function registerHealthService(router: ConnectRouter, state: HealthState): void {
   router.service(Health, {
-    check(req) {
-      const serving = state.get(req.service);
+    async check(req) {
+      const serving = await state.check(req.service);
       if (serving === undefined) throw new ConnectError(`unknown service "${req.service}"`, Code.NotFound);
       return { status: statusOf(serving) };
     },

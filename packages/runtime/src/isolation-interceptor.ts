@@ -1,6 +1,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import {
   AdaptiveLimit,
+  BreakerProbe,
   Bulkhead,
   CircuitBreaker,
   currentScope,
@@ -53,6 +54,9 @@ export interface IsolationClock {
   scheduler?: Scheduler;
 }
 
+/** The health service: a probe's call passes the breakers and bulkheads it serves. */
+const healthService = "grpc.health.v1.Health";
+
 /**
  * Circuit breakers (one per method) and bulkheads of this dependency's own,
  * one per method class, by default one per method (invariant 6, docs/architecture.md): a slow
@@ -77,12 +81,17 @@ export interface IsolationClock {
  * failed-dependency mark naming this dependency (x-failed-dependency), so
  * that the breakers of the hops above do not count it against us: we
  * answered; `dependency` is the sick one (resilience's failed-dependency.ts).
+ *
+ * With `probe` (the dependency's health check), an open breaker closes as
+ * soon as a check succeeds (resilience's breaker-probe.ts); the check's own
+ * call, to grpc.health.v1.Health, passes this interceptor untouched.
  */
 export function isolationInterceptor(
   dependency: string,
   config: IsolationConfig,
   reserveMs: number,
   time: IsolationClock = { clock: systemClock },
+  probe?: () => Promise<boolean>,
 ): Interceptor {
   const metrics = isolationMetrics();
   // Annotated: a call of it ends the path only for a declared never-returning type.
@@ -130,6 +139,7 @@ export function isolationInterceptor(
   // whose own downstream is down) must not cut off one that works (a read
   // that never needs that downstream).
   const breakers = new Map<string, CircuitBreaker>();
+  const prober = probe ? new BreakerProbe({ check: probe, ...(time.scheduler ? { scheduler: time.scheduler } : {}) }) : undefined;
   const breakerFor = (method: string): CircuitBreaker => {
     let b = breakers.get(method);
     if (b) return b;
@@ -152,10 +162,12 @@ export function isolationInterceptor(
     });
     metrics.breakerState.set({ dependency, method }, 0);
     breakers.set(method, b);
+    prober?.watch(b);
     return b;
   };
 
   return (next) => async (req) => {
+    if (req.service.typeName === healthService) return next(req);
     const breaker = breakerFor(req.method.name);
     const call = () => next(req);
     if (breaker.state() === "open") return breaker.execute(call).catch(withPushback); // refuses at once

@@ -60,6 +60,13 @@ export interface ServeOptions {
    * "starting: waiting for <waitingFor>"; `RunningServer.ready` settles with it.
    */
   startup?: { ready: Promise<void>; waitingFor: string };
+  /**
+   * What this service's APIs need of their own to serve, checked when a
+   * caller asks an API's health (health.ts): e.g. one statement on its
+   * database. Callers whose breakers opened on this service probe it to
+   * close them as soon as it serves again.
+   */
+  ownResources?: () => Promise<void>;
   /** The timeout-header parser of every request's context (request-context.ts); a spec replaces it to count that each request's header is parsed once. */
   parseTimeout?: RequestContextInput["parse"];
 }
@@ -90,7 +97,10 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   checkConnectPatch(logger);
   collectProcessMetrics();
   const flushTraces = await initTracing(config.serviceName, config.otlpEndpoint);
-  const health = new HealthState(opts.services.map((s) => s.typeName));
+  const health = new HealthState(
+    opts.services.map((s) => s.typeName),
+    opts.ownResources,
+  );
   const shutdownController = new AbortController();
   // The edge's intake controller, started below once the composition says whether it runs.
   let intake: Intake | undefined;
