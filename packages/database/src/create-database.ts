@@ -55,6 +55,11 @@ export interface PoolStats {
 export interface Database {
   readonly name: string;
   /**
+   * The server refuses connections (restarting, failing over) and
+   * transactions wait for it within their deadlines (reconnect-gate.ts).
+   */
+  readonly serverDown: boolean;
+  /**
    * Runs `fn` in a transaction bound to the current request's deadline (or
    * the fallback): refuses to start without enough time, waits for a
    * connection only as long as the deadline allows, sets a transaction-local
@@ -257,6 +262,16 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
   }
 
   async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
+    // Waiting on the database: its connection slots bound this, not the server's admission.
+    const unpark = scope.park?.();
+    try {
+      return await runParked(scope, fn, txOpts);
+    } finally {
+      unpark?.();
+    }
+  }
+
+  async function runParked<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
     if (unreachableNow()) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
     const client = await checkout(scope);
     const tx = new ScopedTx(client, scope, { dbName: name, target, minBudgetMs, statementReserveMs, metrics, autocommit: txOpts?.autocommit ?? false });
@@ -313,6 +328,9 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
 
   return {
     name,
+    get serverDown() {
+      return gate.down;
+    },
     transaction: (fn, txOpts) => inScope(fn, txOpts),
     session: (fn) => inScope(fn, { autocommit: true }),
     stats,

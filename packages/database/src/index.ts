@@ -6,7 +6,7 @@ export { watchedClientClass } from "./connection-watch.js";
 export { connectionFailureReason } from "./to-connect-error.js";
 export { serverFaultNow, unreachableNow } from "./fault-now.js";
 export type { Tx } from "./tx.js";
-export { databaseAnswers } from "./health-check.js";
+export { databaseResources } from "./health-check.js";
 export { toConnectError } from "./to-connect-error.js";
 export { migrate, MigrationChangedError, noTransactionMarker } from "./migrate.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";

@@ -36,6 +36,13 @@ export interface CallScope {
   readonly criticality?: "critical" | "sheddable";
   /** Who the edge authenticated; forwarded to every downstream call. */
   readonly caller?: string;
+  /**
+   * Marks the request as waiting on a dependency (a call, a database
+   * transaction) until the returned function is called: the server's
+   * admission control does not count it meanwhile (resilience's
+   * admission.ts). Set by the runtime for a request it admitted.
+   */
+  readonly park?: () => () => void;
 }
 
 /** Why a scope's signal aborted. */
@@ -83,6 +90,8 @@ export interface CreateScopeOptions {
   deadlineSignal?: AbortSignal;
   /** See CallScope.callsEnd. */
   callsEnd?: AbortSignal;
+  /** See CallScope.park. */
+  park?: () => () => void;
   clock?: Clock;
 }
 
@@ -129,6 +138,7 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     procedure: opts.procedure,
     ...(opts.criticality ? { criticality: opts.criticality } : {}),
     ...(opts.caller ? { caller: opts.caller } : {}),
+    ...(opts.park ? { park: opts.park } : {}),
     dispose() {
       clearTimeout(timer);
       deadlineSignal?.removeEventListener("abort", onDeadline);

@@ -53,6 +53,7 @@ export {
   type BulkheadEvent,
   type BulkheadRejectReason,
   type BulkheadStats,
+  type StallKind,
 } from "./bulkhead.js";
 export { AdaptiveLimit, type AdaptiveLimitOptions, type AdaptiveLimitSnapshot, type LimitSample } from "./adaptive-limit.js";
 export {

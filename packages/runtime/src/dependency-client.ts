@@ -4,7 +4,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
 import { RetryBudget, systemClock, type RetryPolicy } from "@platform/resilience";
 import type { DependencyConfig } from "./dependency-config.js";
-import { isolationInterceptor } from "./isolation-interceptor.js";
+import { type DependencyHealth, isolationInterceptor } from "./isolation-interceptor.js";
+import { waitingForRestartHeader } from "./restart-signal.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
 import type { ServerConfig } from "./server-config.js";
@@ -50,17 +51,22 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   rememberDependencyClient({ dependency: name, baseUrl: opts.dependency.baseUrl, plugins: plugins.map((p) => p.name), retry: opts.retry });
   const propagation = { dependency: name, hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
   const { keepalive } = opts.dependency;
-  // The breakers' probe: the dependency's health for this API, which also
-  // checks what the dependency needs of its own (serve's `ownResources`).
-  // Bound once the transport exists; it shares the transport's connection.
+  // The dependency's health for this API (the breakers' probe, the bulkheads'
+  // stall classifier), over the transport's own connection once it exists.
   let health: Client<typeof healthV1.Health> | undefined;
-  const probe = async () =>
-    (await health!.check({ service: service.typeName }, { timeoutMs: PROBE_TIMEOUT_MS })).status === healthV1.HealthCheckResponse_ServingStatus.SERVING;
+  const dependencyHealth = async (): Promise<DependencyHealth> => {
+    let waitingFor: string | undefined;
+    const res = await health!.check(
+      { service: service.typeName },
+      { timeoutMs: HEALTH_TIMEOUT_MS, onHeader: (h) => (waitingFor = h.get(waitingForRestartHeader) ?? undefined) },
+    );
+    return { serving: res.status === healthV1.HealthCheckResponse_ServingStatus.SERVING, waitingFor };
+  };
   let composition: ClientComposition = {
     interceptors: [
       ...retryLayer(name, opts.retry, deadline.hopReserveMs * (opts.callDepth ?? 1) + deadline.minBudgetMs),
       budgetGateInterceptor(propagation),
-      isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs, undefined, probe),
+      isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs, undefined, dependencyHealth),
       outboundInterceptor(propagation),
     ],
     keepalive: keepalive.pingIntervalMs > 0 ? keepalive : undefined,
@@ -78,8 +84,8 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   return createClient(service, transport);
 }
 
-/** A probe's health check gives up after this: an answer later than a few round trips says the dependency is not back. */
-const PROBE_TIMEOUT_MS = 250;
+/** A health check gives up after this: an answer later than a few round trips says the dependency is not serving. */
+const HEALTH_TIMEOUT_MS = 250;
 
 function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], minAttemptMs: number): Interceptor[] {
   if (retry === "none" || retry.policy.maxAttempts <= 1) return [];

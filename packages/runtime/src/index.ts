@@ -12,7 +12,7 @@ export {
 } from "./server-config.js";
 export { createLogger, type Logger } from "./logger.js";
 export { register, rpcServerMetrics, rpcClientMetrics, deadlineMetrics, serviceCounter } from "./metrics.js";
-export { HealthState } from "./health.js";
+export { HealthState, type OwnResources } from "./health.js";
 export { serve, type ServeOptions, type RunningServer } from "./serve.js";
 export {
   usePlugin,

@@ -11,9 +11,12 @@ import {
   pushbackHeaders,
   systemClock,
   type Clock,
+  type Release,
   type ReleaseOutcome,
   type Scheduler,
+  type StallKind,
 } from "@platform/resilience";
+import { noteDependencyRestarting } from "./restart-signal.js";
 import { isolationMetrics } from "./metrics.js";
 import { histogramCellsOf } from "./metric-cells.js";
 
@@ -57,6 +60,14 @@ export interface IsolationClock {
 /** The health service: a probe's call passes the breakers and bulkheads it serves. */
 const healthService = "grpc.health.v1.Health";
 
+/** The dependency's health check for the API called, as seen from here. */
+export interface DependencyHealth {
+  /** It serves: ready, and what it needs of its own answers. */
+  serving: boolean;
+  /** What it waits out a restart of, when it does (restart-signal.ts). */
+  waitingFor: string | undefined;
+}
+
 /**
  * Circuit breakers (one per method) and bulkheads of this dependency's own,
  * one per method class, by default one per method (invariant 6, docs/architecture.md): a slow
@@ -82,16 +93,20 @@ const healthService = "grpc.health.v1.Health";
  * that the breakers of the hops above do not count it against us: we
  * answered; `dependency` is the sick one (resilience's failed-dependency.ts).
  *
- * With `probe` (the dependency's health check), an open breaker closes as
- * soon as a check succeeds (resilience's breaker-probe.ts); the check's own
- * call, to grpc.health.v1.Health, passes this interceptor untouched.
+ * With `health` (the dependency's health check): an open breaker closes as
+ * soon as a check says it serves (resilience's breaker-probe.ts); and when
+ * a bulkhead's running calls are overdue, the check says whether the
+ * dependency waits out a restart (then the calls wait with it, and this
+ * process tells its own callers: restart-signal.ts) or has stalled (then
+ * the queue is shed: resilience's bulkhead.ts). The check's own call, to
+ * grpc.health.v1.Health, passes this interceptor untouched.
  */
 export function isolationInterceptor(
   dependency: string,
   config: IsolationConfig,
   reserveMs: number,
   time: IsolationClock = { clock: systemClock },
-  probe?: () => Promise<boolean>,
+  health?: () => Promise<DependencyHealth>,
 ): Interceptor {
   const metrics = isolationMetrics();
   // Annotated: a call of it ends the path only for a declared never-returning type.
@@ -99,6 +114,20 @@ export function isolationInterceptor(
   const adaptive = (config.limit ?? "adaptive") === "adaptive";
   const minConcurrent = Math.min(config.maxConcurrent, config.minConcurrent ?? Math.max(1, Math.floor(config.maxConcurrent / 8)));
 
+  // Why this dependency's calls are overdue: asked once for all its bulkheads at a time.
+  let classifying: Promise<StallKind> | undefined;
+  const classifyStall = health
+    ? () =>
+        (classifying ??= health()
+          .then((h): StallKind => {
+            if (h.waitingFor === undefined) return "stall";
+            noteDependencyRestarting(dependency, h.waitingFor);
+            return "restart";
+          })
+          .finally(() => {
+            classifying = undefined;
+          }))
+    : undefined;
   const classes = new Map<string, Bulkhead>();
   const bulkheadFor = (methodClass: string): Bulkhead => {
     let b = classes.get(methodClass);
@@ -116,6 +145,7 @@ export function isolationInterceptor(
       maxQueue: config.maxQueue,
       clock: time.clock,
       ...(time.scheduler ? { scheduler: time.scheduler } : {}),
+      ...(classifyStall ? { classifyStall } : {}),
       onEvent(e) {
         if (e.type === "rejected") metrics.bulkheadRejected.inc({ ...labels, reason: e.reason });
         if (e.type === "acquired") bulkheadWait.observe(e.waitedMs / 1000);
@@ -139,7 +169,9 @@ export function isolationInterceptor(
   // whose own downstream is down) must not cut off one that works (a read
   // that never needs that downstream).
   const breakers = new Map<string, CircuitBreaker>();
-  const prober = probe ? new BreakerProbe({ check: probe, ...(time.scheduler ? { scheduler: time.scheduler } : {}) }) : undefined;
+  const prober = health
+    ? new BreakerProbe({ check: async () => (await health()).serving, ...(time.scheduler ? { scheduler: time.scheduler } : {}) })
+    : undefined;
   const breakerFor = (method: string): CircuitBreaker => {
     let b = breakers.get(method);
     if (b) return b;
@@ -174,18 +206,22 @@ export function isolationInterceptor(
     const scope = currentScope();
     const bulkhead = bulkheadFor(classOf(req.method, config.methodClasses));
     const slot = scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {};
-    // A free slot is taken without a promise; a wait or a refusal goes through acquire().
-    const release = bulkhead.tryAcquire(slot) ?? (await bulkhead.acquire(slot).catch(withPushback));
+    // Waiting on the dependency: its bulkhead bounds this, not the server's admission.
+    const unpark = scope?.park?.();
+    let release: Release | undefined;
     let outcome: ReleaseOutcome = "ignored";
     try {
+      // A free slot is taken without a promise; a wait or a refusal goes through acquire().
+      release = bulkhead.tryAcquire(slot) ?? (await bulkhead.acquire(slot).catch(withPushback));
       const res = await breaker.execute(call);
       outcome = "ok";
       return res;
     } catch (e) {
-      outcome = ranOutOfTime(e, scope?.signal) ? "dropped" : "ignored";
-      withPushback(e);
+      if (release) outcome = ranOutOfTime(e, scope?.signal) ? "dropped" : "ignored";
+      return withPushback(e);
     } finally {
-      release(outcome);
+      release?.(outcome);
+      unpark?.();
     }
   };
 }

@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { createDatabase, databaseAnswers, migrateWhenReachable } from "@platform/database";
+import { createDatabase, databaseResources, migrateWhenReachable } from "@platform/database";
 import { createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig, manifest } from "./config.js";
 import { ExampleNotesService } from "./example-notes-service.js";
@@ -25,8 +25,8 @@ runMain("example-notes", async () => {
     config: config.server,
     logger,
     services,
-    // Callers' breakers probe this service's health: it serves when its database answers.
-    ownResources: () => databaseAnswers(db),
+    // Its health tells callers whether its database answers, or restarts.
+    ownResources: databaseResources(db),
     routes: routes(new ExampleNotesService(db)),
     startup: { ready: startup.ready, waitingFor: "the database" },
     onShutdown: () => {

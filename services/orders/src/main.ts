@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { createDatabase, databaseAnswers, migrateWhenReachable } from "@platform/database";
+import { createDatabase, databaseResources, migrateWhenReachable } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
@@ -47,8 +47,8 @@ runMain("orders", async () => {
     config: config.server,
     logger,
     services,
-    // Callers' breakers probe this service's health: it serves when its database answers.
-    ownResources: () => databaseAnswers(db),
+    // Its health tells callers whether its database answers, or restarts.
+    ownResources: databaseResources(db),
     routes: routes(impl),
     startup: { ready, waitingFor: "the database and the receipts queue" },
     onShutdown: async () => {

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { createDatabase, databaseAnswers, migrateWhenReachable } from "@platform/database";
+import { createDatabase, databaseResources, migrateWhenReachable } from "@platform/database";
 import { createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
 import { PricingService } from "./pricing-service.js";
@@ -34,8 +34,8 @@ runMain("pricing", async () => {
     config: config.server,
     logger,
     services,
-    // Callers' breakers probe this service's health: it serves when its database answers.
-    ownResources: () => databaseAnswers(db),
+    // Its health tells callers whether its database answers, or restarts.
+    ownResources: databaseResources(db),
     routes: routes(new PricingService(db)),
     startup: { ready, waitingFor: "the database" },
     onShutdown: () => {
