@@ -114,16 +114,23 @@ export function isolationInterceptor(
   const adaptive = (config.limit ?? "adaptive") === "adaptive";
   const minConcurrent = Math.min(config.maxConcurrent, config.minConcurrent ?? Math.max(1, Math.floor(config.maxConcurrent / 8)));
 
-  // Why this dependency's calls are overdue: asked once for all its bulkheads at a time.
+  // Why this dependency's calls are overdue: asked once for all its bulkheads at a time. A
+  // check that gets no answer is inconclusive: a restart believed a moment ago still is (the
+  // dependency may be too busy to answer in time), otherwise it is a stall.
   let classifying: Promise<StallKind> | undefined;
+  let last: StallKind = "stall";
   const classifyStall = health
     ? () =>
         (classifying ??= health()
-          .then((h): StallKind => {
-            if (h.waitingFor === undefined) return "stall";
-            noteDependencyRestarting(dependency, h.waitingFor);
-            return "restart";
-          })
+          .then(
+            (h): StallKind => {
+              if (h.waitingFor === undefined) return "stall";
+              noteDependencyRestarting(dependency, h.waitingFor);
+              return "restart";
+            },
+            () => last,
+          )
+          .then((kind) => (last = kind))
           .finally(() => {
             classifying = undefined;
           }))
