@@ -32,8 +32,8 @@ runPlainService("plain-receipts", async () => {
     noHandleSignals: true,
     // The platform's worker sets these and the generic plans above (services/receipts/src/queue.ts
     // `defaultTuning`; docs/outbox.md has why); they decide how jobs are fetched and completed, so the
-    // plain worker sets them too: the same SQL on both sides. Without them (until 2026-12-07) this
-    // worker fell behind under load and the bench credited the plain chain with receipts not yet sent.
+    // plain worker sets them too: the same SQL on both sides. Without them this worker falls
+    // behind under load and the bench credits the plain chain with receipts not yet sent.
     preset: { worker: { completeJobBatchDelay: 10, failJobBatchDelay: 0, localQueue: { size: concurrency + 1 } } },
     taskList: {
       async send_receipt(payload) {

@@ -1,5 +1,5 @@
 /**
- * Failover as a first-class test (issue 20): the platform under a steady
+ * Failover as a first-class test: the platform under a steady
  * open-loop PlaceOrder load (each logical order with its own customer and
  * Idempotency-Key, asked again with the same key after an uncertain
  * failure), then, in turn:

@@ -11,7 +11,7 @@ import { localRejection, markLocalRejection } from "./local-rejection.js";
  * A circuit breaker for one dependency (invariant 6, docs/architecture.md), built on opossum for
  * what it does well (the closed/open/half-open state machine, the rolling
  * window, the reset timer) and configured around what it gets wrong by
- * default (see DESIGN.md):
+ * default (each point below; the settings: docs/configuration.md, `BREAKER_*`):
  *
  * - `volumeThreshold` is set explicitly (opossum's 0 lets one failure open
  *   the breaker of a service that handles two requests a minute);
