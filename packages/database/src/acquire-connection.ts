@@ -8,7 +8,10 @@ import type { ReconnectGate } from "./reconnect-gate.js";
  * pool's error when connecting fails. While `gate` is down (the server
  * refuses connections), the slot's holder waits there before it connects,
  * rejecting with a `ReconnectWaitError` when it gives up: the slots queue
- * everyone else, so only the probe connects meanwhile.
+ * everyone else, so only the probe connects meanwhile. That wait is parked
+ * (`park`, the request's CallScope.park): a request waiting out its
+ * database's restart uses nothing of its server, and its server's
+ * admission does not count it.
  *
  * pg-pool's `connect()` cannot be cancelled, and opening a new connection
  * can hang (a blackholed server). When we stop waiting for one, the slot
@@ -22,15 +25,19 @@ export async function acquireConnection(
   signal: AbortSignal,
   waitBudgetMs: number,
   gate?: ReconnectGate,
+  park?: () => () => void,
 ): Promise<pg.PoolClient> {
   const started = performance.now();
   await slots.acquire(signal, waitBudgetMs);
   if (gate?.down) {
+    const unpark = park?.();
     try {
       await gate.wait(signal, waitBudgetMs - (performance.now() - started));
     } catch (err) {
       slots.release();
       throw err;
+    } finally {
+      unpark?.();
     }
   }
   const connecting = pool.connect();

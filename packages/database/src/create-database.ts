@@ -216,7 +216,7 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
     for (let dead = 0, refused = 0; ; ) {
       try {
         // While the server refuses connections, this waits for it rather than fails.
-        client = await acquireConnection(pool, slots, scope.signal, remainingMs(scope) - minBudgetMs, gate);
+        client = await acquireConnection(pool, slots, scope.signal, remainingMs(scope) - minBudgetMs, gate, scope.park);
       } catch (err) {
         if (err instanceof ReconnectWaitError) {
           if (err.reason === "aborted" && abortReason(scope) !== "deadline") throw scopeEndedError(name, scope, "the database accepted connections");
@@ -262,16 +262,6 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
   }
 
   async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
-    // Waiting on the database: its connection slots bound this, not the server's admission.
-    const unpark = scope.park?.();
-    try {
-      return await runParked(scope, fn, txOpts);
-    } finally {
-      unpark?.();
-    }
-  }
-
-  async function runParked<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
     if (unreachableNow()) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
     const client = await checkout(scope);
     const tx = new ScopedTx(client, scope, { dbName: name, target, minBudgetMs, statementReserveMs, metrics, autocommit: txOpts?.autocommit ?? false });

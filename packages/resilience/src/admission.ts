@@ -34,13 +34,13 @@ export type AdmissionOutcome =
       waitedMs: number;
       release: () => void;
       /**
-       * The request waits on a dependency (a call in its bulkhead, a
-       * database transaction) and uses none of this server meanwhile: it
-       * stops counting against `maxConcurrent` until the returned function
-       * is called (calls nest; the last one ends the parking), up to
-       * `maxParked` parked requests. A dependency that is slow, or that
-       * waits out its database's restart, then holds its own slots and not
-       * the whole server's: those bound it (bulkhead, connection slots).
+       * The request waits out a dependency's restart (its database refusing
+       * connections, or a dependency saying it waits for one) and uses none
+       * of this server meanwhile: it stops counting against `maxConcurrent`
+       * until the returned function is called (calls nest; the last one
+       * ends the parking), up to `maxParked` parked requests. The
+       * dependency's own limits (bulkhead, connection slots) bound it then;
+       * a failover does not fill this server's admission.
        */
       park: () => () => void;
     }
@@ -58,9 +58,8 @@ export type ShedReason = "queue_full" | "queue_timeout" | "expired" | "evicted" 
  *   RESOURCE_EXHAUSTED and a pushback hint: "not now", not "later, maybe".
  * - Sheddable work may fill only part of the queue; a critical request
  *   arriving at a full queue evicts the newest sheddable one.
- * - In flight means using this server: a request parked on a dependency
- *   (`park`) does not count, so a slow dependency cannot take the slots of
- *   call paths that do not need it.
+ * - A request parked while it waits out a dependency's restart (`park`)
+ *   does not count in flight.
  */
 export class AdmissionController {
   private inFlight = 0;

@@ -323,12 +323,23 @@ export class Bulkhead {
     if (!this.overdue(now)) return false;
     if (this.classifyStall === undefined) return true;
     this.classify(now);
-    return this.stallKind !== undefined && this.stallKind.kind === "stall" && !this.classifying;
+    return this.stallKind?.kind === "stall";
   }
 
-  /** Waiting out a dependency's restart: the long holds are not the dependency's latency. */
+  /**
+   * Waiting out a dependency's restart: the long holds are not the
+   * dependency's latency. A verdict holds until the next one replaces it
+   * (the watch asks again every `classifiedForMs` while calls are overdue)
+   * or until nothing is overdue any more; the first one pending counts as
+   * a restart.
+   */
   private restarting(now: number): boolean {
-    return this.stallKind?.kind === "restart" && (this.classifying || this.stallKind.until > now);
+    if (this.stallKind === undefined) return this.classifying;
+    if (this.stallKind.until <= now && !this.overdue(now)) {
+      this.stallKind = undefined;
+      return this.classifying;
+    }
+    return this.stallKind.kind === "restart";
   }
 
   /** Asks the classifier, unless an answer holds or one is pending; sheds the queue when the answer is "stall". */
@@ -370,20 +381,26 @@ export class Bulkhead {
   }
 
   /**
-   * While calls queue, looks every few hold times (at least every 25 ms)
-   * whether the running calls became overdue: a stall has no events of its
-   * own, and the queued calls must not wait for their deadlines to learn it.
+   * While calls queue (or, with a classifier, run), looks every few hold
+   * times (at least every 25 ms) whether the running calls became overdue:
+   * a stall has no events of its own, the queued calls must not wait for
+   * their deadlines to learn it, and callers above learn of a restart only
+   * once this bulkhead has asked (restart-signal.ts in the runtime).
    */
   private armWatch(): void {
-    if (this.cancelWatch !== undefined || this.queue.length === 0) return;
+    if (this.cancelWatch !== undefined || !this.watching()) return;
     const everyMs = Math.max(watchMinMs, overdueFactor * this.holdTime.meanMs() * 0.5);
     this.cancelWatch = this.scheduler.setTimeout(() => {
       this.cancelWatch = undefined;
-      if (this.queue.length === 0) return;
+      if (!this.watching()) return;
       const now = this.clock.now();
       if (this.stalled(now)) this.shedQueue(now);
       this.armWatch();
     }, everyMs);
+  }
+
+  private watching(): boolean {
+    return this.queue.length > 0 || (this.classifyStall !== undefined && this.inUse > 0);
   }
 
   private oldestAgeMs(now: number): number {
@@ -419,6 +436,7 @@ export class Bulkhead {
     this.acquiredCount++;
     const slot = { at: this.clock.now(), deadlineAt };
     this.running.add(slot);
+    if (this.classifyStall !== undefined) this.armWatch();
     let released = false;
     this.listeners.emit({ type: "acquired", bulkhead: this.name, waitedMs });
     return (outcome: ReleaseOutcome = "ok") => {
@@ -445,7 +463,7 @@ export class Bulkhead {
     while (this.inUse < this.limit()) {
       if (!this.queue.grantNext((waitedMs, entry) => this.grant(waitedMs, entry.deadlineAt))) break;
     }
-    if (this.queue.length === 0) {
+    if (!this.watching()) {
       this.cancelWatch?.();
       this.cancelWatch = undefined;
     }

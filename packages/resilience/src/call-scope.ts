@@ -37,10 +37,11 @@ export interface CallScope {
   /** Who the edge authenticated; forwarded to every downstream call. */
   readonly caller?: string;
   /**
-   * Marks the request as waiting on a dependency (a call, a database
-   * transaction) until the returned function is called: the server's
-   * admission control does not count it meanwhile (resilience's
-   * admission.ts). Set by the runtime for a request it admitted.
+   * Marks the request as waiting out a dependency's restart until the
+   * returned function is called: the server's admission control does not
+   * count it meanwhile (admission.ts). Set by the runtime for a request it
+   * admitted; the database's reconnect wait and the dependency client
+   * call it.
    */
   readonly park?: () => () => void;
 }

@@ -11,6 +11,7 @@ import {
   pushbackHeaders,
   systemClock,
   type Clock,
+  type CallScope,
   type Release,
   type ReleaseOutcome,
   type Scheduler,
@@ -119,6 +120,16 @@ export function isolationInterceptor(
   // dependency may be too busy to answer in time), otherwise it is a stall.
   let classifying: Promise<StallKind> | undefined;
   let last: StallKind = "stall";
+  // Calls in flight to this dependency. While it waits out a restart they
+  // are parked in this server's admission (CallScope.park): waiting uses
+  // nothing of this server, and a failover must not fill its admission.
+  // Otherwise they count, and admission bounds a slow dependency's callers.
+  const inFlight = new Set<ParkableCall>();
+  let restartUntil = Number.NEGATIVE_INFINITY;
+  const parkForRestart = () => {
+    restartUntil = time.clock.now() + restartParkMs;
+    for (const c of inFlight) c.unpark ??= c.scope.park?.();
+  };
   const classifyStall = health
     ? () =>
         (classifying ??= health()
@@ -126,6 +137,7 @@ export function isolationInterceptor(
             (h): StallKind => {
               if (h.waitingFor === undefined) return "stall";
               noteDependencyRestarting(dependency, h.waitingFor);
+              parkForRestart();
               return "restart";
             },
             () => last,
@@ -213,8 +225,11 @@ export function isolationInterceptor(
     const scope = currentScope();
     const bulkhead = bulkheadFor(classOf(req.method, config.methodClasses));
     const slot = scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {};
-    // Waiting on the dependency: its bulkhead bounds this, not the server's admission.
-    const unpark = scope?.park?.();
+    const parkable: ParkableCall | undefined = scope?.park ? { scope } : undefined;
+    if (parkable) {
+      inFlight.add(parkable);
+      if (restartUntil > time.clock.now()) parkable.unpark = parkable.scope.park?.();
+    }
     let release: Release | undefined;
     let outcome: ReleaseOutcome = "ignored";
     try {
@@ -228,7 +243,10 @@ export function isolationInterceptor(
       return withPushback(e);
     } finally {
       release?.(outcome);
-      unpark?.();
+      if (parkable) {
+        inFlight.delete(parkable);
+        parkable.unpark?.();
+      }
     }
   };
 }
@@ -272,3 +290,12 @@ function refusalFor(dependency: string): (e: unknown) => never {
 }
 
 const stateValue = { closed: 0, half_open: 1, open: 2 } as const;
+
+/** A call in flight, parked in admission while its dependency waits out a restart. */
+interface ParkableCall {
+  readonly scope: CallScope;
+  unpark?: () => void;
+}
+
+/** A dependency said to wait out a restart is believed to for this long: new calls to it are parked meanwhile. */
+const restartParkMs = 500;
