@@ -457,6 +457,12 @@ describe("a short failover is waited out, not failed through", () => {
       clearInterval(timer);
       await Promise.all([...running]);
     }
+    // Where the platform refused (admission sheds, per service), for the summary line.
+    const shedBy: Record<string, number> = {};
+    for (const service of ["gateway", "checkout", "orders", "pricing"] as const) {
+      const text = await p.metrics(service);
+      shedBy[service] = ["queue_timeout", "queue_full", "intake"].reduce((n, reason) => n + metricValue(text, "admission_shed_total", { reason }), 0);
+    }
     const sentWhileDown = calls.filter((c) => c.startedAt >= downAt && c.startedAt < upAt);
     const served = sentWhileDown.filter((c) => c.ok).length;
     const failures = [...new Set(sentWhileDown.filter((c) => !c.ok).map((c) => `${c.method}: ${c.message}`))];
@@ -469,7 +475,7 @@ describe("a short failover is waited out, not failed through", () => {
     }
     summary.push(
       `[failover short] down ${Math.round(upAt - downAt)} ms; sent while down ${sentWhileDown.length}, served ${served} (${Math.round((100 * served) / Math.max(1, sentWhileDown.length))} %); ` +
-        `failures ${JSON.stringify(failures)}; windows under 95 % from 1 s after: ${JSON.stringify(windows)}`,
+        `admission sheds so far by service ${JSON.stringify(shedBy)}; failures ${JSON.stringify(failures)}; windows under 95 % from 1 s after: ${JSON.stringify(windows)}`,
     );
     assert.ok(sentWhileDown.length >= 40, `the load ran while the database was down: ${sentWhileDown.length} requests`);
     assert.ok(

@@ -53,7 +53,8 @@ import { WaitQueue } from "./wait-queue.js";
  *   database to accept connections again): every running call will finish
  *   at once when it is back. Calls queue and arrive as in normal service,
  *   and those long holds teach the adaptive limit nothing.
- * Without a classifier, overdue calls are a stall.
+ * A stall is confirmed by two answers in a row (see `stallKind`). Without
+ * a classifier, overdue calls are a stall at once.
  */
 
 /** What the bulkhead needs of an adaptive limit (`AdaptiveLimit` is one). */
@@ -151,8 +152,14 @@ export class Bulkhead {
   private acquiredCount = 0;
   private readonly scheduler: Scheduler;
   private readonly classifyStall: (() => Promise<StallKind>) | undefined;
-  /** The last classification of overdue calls and until when it holds; a pending one is "restart" meanwhile (arrivals queue, nothing is shed). */
-  private stallKind: { kind: StallKind; until: number } | undefined;
+  /**
+   * The last classification of overdue calls and until when it holds. A
+   * first "stall" is only suspected, and asked again soon: the callers of
+   * a chain ask before the hops below them have learnt of a restart, so a
+   * stall is confirmed by two answers in a row. Pending or suspected counts
+   * as a restart meanwhile (arrivals queue, nothing is shed).
+   */
+  private stallKind: { kind: StallKind | "suspected"; until: number } | undefined;
   private classifying = false;
   /** Cancels the watch timer (armed while calls queue). */
   private cancelWatch: (() => void) | undefined;
@@ -339,7 +346,7 @@ export class Bulkhead {
       this.stallKind = undefined;
       return this.classifying;
     }
-    return this.stallKind.kind === "restart";
+    return this.stallKind.kind !== "stall";
   }
 
   /** Asks the classifier, unless an answer holds or one is pending; sheds the queue when the answer is "stall". */
@@ -352,6 +359,10 @@ export class Bulkhead {
       .then((kind) => {
         this.classifying = false;
         const at = this.clock.now();
+        if (kind === "stall" && this.stallKind?.kind !== "stall" && this.stallKind?.kind !== "suspected") {
+          this.stallKind = { kind: "suspected", until: at + suspectedForMs };
+          return;
+        }
         this.stallKind = { kind, until: at + classifiedForMs };
         if (kind === "stall") this.shedQueue(at);
         else this.listeners.emit({ type: "stalled", bulkhead: this.name, kind, shed: 0 });
@@ -496,6 +507,8 @@ export class Bulkhead {
 const overdueFactor = 10;
 /** A classification of overdue calls holds this long; the watch asks again after it while they stay overdue. */
 const classifiedForMs = 250;
+/** A first "stall" is asked again after this, and confirmed by a second. */
+const suspectedForMs = 100;
 /** The watch looks at least this far apart. */
 const watchMinMs = 25;
 

@@ -51,16 +51,18 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   rememberDependencyClient({ dependency: name, baseUrl: opts.dependency.baseUrl, plugins: plugins.map((p) => p.name), retry: opts.retry });
   const propagation = { dependency: name, hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
   const { keepalive } = opts.dependency;
-  // The dependency's health for this API (the breakers' probe, the bulkheads'
-  // stall classifier), over the transport's own connection once it exists.
+  // The dependency's health (the breakers' probe, the bulkheads' stall
+  // classifier), over the transport's own connection once it exists.
   let health: Client<typeof healthV1.Health> | undefined;
-  const dependencyHealth = async (): Promise<DependencyHealth> => {
-    let waitingFor: string | undefined;
-    const res = await health!.check(
-      { service: service.typeName },
-      { timeoutMs: HEALTH_TIMEOUT_MS, onHeader: (h) => (waitingFor = h.get(waitingForRestartHeader) ?? undefined) },
-    );
-    return { serving: res.status === healthV1.HealthCheckResponse_ServingStatus.SERVING, waitingFor };
+  const dependencyHealth: DependencyHealth = {
+    serving: async () =>
+      (await health!.check({ service: service.typeName }, { timeoutMs: HEALTH_TIMEOUT_MS })).status === healthV1.HealthCheckResponse_ServingStatus.SERVING,
+    // The whole server's entry: answered at once, without checking the dependency's own resources.
+    waitingFor: async () => {
+      let waitingFor: string | undefined;
+      await health!.check({ service: "" }, { timeoutMs: HEALTH_TIMEOUT_MS, onHeader: (h) => (waitingFor = h.get(waitingForRestartHeader) ?? undefined) });
+      return waitingFor;
+    },
   };
   let composition: ClientComposition = {
     interceptors: [
@@ -84,8 +86,12 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   return createClient(service, transport);
 }
 
-/** A health check gives up after this: an answer later than a few round trips says the dependency is not serving. */
-const HEALTH_TIMEOUT_MS = 250;
+/**
+ * A health check gives up after this. A probe's unanswered check says the
+ * dependency is not back; a stall classifier's keeps the last verdict (a
+ * dependency busy with a failover's backlog may answer late).
+ */
+const HEALTH_TIMEOUT_MS = 500;
 
 function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], minAttemptMs: number): Interceptor[] {
   if (retry === "none" || retry.policy.maxAttempts <= 1) return [];

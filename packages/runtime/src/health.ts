@@ -109,8 +109,8 @@ function statusOf(serving: boolean | undefined) {
 export function registerHealthService(router: ConnectRouter, state: HealthState): void {
   router.service(Health, {
     async check(req, ctx) {
-      // For an API: what its calls wait out, so that a caller with overdue calls waits too (restart-signal.ts).
-      const waitingFor = req.service === "" ? undefined : state.waitingFor();
+      // What its calls wait out, so that a caller with overdue calls waits too (restart-signal.ts).
+      const waitingFor = state.waitingFor();
       if (waitingFor !== undefined) ctx.responseHeader.set(waitingForRestartHeader, waitingFor);
       const serving = await state.check(req.service);
       if (serving === undefined) throw new ConnectError(`unknown service "${req.service}"`, Code.NotFound);

@@ -61,12 +61,12 @@ export interface IsolationClock {
 /** The health service: a probe's call passes the breakers and bulkheads it serves. */
 const healthService = "grpc.health.v1.Health";
 
-/** The dependency's health check for the API called, as seen from here. */
+/** The dependency's health checks, as seen from here. */
 export interface DependencyHealth {
-  /** It serves: ready, and what it needs of its own answers. */
-  serving: boolean;
-  /** What it waits out a restart of, when it does (restart-signal.ts). */
-  waitingFor: string | undefined;
+  /** It serves the API called: ready, and what it needs of its own answers (the breakers' probe). */
+  serving(): Promise<boolean>;
+  /** What it waits out a restart of now, if anything (restart-signal.ts); rejects when it does not answer in time. */
+  waitingFor(): Promise<string | undefined>;
 }
 
 /**
@@ -107,7 +107,7 @@ export function isolationInterceptor(
   config: IsolationConfig,
   reserveMs: number,
   time: IsolationClock = { clock: systemClock },
-  health?: () => Promise<DependencyHealth>,
+  health?: DependencyHealth,
 ): Interceptor {
   const metrics = isolationMetrics();
   // Annotated: a call of it ends the path only for a declared never-returning type.
@@ -132,11 +132,12 @@ export function isolationInterceptor(
   };
   const classifyStall = health
     ? () =>
-        (classifying ??= health()
+        (classifying ??= health
+          .waitingFor()
           .then(
-            (h): StallKind => {
-              if (h.waitingFor === undefined) return "stall";
-              noteDependencyRestarting(dependency, h.waitingFor);
+            (waitingFor): StallKind => {
+              if (waitingFor === undefined) return "stall";
+              noteDependencyRestarting(dependency, waitingFor);
               parkForRestart();
               return "restart";
             },
@@ -188,9 +189,7 @@ export function isolationInterceptor(
   // whose own downstream is down) must not cut off one that works (a read
   // that never needs that downstream).
   const breakers = new Map<string, CircuitBreaker>();
-  const prober = health
-    ? new BreakerProbe({ check: async () => (await health()).serving, ...(time.scheduler ? { scheduler: time.scheduler } : {}) })
-    : undefined;
+  const prober = health ? new BreakerProbe({ check: health.serving, ...(time.scheduler ? { scheduler: time.scheduler } : {}) }) : undefined;
   const breakerFor = (method: string): CircuitBreaker => {
     let b = breakers.get(method);
     if (b) return b;
