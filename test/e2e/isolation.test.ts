@@ -237,7 +237,7 @@ describe("a slow pricing database (its table locked), with the shipped defaults"
 });
 
 describe("a burst against a stalled pricing", () => {
-  test("40 PlaceOrders at once while pricing's table is locked: no more wait for the lock than pricing's slots in orders; the rest are refused, with pushback, in a fraction of their deadline; GetOrder is served throughout", async () => {
+  test("40 PlaceOrders at once while pricing's table is locked: no more wait for the lock than pricing's slots in orders; the rest are refused, with pushback, well before their deadline; GetOrder is served throughout", async () => {
     const client = p.client("grpc");
     const { order } = await client.placeOrder({ customerId: `iso-burst-warm-${randomUUID()}`, items: [item] }, { timeoutMs: 5000 });
     const slots = loadOrdersConfig({ DATABASE_URL: "postgres://orders@127.0.0.1/platform" }).pricing.isolation.maxConcurrent;
@@ -267,14 +267,17 @@ describe("a burst against a stalled pricing", () => {
         }),
       );
       const waited = placed.filter((x) => x.code === "DeadlineExceeded");
-      // A fifth of the deadline tells "refused" from "waited out the deadline" (which ends at 5 s or later).
-      const refusedSoon = placed.filter((x) => x.code === "Unavailable" && x.ms < deadlineMs / 5);
+      // Half the deadline tells "refused" from "waited out the deadline" (which ends at 5 s or
+      // later), as in the test above: the stall is noticed after ten mean hold times and confirmed
+      // by two answers from pricing, each crossing processes that share 2 cores with three other
+      // test files. How soon on a quiet machine is measured from outside (docs/isolation.md).
+      const refusedSoon = placed.filter((x) => x.code === "Unavailable" && x.ms < deadlineMs / 2);
       console.log(
-        `[isolation burst] 40 PlaceOrders: ${refusedSoon.length} refused within ${deadlineMs / 5} ms, ${waited.length} waited for the lock (pricing's slots: ${slots}); codes ${JSON.stringify(placed.map((x) => x.code).sort())}`,
+        `[isolation burst] 40 PlaceOrders: ${refusedSoon.length} refused within ${deadlineMs / 2} ms (median ${median(refusedSoon.map((x) => x.ms)).toFixed(0)} ms), ${waited.length} waited for the lock (pricing's slots: ${slots}); codes ${JSON.stringify(placed.map((x) => x.code).sort())}`,
       );
       assert.deepEqual(await Promise.all(gets), Array(10).fill("ok"), "GetOrder served every time");
       assert.ok(waited.length <= slots, `${waited.length} waited for the lock; pricing's slots in orders: ${slots}`);
-      assert.ok(refusedSoon.length >= 40 - slots, `${refusedSoon.length} of 40 refused within a fifth of the deadline`);
+      assert.ok(refusedSoon.length >= 40 - slots, `${refusedSoon.length} of 40 refused within half the deadline`);
       assert.ok(
         refusedSoon.every((x) => x.pushback),
         "every refusal tells the caller when to come back",
