@@ -56,6 +56,15 @@ export function currentScope(): CallScope | undefined {
   return storage.getStore();
 }
 
+/**
+ * Runs `fn` outside any request's scope: for work a request only happened to
+ * start (a breaker's probe, a stall check), which must carry none of its
+ * deadline, request id or cancellation.
+ */
+export function runOutsideScope<T>(fn: () => T): T {
+  return storage.exit(fn);
+}
+
 /** Runs `fn` so that `currentScope()` returns `scope` inside it (and in everything it awaits). */
 export function runInScope<T>(scope: CallScope, fn: () => T): T {
   return storage.run(scope, fn);

@@ -10,6 +10,7 @@ it("exports the curated public surface", () => {
     "createScope",
     "currentScope",
     "runInScope",
+    "runOutsideScope",
     "remainingMs",
     "abortReason",
     // this package

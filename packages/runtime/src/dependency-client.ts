@@ -2,7 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
-import { RetryBudget, systemClock, type RetryPolicy } from "@platform/resilience";
+import { RetryBudget, runOutsideScope, systemClock, type RetryPolicy } from "@platform/resilience";
 import type { DependencyConfig } from "./dependency-config.js";
 import { type DependencyHealth, isolationInterceptor } from "./isolation-interceptor.js";
 import { waitingForRestartHeader } from "./restart-signal.js";
@@ -54,15 +54,22 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   // The dependency's health (the breakers' probe, the bulkheads' stall
   // classifier), over the transport's own connection once it exists.
   let health: Client<typeof healthV1.Health> | undefined;
+  // A request starts these (its call opened a breaker, or found a stall), but
+  // they are not its calls: outside its scope, they carry none of its
+  // deadline, request id or cancellation.
   const dependencyHealth: DependencyHealth = {
-    serving: async () =>
-      (await health!.check({ service: service.typeName }, { timeoutMs: HEALTH_TIMEOUT_MS })).status === healthV1.HealthCheckResponse_ServingStatus.SERVING,
+    serving: () =>
+      runOutsideScope(
+        async () =>
+          (await health!.check({ service: service.typeName }, { timeoutMs: HEALTH_TIMEOUT_MS })).status === healthV1.HealthCheckResponse_ServingStatus.SERVING,
+      ),
     // The whole server's entry: answered at once, without checking the dependency's own resources.
-    waitingFor: async () => {
-      let waitingFor: string | undefined;
-      await health!.check({ service: "" }, { timeoutMs: HEALTH_TIMEOUT_MS, onHeader: (h) => (waitingFor = h.get(waitingForRestartHeader) ?? undefined) });
-      return waitingFor;
-    },
+    waitingFor: () =>
+      runOutsideScope(async () => {
+        let waitingFor: string | undefined;
+        await health!.check({ service: "" }, { timeoutMs: HEALTH_TIMEOUT_MS, onHeader: (h) => (waitingFor = h.get(waitingForRestartHeader) ?? undefined) });
+        return waitingFor;
+      }),
   };
   let composition: ClientComposition = {
     interceptors: [
