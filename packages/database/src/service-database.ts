@@ -14,10 +14,10 @@ export interface DatabaseSettings {
   dbStartupTimeoutMs: number;
 }
 
+/** A service's config: its database settings, and its name (the pool is `<name>-db` in messages and metrics, `<name>` in pg_stat_activity). */
+export type ServiceDatabaseConfig = DatabaseSettings & { server: { serviceName: string } };
+
 export interface ServiceDatabaseOptions {
-  /** The service: the pool is `<service>-db` in messages and metrics, `<service>` in pg_stat_activity. */
-  service: string;
-  settings: DatabaseSettings;
   /** Its migrations: `new URL("../migrations", import.meta.url)` from main.ts (src/ and the bundle in dist/ alike). */
   migrations: URL;
   /** The service's own deadline settings (@platform/runtime's `databaseDeadlineOptions`). */
@@ -32,20 +32,21 @@ export interface ServiceDatabaseOptions {
  * which listens NOT_SERVING meanwhile; on shutdown call `startup.cancel()`,
  * then `db.close()`.
  */
-export function startServiceDatabase(opts: ServiceDatabaseOptions): { db: Database; startup: DatabaseStartup } {
-  const { settings, logger } = opts;
+export function startServiceDatabase(config: ServiceDatabaseConfig, opts: ServiceDatabaseOptions): { db: Database; startup: DatabaseStartup } {
+  const { logger } = opts;
+  const service = config.server.serviceName;
   const db = createDatabase({
-    name: `${opts.service}-db`,
-    connectionString: settings.databaseUrl,
-    maxConnections: settings.dbPoolMax,
-    applicationName: opts.service,
+    name: `${service}-db`,
+    connectionString: config.databaseUrl,
+    maxConnections: config.dbPoolMax,
+    applicationName: service,
     logger,
     ...opts.deadline,
   });
   const startup = migrateWhenReachable(db, {
-    schema: settings.dbSchema,
+    schema: config.dbSchema,
     directory: fileURLToPath(opts.migrations),
-    budgetMs: settings.dbStartupTimeoutMs,
+    budgetMs: config.dbStartupTimeoutMs,
     logger,
   });
   return { db, startup };

@@ -11,9 +11,7 @@ runMain("orders", async () => {
   const logger = createLogger("orders", config.server.logLevel);
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.
-  const { db, startup } = startServiceDatabase({
-    service: config.server.serviceName,
-    settings: config,
+  const { db, startup } = startServiceDatabase(config, {
     migrations: new URL("../migrations", import.meta.url),
     deadline: databaseDeadlineOptions(config.server),
     logger,

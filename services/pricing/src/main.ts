@@ -12,9 +12,7 @@ runMain("pricing", async () => {
   const logger = createLogger("pricing", config.server.logLevel);
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.
-  const { db, startup } = startServiceDatabase({
-    service: config.server.serviceName,
-    settings: config,
+  const { db, startup } = startServiceDatabase(config, {
     migrations: new URL("../migrations", import.meta.url),
     deadline: databaseDeadlineOptions(config.server),
     logger,

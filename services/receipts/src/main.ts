@@ -17,13 +17,10 @@ runMain("receipts", async () => {
   const logger = createLogger("receipts", config.server.logLevel);
   checkGraphilePatch(logger);
   // The bookkeeping's pool (appPoolMax); the queue opens its own.
-  const { db, startup } = startServiceDatabase({
-    service: config.server.serviceName,
-    settings: { ...config, dbPoolMax: config.appPoolMax },
-    migrations: new URL("../migrations", import.meta.url),
-    deadline: databaseDeadlineOptions(config.server),
-    logger,
-  });
+  const { db, startup } = startServiceDatabase(
+    { ...config, dbPoolMax: config.appPoolMax },
+    { migrations: new URL("../migrations", import.meta.url), deadline: databaseDeadlineOptions(config.server), logger },
+  );
   const mailer = createDependencyClient(mailerV1.MailerService, {
     dependency: config.mailer,
     server: config.server,
