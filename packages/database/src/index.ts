@@ -20,3 +20,4 @@ export {
   type StartupRetryOptions,
   type DatabaseStartup,
 } from "./startup.js";
+export { startServiceDatabase, type DatabaseSettings, type ServiceDatabaseConfig, type ServiceDatabaseOptions } from "./service-database.js";

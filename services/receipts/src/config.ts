@@ -1,9 +1,11 @@
+import { serviceDefaults } from "@platform/registry";
 import { readDependencyConfig, readEnv, readServerConfig, type DependencyConfig, type ServerConfig } from "@platform/runtime";
 import type { RetrySchedule } from "./retry-schedule.js";
 
 export interface ReceiptsConfig {
   server: ServerConfig;
   databaseUrl: string;
+  dbSchema: string;
   /**
    * Connections this process holds at most, both pools together: the
    * queue's (concurrency + 2: a job runner each, LISTEN, maintenance) and
@@ -31,9 +33,14 @@ export interface ReceiptsConfig {
   enqueuerRoles: string[];
 }
 
+/** Ports, bulkheads and the schema: the manifest's (service.json, beside src/ and dist/ alike). */
+export const defaults = serviceDefaults(new URL("../service.json", import.meta.url));
+
 export function loadConfig(env: Record<string, string | undefined>): ReceiptsConfig {
+  const [mailer, mailerUrl, mailerBulkhead] = defaults.dependency("mailer");
   return readEnv(env, (r) => {
-    const concurrency = r.int("RECEIPTS_CONCURRENCY", 8, { min: 1, max: 256 });
+    // A job calls the mailer once: by default as many jobs at once as the manifest gives it calls.
+    const concurrency = r.int("RECEIPTS_CONCURRENCY", mailerBulkhead.maxConcurrent, { min: 1, max: 256 });
     const roles = r.string("RECEIPTS_ENQUEUER_ROLES", "orders");
     const enqueuerRoles = roles
       .split(",")
@@ -52,13 +59,14 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
     const capMs = r.int("RECEIPTS_BACKOFF_CAP_MS", 60_000, { min: 1, max: 86_400_000 });
     if (capMs < baseMs) r.problems.push(`RECEIPTS_BACKOFF_CAP_MS (${capMs}) must not be below RECEIPTS_BACKOFF_BASE_MS (${baseMs})`);
     return {
-      server: readServerConfig(r, "receipts", { port: 8084, adminPort: 9084 }),
-      databaseUrl: r.postgresUrl("DATABASE_URL"),
+      server: readServerConfig(r, defaults.name, defaults.server),
+      databaseUrl: r.postgresUrl("DATABASE_URL", undefined, { password: "DATABASE_PASSWORD" }),
+      dbSchema: defaults.schema(),
       dbPoolMax,
       appPoolMax: Math.max(1, appPoolMax),
       dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
-      // As many calls in flight as jobs run at once; a short queue.
-      mailer: readDependencyConfig(r, "mailer", "http://127.0.0.1:8085", { maxConcurrent: concurrency, minConcurrent: Math.min(2, concurrency), maxQueue: 16 }),
+      // As many calls in flight as jobs run at once.
+      mailer: readDependencyConfig(r, mailer, mailerUrl, { ...mailerBulkhead, maxConcurrent: concurrency }),
       concurrency,
       pollIntervalMs: r.int("RECEIPTS_POLL_INTERVAL_MS", 1000, { min: 50, max: 60_000 }),
       heartbeatIntervalMs: r.int("RECEIPTS_HEARTBEAT_INTERVAL_MS", 10_000, { min: 50, max: 600_000 }),

@@ -1,5 +1,4 @@
-import { fileURLToPath } from "node:url";
-import { createDatabase, migrateWhenReachable } from "@platform/database";
+import { startServiceDatabase } from "@platform/database";
 import { mailerV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
@@ -7,8 +6,6 @@ import { checkGraphilePatch } from "./graphile-patch.js";
 import { openInterface, startQueue, type Queue } from "./queue.js";
 import { ReceiptStore } from "./receipt-store.js";
 import { createSendReceipt } from "./send-receipt.js";
-
-const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
 /**
  * The receipts worker: no API of its own (health on its RPC port, metrics,
@@ -19,14 +16,11 @@ runMain("receipts", async () => {
   const config = loadConfig(process.env);
   const logger = createLogger("receipts", config.server.logLevel);
   checkGraphilePatch(logger);
-  const db = createDatabase({
-    name: "receipts-db",
-    connectionString: config.databaseUrl,
-    maxConnections: config.appPoolMax,
-    applicationName: "receipts",
-    logger,
-    ...databaseDeadlineOptions(config.server),
-  });
+  // The bookkeeping's pool (appPoolMax); the queue opens its own.
+  const { db, startup } = startServiceDatabase(
+    { ...config, dbPoolMax: config.appPoolMax },
+    { migrations: new URL("../migrations", import.meta.url), deadline: databaseDeadlineOptions(config.server), logger },
+  );
   const mailer = createDependencyClient(mailerV1.MailerService, {
     dependency: config.mailer,
     server: config.server,
@@ -43,7 +37,6 @@ runMain("receipts", async () => {
   });
   // Serves NOT_SERVING until: the database answers, our migrations are in,
   // the queue is installed and running, and orders may enqueue.
-  const startup = migrateWhenReachable(db, { schema: "receipts", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
   let queue: Queue | undefined;
   let stopping = false;
   const ready = startup.ready.then(async () => {
