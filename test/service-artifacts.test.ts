@@ -181,7 +181,10 @@ test("a worker with a database and no api, and a public service: compose, Kubern
   // --- the gateway forwards the public service's api, and only that ---
   assert.match(
     read("services/gateway/src/forwarded-apis.generated.ts"),
-    new RegExp(`^ {2}\\{ api: "stock\\.v1\\.StockService", dependency: "stock", defaultUrl: "http://127\\.0\\.0\\.1:${stockPorts.rpc}" \\},\\n\\];`, "m"),
+    new RegExp(
+      `^ {2}\\{ api: "stock\\.v1\\.StockService", dependency: "stock", defaultUrl: "http://127\\.0\\.0\\.1:${stockPorts.rpc}", bulkhead: \\{ maxConcurrent: \\d+, minConcurrent: \\d+, maxQueue: \\d+ \\} \\},\\n\\];`,
+      "m",
+    ),
   );
   assert.match(read("packages/proto/src/index.ts"), /^export \* as stockV1 from "\.\/gen\/stock_pb\.js";$/m, "a new proto is exported");
   const names = JSON.parse(/serviceNames = (\[[^\]]*\]) as const/.exec(read("packages/launcher/src/service-names.generated.ts"))?.[1] ?? "[]") as string[];
