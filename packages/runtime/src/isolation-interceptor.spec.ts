@@ -226,3 +226,60 @@ test("through the outbound interceptor: a dependency's own failures open its bre
   assert.equal(own[0]!.metadata.get("x-failed-dependency"), "orders-chain");
   assert.match(own.at(-1)!.rawMessage, /orders-chain\.Get: circuit open/);
 });
+
+test("calls overdue because the dependency waits out a restart are parked in this server's admission, and new ones too; a stall parks nothing", async () => {
+  for (const waitingFor of ["pricing-db", undefined]) {
+    const clock = new FakeScheduler(1_000);
+    let parked = 0;
+    let unparked = 0;
+    const scope = (): CallScope => ({
+      deadlineAt: clock.now() + 3_000,
+      clock,
+      signal: new AbortController().signal,
+      requestId: "r",
+      procedure: "/x.v1.X/Y",
+      park: () => {
+        parked++;
+        return () => void unparked++;
+      },
+    });
+    const hanging: (() => void)[] = [];
+    let hang = false;
+    const next = (): Promise<UnaryResponse> => {
+      if (!hang) return Promise.resolve({} as UnaryResponse);
+      return new Promise((resolve) => hanging.push(() => resolve({} as UnaryResponse)));
+    };
+    const health = { serving: async () => false, waitingFor: async () => waitingFor };
+    const intercepted = isolationInterceptor(
+      `orders-restart-${waitingFor ?? "none"}`,
+      { ...config, maxConcurrent: 8 },
+      0,
+      { clock, scheduler: clock },
+      health,
+    )(next as never);
+    const flush = () => new Promise((r) => setImmediate(r));
+    // History: quick calls, 5 ms each.
+    for (let i = 0; i < 20; i++) {
+      const p = runInScope(scope(), () => intercepted(call("CreateOrder")));
+      clock.advance(5);
+      await p;
+    }
+    assert.equal(parked, 0, "nothing is parked in normal service");
+    hang = true;
+    const calls = Array.from({ length: 3 }, () => runInScope(scope(), () => intercepted(call("CreateOrder"))));
+    for (let t = 0; t < 400; t += 25) {
+      clock.advance(25);
+      await flush();
+    }
+    const late = runInScope(scope(), () => intercepted(call("CreateOrder")));
+    await flush();
+    if (waitingFor !== undefined) {
+      assert.equal(parked, 4, "the three overdue calls, and the one that came while the dependency restarts");
+    } else {
+      assert.equal(parked, 0, "a stall parks nothing: admission keeps counting those calls");
+    }
+    for (const h of hanging.splice(0)) h();
+    await Promise.all([...calls, late]);
+    assert.equal(unparked, parked, "each parking ends with its call");
+  }
+});
