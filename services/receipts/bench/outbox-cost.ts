@@ -20,7 +20,8 @@
  * Latency, with the shipped settings: from each order's commit (as its
  * client sees it) to the mailer's call for its receipt, p50 and p99, in a
  * quiet system (orders 10 a second) and for a burst of 1,000 orders placed
- * as fast as 16 clients can.
+ * as fast as 16 clients can. Idle: what the relay's polling costs
+ * PostgreSQL per second with nothing to send.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
@@ -43,6 +44,7 @@ const clients = 4;
 const ratePerSecond = 150;
 const quiet = { orders: 100, ratePerSecond: 10 };
 const burst = { orders: 1000, clients: 16 };
+const idleSeconds = 10;
 
 /** The service's defaults, as shipped. */
 const shipped = loadConfig({ DATABASE_URL: "postgres://unused@127.0.0.1/unused" });
@@ -255,6 +257,11 @@ async function main() {
     const mailed = new Map<string, number>();
     const relay = relayWith(urlAs("receipts"), mailed, shipped.pollIntervalMs);
     try {
+      await sleep(500);
+      const idleBefore = total(postgresCpuMs(pgServer.pid));
+      await sleep(idleSeconds * 1000);
+      const idleMs = total(postgresCpuMs(pgServer.pid)) - idleBefore;
+      results.push(`idle: PostgreSQL CPU ${(idleMs / idleSeconds).toFixed(1)} ms per second with the relay polling and nothing to send`);
       const calm = await placeOrders(ordersPool, quiet.orders, 1, quiet.ratePerSecond, true);
       await allMailed(calm.keys(), mailed);
       results.push(latencyLine(`quiet (${quiet.ratePerSecond} orders/s)`, calm, mailed));
