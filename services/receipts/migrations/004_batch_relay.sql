@@ -29,6 +29,45 @@ BEGIN
   INSERT INTO receipts.receipts (order_id) VALUES (enqueue_receipt.order_id);
 END $$;
 
+-- The relay's two statements (src/receipt-statements.ts has what each does).
+-- As functions, their plans are made once per connection: planned afresh
+-- at each call, the claim's plan cost more than the claim (an empty claim
+-- took 265 us of the server's CPU planned each time, 95 us prepared).
+CREATE FUNCTION receipts.claim_receipts(batch_size int, lease_ms int)
+RETURNS TABLE (order_id uuid, attempts int)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+  RETURN QUERY
+  UPDATE receipts.receipts r
+     SET attempts = r.attempts + 1, leased_until = now() + make_interval(secs => lease_ms::float8 / 1000), updated_at = now()
+    FROM (SELECT d.order_id FROM receipts.receipts d
+           WHERE d.state = 'pending' AND d.due_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+           ORDER BY d.due_at LIMIT batch_size FOR UPDATE SKIP LOCKED) due
+   WHERE r.order_id = due.order_id
+  RETURNING r.order_id, r.attempts;
+END $$;
+
+CREATE FUNCTION receipts.complete_receipts(order_ids uuid[], kinds text[], claimed_attempts int[], message_ids text[], errors text[], delays_ms int[])
+RETURNS TABLE (order_id uuid)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+  RETURN QUERY
+  UPDATE receipts.receipts r
+     SET state = CASE v.kind WHEN 'sent' THEN 'sent' WHEN 'failed' THEN 'failed' ELSE 'pending' END,
+         message_id = CASE WHEN v.kind = 'sent' THEN v.message_id ELSE r.message_id END,
+         sent_at = CASE WHEN v.kind = 'sent' THEN now() ELSE r.sent_at END,
+         last_error = CASE v.kind WHEN 'sent' THEN NULL WHEN 'released' THEN r.last_error ELSE v.error END,
+         attempts = CASE WHEN v.kind = 'released' THEN r.attempts - 1 ELSE r.attempts END,
+         due_at = CASE WHEN v.kind = 'retry' THEN now() + make_interval(secs => v.delay_ms::float8 / 1000) ELSE r.due_at END,
+         leased_until = NULL,
+         updated_at = now()
+    FROM unnest(order_ids, kinds, claimed_attempts, message_ids, errors, delays_ms) AS v(order_id, kind, attempts, message_id, error, delay_ms)
+   WHERE r.order_id = v.order_id AND r.state = 'pending' AND (v.kind = 'sent' OR r.attempts = v.attempts)
+  RETURNING r.order_id;
+END $$;
+
+REVOKE ALL ON FUNCTION receipts.claim_receipts(int, int), receipts.complete_receipts(uuid[], text[], int[], text[], text[], int[]) FROM PUBLIC;
+
 -- The job queue this schema held before (graphile-worker's tables,
 -- functions and bookkeeping, and the runners' heartbeats), where an earlier
 -- version installed it. Pending receipts need nothing from it: the relay

@@ -2,7 +2,8 @@
  * The relay's two statements, shared by the receipts service
  * (receipt-batches.ts), the bench's plain chain (lab/plain-chain/receipts.ts)
  * and the outbox cost tool: every side does the same receipt work in
- * PostgreSQL, so it is written once.
+ * PostgreSQL, so it is written once. Their SQL is in two functions of the
+ * receipts schema, whose plans PostgreSQL keeps per connection.
  */
 
 /** A receipt a claim handed to its relay: its order, and the attempt this is (counted by the claim). */
@@ -12,18 +13,14 @@ export interface ClaimedReceipt {
 }
 
 /**
- * Claims up to $1 due receipts for $2 ms: counts their attempt and leases
- * them. SKIP LOCKED lets relays claim side by side without waiting on each
- * other; a leased receipt is skipped until its lease ends, so one that a dead
- * relay held is claimed again then. Oldest due first.
+ * Claims up to $1 due receipts for $2 ms (receipts.claim_receipts,
+ * migrations/004): counts their attempt and leases them, oldest due first.
+ * `FOR UPDATE SKIP LOCKED` lets relays claim side by side without waiting on
+ * each other; a leased receipt is skipped until its lease ends, so one that
+ * a dead relay held is claimed again then. The statement commits at once: no
+ * transaction stays open while the receipts are sent.
  */
-export const claimStatement = `UPDATE receipts.receipts r
-    SET attempts = r.attempts + 1, leased_until = now() + make_interval(secs => $2::float8 / 1000), updated_at = now()
-   FROM (SELECT order_id FROM receipts.receipts
-          WHERE state = 'pending' AND due_at <= now() AND (leased_until IS NULL OR leased_until <= now())
-          ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
-  WHERE r.order_id = due.order_id
-  RETURNING r.order_id, r.attempts`;
+export const claimStatement = "SELECT order_id, attempts FROM receipts.claim_receipts($1, $2)";
 
 /** What became of one claimed receipt. */
 export type DeliveryOutcome =
@@ -36,24 +33,14 @@ export type DeliveryOutcome =
   | { kind: "released"; orderId: string; attempts: number };
 
 /**
- * Writes a batch's outcomes, one row each of unnest($1..$6), and ends their
- * leases. Only a pending receipt changes, so a receipt is marked sent (or
+ * Writes a batch's outcomes, one per row of the arrays $1..$6
+ * (receipts.complete_receipts, migrations/004), and ends their leases, in one
+ * statement. Only a pending receipt changes, so a receipt is marked sent (or
  * failed) once. A retry, a failure or a release applies only while the
  * receipt's attempts are still this claim's (no later claim took it over);
- * a send always counts: the mail went out. Returns the rows it changed.
+ * a send always counts: the mail went out. Returns the receipts it changed.
  */
-export const completeStatement = `UPDATE receipts.receipts r
-    SET state = CASE v.kind WHEN 'sent' THEN 'sent' WHEN 'failed' THEN 'failed' ELSE 'pending' END,
-        message_id = CASE WHEN v.kind = 'sent' THEN v.message_id ELSE r.message_id END,
-        sent_at = CASE WHEN v.kind = 'sent' THEN now() ELSE r.sent_at END,
-        last_error = CASE v.kind WHEN 'sent' THEN NULL WHEN 'released' THEN r.last_error ELSE v.error END,
-        attempts = CASE WHEN v.kind = 'released' THEN r.attempts - 1 ELSE r.attempts END,
-        due_at = CASE WHEN v.kind = 'retry' THEN now() + make_interval(secs => v.delay_ms::float8 / 1000) ELSE r.due_at END,
-        leased_until = NULL,
-        updated_at = now()
-   FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::text[], $6::int[]) AS v(order_id, kind, attempts, message_id, error, delay_ms)
-  WHERE r.order_id = v.order_id AND r.state = 'pending' AND (v.kind = 'sent' OR r.attempts = v.attempts)
-  RETURNING r.order_id`;
+export const completeStatement = "SELECT order_id FROM receipts.complete_receipts($1, $2, $3, $4, $5, $6)";
 
 /** `completeStatement`'s parameters for `outcomes`. */
 export function completeParams(outcomes: readonly DeliveryOutcome[]): unknown[] {
