@@ -6,6 +6,18 @@ import type { RawRun } from "./run-scenario.js";
 import { sumOf } from "./metrics/prometheus.js";
 import { mean, percentile, ratio, round, sum } from "./stats.js";
 
+/**
+ * The health checks the services answer (orchestrators' probes, a breaker's
+ * probe, a bulkhead's stall check): none is a user request's attempt, so the
+ * per-request counts leave them out.
+ */
+const healthCheck = { procedure: "/grpc.health.v1.Health/Check" };
+
+/** Requests a service received for its APIs between two snapshots. */
+function apiRequests(recorder: RawRun["recorder"], service: ServiceName, from: number, to: number): number {
+  return recorder.delta(service, from, to, "rpc_server_requests_total") - recorder.delta(service, from, to, "rpc_server_requests_total", healthCheck);
+}
+
 /** The gateway's intake_admit_fraction: its lowest value in the run's scrapes, and when the last user left (undefined: never scraped). */
 function intakeSeen(raw: RawRun): { lowest: number; atEnd: number } | undefined {
   const values = raw.recorder.snapshots.flatMap((s) => {
@@ -165,7 +177,7 @@ export function analyze(raw: RawRun): RunResult {
     const from = at(i0 * bucketSec);
     const to = at(i1 * bucketSec);
     const hops = {} as Record<ServiceName, number>;
-    for (const s of serviceNames) hops[s] = round(ratio(recorder.delta(s, from, to, "rpc_server_requests_total"), sent));
+    for (const s of serviceNames) hops[s] = round(ratio(apiRequests(recorder, s, from, to), sent));
     return {
       fromSec: i0 * bucketSec,
       toSec: i1 * bucketSec,
@@ -212,9 +224,12 @@ export function analyze(raw: RawRun): RunResult {
 
   const delta = (name: string, labels: Record<string, string> = {}) => recorder.deltaAll(first, marks.endAt, name, labels);
   const hopsPerRequest = {} as Record<ServiceName, number>;
-  for (const s of serviceNames) hopsPerRequest[s] = round(ratio(recorder.delta(s, first, marks.endAt, "rpc_server_requests_total"), load.sent));
+  for (const s of serviceNames) hopsPerRequest[s] = round(ratio(apiRequests(recorder, s, first, marks.endAt), load.sent));
   const callsPerRequest: Record<string, number> = {};
-  for (const dep of ["checkout", "orders", "pricing"]) callsPerRequest[dep] = round(ratio(delta("rpc_client_calls_total", { dependency: dep }), load.sent));
+  for (const dep of ["checkout", "orders", "pricing"])
+    callsPerRequest[dep] = round(
+      ratio(delta("rpc_client_calls_total", { dependency: dep }) - delta("rpc_client_calls_total", { dependency: dep, ...healthCheck }), load.sent),
+    );
   const allLatencies = buckets.flatMap((b) => b.latenciesMs);
   const totalSucceeded = sum(buckets.map((b) => b.succeeded));
 
@@ -285,7 +300,9 @@ export function analyze(raw: RawRun): RunResult {
     lateWork: {
       handlersAfterDeadline: delta("deadline_work_after_deadline_total"),
       dbTxAfterUsersLeft: recorder.deltaAll(marks.usersGoneAt, marks.endAt, "db_transactions_total"),
-      requestsAfterUsersLeft: recorder.deltaAll(marks.usersGoneAt, marks.endAt, "rpc_server_requests_total"),
+      requestsAfterUsersLeft:
+        recorder.deltaAll(marks.usersGoneAt, marks.endAt, "rpc_server_requests_total") -
+        recorder.deltaAll(marks.usersGoneAt, marks.endAt, "rpc_server_requests_total", healthCheck),
       longStatements: raw.longStatements.count,
       longStatementSeconds: raw.longStatements.seconds,
       ordersForFailedCalls: raw.orders.ordersForFailedCalls,

@@ -152,7 +152,7 @@ export const scenarios: readonly Scenario[] = [
     // The window after it as long as full too (8 s, not the quick 6 s): in npm test each run has
     // one core (StormOptions.splitCores), where the platform's intake controller, cut to its floor
     // by the spike, is still climbing 6 s after it (end-of-run goodput 0.96-1.85 of before the
-    // spike in ten runs with 6 s, 0.80 in session 11; docs/storm-lab.md, "The test").
+    // spike in ten runs with 6 s, once 0.80; docs/storm-lab.md, "The test").
     timing: { ...timing(6000, 6000), quick: { preMs: pre.quick, triggerMs: 6000, postMs: post.full } },
     // Quick: 2x. The closed-loop capacity measurement understates what the
     // naive stack (unbounded concurrency) gets through an open loop, and on a

@@ -73,6 +73,19 @@ for (const d of args.k8s ?? []) targets.push(() => kubernetesTarget(resolve(d)))
 if (targets.length === 0 && !args.advise) {
   targets.push(defaultsTarget, () => composeTarget(resolve(repoRoot, "docker-compose.yml")), ...shippedOverlays().map((d) => () => kubernetesTarget(d)));
 }
+const rendersOverlays = (args.k8s ?? []).length > 0 || (!args.live && !args.advise && (args.compose ?? []).length === 0);
+if (rendersOverlays && !process.env["KUBECTL"]) {
+  // The overlays are rendered by the pinned kubectl: installed here when missing, as `npm run setup:kubectl` would.
+  const { installPinnedKubectl, pinnedKubectlInstalled } = await import("./kubectl-install.js");
+  if (!pinnedKubectlInstalled()) {
+    try {
+      process.stderr.write(`audit: ${await installPinnedKubectl()}\n`);
+    } catch (e) {
+      process.stderr.write(`audit: the pinned kubectl could not be installed: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exit(2);
+    }
+  }
+}
 
 if (args.advise) {
   const seconds = Number(args.seconds);

@@ -27,7 +27,8 @@ try {
   let written = 0;
   let removed = 0;
   const services = workspaces.filter((w) => isBundledService(w) && existsSync(join(root, w.dir, "src/main.ts")));
-  for (const w of workspaces) {
+  // A published library (packages/client) is built by its own `build` script, with its declarations.
+  for (const w of workspaces.filter((x) => x.manifest.private === true)) {
     const r = compileWorkspace(root, w, options, cache, services.includes(w));
     files += r.files;
     written += r.written;

@@ -181,7 +181,7 @@ function main(): void {
   const poolBefore = sharedPool();
 
   // What the tools below rewrite, to put back exactly if one of them fails.
-  const generated = ["packages/proto/src/gen", "packages/client/src/gen"];
+  const generated = ["packages/proto/src/gen"];
   const before = new Map([...snapshot(generated), ...snapshot(["packages/proto/src/index.ts", "package-lock.json"])]);
   const rollback = () => {
     for (const dir of [`services/${names.name}`, `proto/${names.snake}`]) rmSync(join(root, dir), { recursive: true, force: true });

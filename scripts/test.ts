@@ -271,10 +271,10 @@ function heaviestFirst(list: string[]): string[] {
  * keep a process of their own go right after the files that start at once
  * with the shared spec processes (those hold slots of their own). Each of
  * them is a few seconds of mostly waiting on timeouts and servers of its
- * own. Last in the queue, as until 2026-12-07, one of them
- * (create-database, 8.5 s) was the phase's tail with the cores idle; first,
- * they held the free slots for half a minute while the generator test, the
- * longest file, waited to start, and the cores were a quarter idle.
+ * own. Last in the queue, one of them (create-database, 8.5 s) would be the
+ * phase's tail with the cores idle; first, they would hold the free slots
+ * for half a minute while the generator test, the longest file, waits to
+ * start, and the cores would be a quarter idle.
  */
 function parallelQueue(list: string[], slots: number): string[] {
   const ordered = heaviestFirst(list);

@@ -3,17 +3,19 @@
  * ships passes (this is how CI runs it on each of them); the misconfigured
  * fixture fails with each of its problems named by variable and file; each
  * rule that could silently stop checking fails a copy broken for it; and
- * --live and --advise work against the real platform's processes.
+ * --live and --advise work against the real platform's processes; on a
+ * fresh copy the audit installs the kubectl it needs itself.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { auditTarget, composeTarget, repoRoot, shippedOverlays, type Problem } from "@platform/audit";
 import { effectiveDependencies, envPrefix, forwardedApis, readServiceManifests } from "@platform/registry";
 import { startTestPlatform, type TestPlatform } from "@platform/test-support";
+import { copyRepository } from "./repository-copy.js";
 
 /**
  * Runs the audit's command line with ARGS; resolves with its exit status and output. `viaNpm`: as a person
@@ -21,10 +23,13 @@ import { startTestPlatform, type TestPlatform } from "@platform/test-support";
  * script that npm runs, `node --import tsx scripts/audit.ts ARGS`, without npm's own start (a sixth of a
  * second of a core each time).
  */
-function runAudit(args: string[], { viaNpm = false } = {}): Promise<{ status: number | null; out: string }> {
+function runAudit(
+  args: string[],
+  { viaNpm = false, cwd = repoRoot, env = process.env }: { viaNpm?: boolean; cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ status: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const [cmd, cmdArgs] = viaNpm ? ["npm", ["run", "--silent", "audit", "--", ...args]] : [process.execPath, ["--import", "tsx", "scripts/audit.ts", ...args]];
-    const child = spawn(cmd, cmdArgs, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, cmdArgs, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
     child.stderr.setEncoding("utf8").on("data", (c: string) => (out += c));
@@ -92,6 +97,20 @@ test("npm run audit passes the defaults, the compose file and every Kubernetes o
     assert.ok(composeGraph.includes(hop), `the order path's hop ${hop}: ${composeGraph.join(", ")}`);
   assert.equal((out.match(/^pass {2}\d\. /gm) ?? []).length, 7 * (2 + overlays.length), "seven answers per configuration");
   assert.match(out, /rehearsed in CI: test\/e2e\/overload\.test\.ts cuts intake to 0 through PUT \/admin\/intake/);
+  assert.match(out, /^audit: PASS$/m);
+});
+
+test("right after npm ci, npm run audit installs the pinned kubectl it renders the overlays with", async (t) => {
+  const copy = copyRepository(repoRoot, "audit-fresh-");
+  t.after(() => rmSync(copy, { recursive: true, force: true }));
+  const installed = join(copy, "tools", "kubectl", "bin", "kubectl");
+  assert.equal(existsSync(installed), false, "a fresh copy has no kubectl (tools/kubectl/bin is ignored by git)");
+  const env = { ...process.env };
+  delete env["KUBECTL"];
+  const { status, out } = await runAudit([], { viaNpm: true, cwd: copy, env });
+  assert.equal(status, 0, out);
+  assert.match(out, new RegExp(`^audit: installed ${installed.replaceAll("/", "\\/")} \\(v1\\.34\\.\\d+\\)$`, "m"));
+  assert.ok(existsSync(installed), out);
   assert.match(out, /^audit: PASS$/m);
 });
 

@@ -30,22 +30,9 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  readlinkSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { join, relative } from "node:path";
 import { findFreePort } from "@platform/embedded-postgres";
 import { kubectlPath } from "@platform/k8s-check";
 import { readServiceManifests } from "@platform/registry";
@@ -54,6 +41,7 @@ import { deriveNames, nameProblems } from "../scripts/new-service/names.js";
 import { manifestPorts, nextPortPair } from "../scripts/new-service/ports.js";
 import { regenerateScript } from "../scripts/new-service/regenerate.js";
 import { renamePath, renameText, tokenMap } from "../scripts/new-service/token-map.js";
+import { copyRepository } from "./repository-copy.js";
 
 const origin = process.cwd();
 let copy: string;
@@ -155,32 +143,8 @@ function freeName(base: string): string {
   }
 }
 
-/** The registry's artifact generator is wired into this repository (regenerate.ts runs it). */
-
-function copyRepository(): string {
-  const dir = mkdtempSync(join(tmpdir(), "new-service-"));
-  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: origin, encoding: "utf8" });
-  assert.equal(listed.status, 0, listed.stderr);
-  for (const file of new Set(listed.stdout.split("\0").filter(Boolean))) {
-    if (!existsSync(join(origin, file))) continue; // deleted in the working tree
-    mkdirSync(dirname(join(dir, file)), { recursive: true });
-    cpSync(join(origin, file), join(dir, file), { verbatimSymlinks: true });
-  }
-  const modules = join(origin, "node_modules");
-  mkdirSync(join(dir, "node_modules"));
-  for (const entry of readdirSync(modules)) {
-    // npm's hidden lock file stays out: nothing run in the copy may write through to ours.
-    if (entry === ".package-lock.json") continue;
-    if (entry === "@platform") {
-      mkdirSync(join(dir, "node_modules", entry));
-      for (const link of readdirSync(join(modules, entry))) symlinkSync(readlinkSync(join(modules, entry, link)), join(dir, "node_modules", entry, link));
-    } else symlinkSync(join(modules, entry), join(dir, "node_modules", entry));
-  }
-  return dir;
-}
-
 before(() => {
-  copy = copyRepository();
+  copy = copyRepository(origin, "new-service-");
 });
 after(() => {
   if (copy && !process.env["KEEP_TEST_DATA"]) rmSync(copy, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 /**
- * orders stores each idempotency record's response as protobuf bytes. Until
- * issue 14 they were checkout.v1.Order bytes; now orders.v1.Order, its wire
- * twin. A row written in the old format, in a real orders schema, must
+ * orders stores each idempotency record's response as protobuf bytes:
+ * orders.v1.Order, the wire twin of checkout.v1.Order, which older rows
+ * hold. A row written as checkout.v1.Order, in a real orders schema, must
  * still answer a repeated request with the same order.
  */
 import assert from "node:assert/strict";

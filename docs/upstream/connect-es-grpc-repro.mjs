@@ -1,6 +1,6 @@
 // Four gRPC answers of a connect-es server (docs/upstream/README.md), on
 // plain connect-es without this project's patch or workarounds. Reproduced
-// with 2.1.2 and 2.3.0 (the newest release, 2026-11-30), Node 20 and 24:
+// with 2.1.2 and 2.3.0, Node 20 and 24:
 //
 //   mkdir repro && cd repro && cp <this file> . && npm init -y >/dev/null &&
 //   npm install @connectrpc/connect@2.3.0 @connectrpc/connect-node@2.3.0 @bufbuild/protobuf@2.13.0 &&

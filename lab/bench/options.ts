@@ -12,9 +12,8 @@ export const defaults = { seconds: 2, rounds: 3, warmupSeconds: 0.5, concurrency
  * The 32-client legs need no pass of their own: each method's pair (at
  * least 40 requests on each chain) runs before them and warms the same
  * code, and every leg opens and warms its own connections (one call per
- * user). The full pass was added when the shipped bulkhead queues were too
- * short and a cold platform refused; with today's (docs/isolation.md) no
- * quick run without it refused a request (docs/performance.md).
+ * user). With the shipped bulkhead queues (docs/isolation.md) a cold
+ * platform refuses no request of a quick run without a full warm-up pass.
  */
 export const quick = { seconds: 0.25, rounds: 1, warmupSeconds: 0.25, warmupCells: "one-client", concurrency: 32 } as const;
 

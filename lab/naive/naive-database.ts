@@ -119,6 +119,8 @@ export function createNaiveDatabase(opts: DatabaseOptions & { queryTimeoutMs: nu
 
   return {
     name: opts.name,
+    // The naive client never waits for a restarting server: it retries.
+    serverDown: false,
     async transaction(fn, txOpts) {
       for (let n = 1; ; n++) {
         try {

@@ -27,12 +27,12 @@ import type { AddressInfo } from "node:net";
 import { createClient, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
+import { apiRoutes } from "@platform/runtime";
 import { createDependencyClient } from "../../packages/runtime/src/dependency-client.js";
 import { createEdge } from "../../packages/runtime/src/edge.js";
 import { serve } from "../../packages/runtime/src/serve.js";
-import { loadConfig } from "../../services/gateway/src/config.js";
+import { defaults as gatewayDefaults, loadConfig } from "../../services/gateway/src/config.js";
 import { GatewayService } from "../../services/gateway/src/gateway-service.js";
-import { routes as gatewayRoutes } from "../../services/gateway/src/routes.js";
 import { median } from "../stats.js";
 import { alternatingRounds, alternatingVariants, cpuPerCall, medianDifference } from "./alternating-rounds.js";
 
@@ -67,7 +67,7 @@ const checkout = createDependencyClient(checkoutV1.CheckoutService, { server: co
 const platformServer = await serve({
   config: config.server,
   services: [checkoutV1.CheckoutService],
-  routes: gatewayRoutes(new GatewayService(checkout)),
+  routes: apiRoutes(gatewayDefaults.apis, new GatewayService(checkout)).routes,
   http1: true,
   edge: createEdge({ ...config.edge, intake: config.intake, criticality: (p) => (p.endsWith("/PlaceOrder") ? "critical" : "sheddable") }),
 });
@@ -81,7 +81,7 @@ const serverOnly =
     ? await serve({
         config: config.server,
         services: [checkoutV1.CheckoutService],
-        routes: gatewayRoutes(new GatewayService(plainOutbound)),
+        routes: apiRoutes(gatewayDefaults.apis, new GatewayService(plainOutbound)).routes,
         http1: true,
         edge: createEdge({ ...config.edge, intake: config.intake, criticality: (p) => (p.endsWith("/PlaceOrder") ? "critical" : "sheddable") }),
       })

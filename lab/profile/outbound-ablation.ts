@@ -20,15 +20,15 @@ import type { AddressInfo } from "node:net";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
+import { apiRoutes } from "@platform/runtime";
 import { RetryBudget, systemClock } from "@platform/resilience";
 import { createEdge } from "../../packages/runtime/src/edge.js";
 import { isolationInterceptor } from "../../packages/runtime/src/isolation-interceptor.js";
 import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/outbound-interceptor.js";
 import { retryInterceptor } from "../../packages/runtime/src/retry-interceptor.js";
 import { serve } from "../../packages/runtime/src/serve.js";
-import { loadConfig } from "../../services/gateway/src/config.js";
+import { defaults as gatewayDefaults, loadConfig } from "../../services/gateway/src/config.js";
 import { GatewayService } from "../../services/gateway/src/gateway-service.js";
-import { routes as gatewayRoutes } from "../../services/gateway/src/routes.js";
 import { median } from "../stats.js";
 import { alternatingVariants, cpuPerCall, medianDifference } from "./alternating-rounds.js";
 
@@ -100,7 +100,7 @@ const switching = {
 const gateway = await serve({
   config: config.server,
   services: [checkoutV1.CheckoutService],
-  routes: gatewayRoutes(new GatewayService(switching)),
+  routes: apiRoutes(gatewayDefaults.apis, new GatewayService(switching)).routes,
   http1: true,
   edge: createEdge({ ...config.edge, intake: config.intake, criticality: () => "sheddable" }),
 });

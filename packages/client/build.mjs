@@ -3,10 +3,35 @@
 // never disturbs a reader of dist/ (tests build while others read it).
 // tsc -b trusts its build state, so an output that was removed since (a
 // clean, another tool's build of dist/) makes it start over.
+//
+// The public API's generated code is @platform/proto's (one `buf generate`
+// for every API): it is copied into src/gen first, so that this package
+// compiles and ships it without depending on any other workspace. Only a
+// changed file is written, which keeps tsc -b's check cheap.
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
+
+/** The API packages this package publishes (under packages/proto/src/gen): the public one only. */
+const publicApis = ["checkout"];
+const generated = "../proto/src/gen";
+
+function filesUnder(dir) {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)));
+}
+
+const copies = new Set(publicApis.flatMap((api) => filesUnder(join(generated, api)).map((f) => join(api, f))));
+if (existsSync("src/gen")) for (const f of filesUnder("src/gen")) if (!copies.has(f)) rmSync(join("src/gen", f));
+for (const f of copies) {
+  const text = readFileSync(join(generated, f), "utf8");
+  const target = join("src/gen", f);
+  if (existsSync(target) && readFileSync(target, "utf8") === text) continue;
+  mkdirSync(dirname(target), { recursive: true });
+  writeFileSync(target, text);
+}
 
 const sources = readdirSync("src", { recursive: true, withFileTypes: true })
   .filter((e) => e.isFile() && e.name.endsWith(".ts"))

@@ -10,7 +10,7 @@ import ts from "typescript";
  * `yield`, where Node's native generators need none of that. The platform's
  * patch replaces the ESM files that carry the emulation with the same
  * sources compiled for ES2018, the first target with native async
- * generators (docs/performance.md, "connect-es's async generators, native").
+ * generators (docs/performance.md, "What the request path does to stay cheap").
  *
  * The sources are kept in patches/connect-es-<version>/src. That they are
  * the release's own is checked, not assumed: compiled for ES2017 they must

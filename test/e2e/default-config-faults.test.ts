@@ -16,7 +16,7 @@
  * count of transactions and, for the slow statements, the server's own
  * clock (PostgreSQL's statement_timeout ends them, not a client's timer),
  * not a share of the machine (the dead dependency passed at load 23 to 29
- * beside other sessions, once with a one-core burn too; docs/testing.md).
+ * beside other test runs, once with a one-core burn too; docs/testing.md).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

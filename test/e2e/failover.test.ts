@@ -1,5 +1,5 @@
 /**
- * Failover as a first-class test (issue 20): the platform under a steady
+ * Failover as a first-class test: the platform under a steady
  * open-loop PlaceOrder load (each logical order with its own customer and
  * Idempotency-Key, asked again with the same key after an uncertain
  * failure), then, in turn:
@@ -397,6 +397,108 @@ describe("database failover under steady load", () => {
   }
 });
 
+describe("a short failover is waited out, not failed through", () => {
+  test("(f) PostgreSQL down for 1.5 s under open-loop PlaceOrder and GetOrder with 3 s deadlines: the requests sent meanwhile are served, and every window is served again soon after", async () => {
+    const client = p.client("grpc");
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await client.placeOrder(
+        { customerId: `foshort-seed-${i}`, items: [{ sku: catalogue[i % catalogue.length]!, quantity: 1 }] },
+        { timeoutMs: 5000 },
+      );
+      ids.push(res.order!.id);
+    }
+    /** One request per method every 50 ms (20 a second each), one try each: what the caller saw is the platform's own answer. */
+    const calls: { method: string; startedAt: number; settledAt: number; ok: boolean; message: string }[] = [];
+    const running = new Set<Promise<void>>();
+    const acknowledged = new Map<string, string>();
+    const record = (method: string, call: () => Promise<unknown>) => {
+      const startedAt = performance.now();
+      const run = call().then(
+        () => void calls.push({ method, startedAt, settledAt: performance.now(), ok: true, message: "" }),
+        (e: unknown) => void calls.push({ method, startedAt, settledAt: performance.now(), ok: false, message: ConnectError.from(e).message }),
+      );
+      running.add(run);
+      void run.finally(() => running.delete(run));
+    };
+    let n = 0;
+    const timer = setInterval(() => {
+      const i = n++;
+      const key = `foshort-key-${i}`;
+      record("PlaceOrder", async () => {
+        const res = await p
+          .client(protocols[i % protocols.length]!)
+          .placeOrder(
+            { customerId: `foshort-${i}`, items: [{ sku: catalogue[i % catalogue.length]!, quantity: 1 }] },
+            { headers: { "Idempotency-Key": key }, timeoutMs: 3000 },
+          );
+        acknowledged.set(`foshort-${i}`, res.order!.id);
+      });
+      record("GetOrder", () => p.client(protocols[(i + 1) % protocols.length]!).getOrder({ orderId: ids[i % ids.length]! }, { timeoutMs: 3000 }));
+    }, 50);
+    let downAt = 0;
+    let upAt = 0;
+    try {
+      await sleep(1500);
+      const current = currentPg!;
+      const { dataDir, port } = current;
+      downAt = performance.now();
+      await current.stop("fast");
+      await sleep(1500);
+      currentPg = await startEmbeddedPostgres({ dataDir, port });
+      restartedPg.push(currentPg);
+      upAt = performance.now(); // accepting connections
+      await sleep(3000);
+    } finally {
+      clearInterval(timer);
+      await Promise.all([...running]);
+    }
+    // Where the platform refused (admission sheds, per service), for the summary line.
+    const shedBy: Record<string, number> = {};
+    for (const service of ["gateway", "checkout", "orders", "pricing"] as const) {
+      const text = await p.metrics(service);
+      shedBy[service] = ["queue_timeout", "queue_full", "intake"].reduce((n, reason) => n + metricValue(text, "admission_shed_total", { reason }), 0);
+    }
+    const sentWhileDown = calls.filter((c) => c.startedAt >= downAt && c.startedAt < upAt);
+    const served = sentWhileDown.filter((c) => c.ok).length;
+    const failures = [...new Set(sentWhileDown.filter((c) => !c.ok).map((c) => `${c.method}: ${c.message}`))];
+    // Windows of 250 ms by send time, from 1 s after the database accepted connections again.
+    const windows: string[] = [];
+    for (let from = upAt + 1000; from + 250 <= upAt + 3000; from += 250) {
+      const inWindow = calls.filter((c) => c.startedAt >= from && c.startedAt < from + 250);
+      const ok = inWindow.filter((c) => c.ok).length;
+      if (ok < 0.95 * inWindow.length) windows.push(`${Math.round(from - upAt)} ms after: ${ok} of ${inWindow.length}`);
+    }
+    summary.push(
+      `[failover short] down ${Math.round(upAt - downAt)} ms; sent while down ${sentWhileDown.length}, served ${served} (${Math.round((100 * served) / Math.max(1, sentWhileDown.length))} %); ` +
+        `admission sheds so far by service ${JSON.stringify(shedBy)}; failures ${JSON.stringify(failures)}; windows under 95 % from 1 s after: ${JSON.stringify(windows)}`,
+    );
+    assert.ok(sentWhileDown.length >= 40, `the load ran while the database was down: ${sentWhileDown.length} requests`);
+    assert.ok(
+      served >= 0.9 * sentWhileDown.length,
+      `served ${served} of ${sentWhileDown.length} requests sent while the database was down; failures: ${failures.join("; ")}`,
+    );
+    assert.deepEqual(windows, [], "every 250 ms window from 1 s after the database is back is served at 95 % or more");
+    // No acknowledged order is lost, and none is stored twice.
+    const rows = await withDb(
+      async (db) =>
+        (
+          await db.query<{ customer_id: string; id: string }>(
+            "SELECT customer_id, id FROM orders.orders WHERE customer_id LIKE 'foshort-%' AND customer_id NOT LIKE 'foshort-seed-%'",
+          )
+        ).rows,
+    );
+    const stored = new Map<string, string[]>();
+    for (const r of rows) stored.set(r.customer_id, [...(stored.get(r.customer_id) ?? []), r.id]);
+    const lostOrDoubled = [...acknowledged].filter(([customer, id]) => JSON.stringify(stored.get(customer)) !== JSON.stringify([id]));
+    assert.deepEqual(lostOrDoubled, [], "every acknowledged order stored exactly once");
+    assert.ok(
+      [...stored.values()].every((ids) => ids.length === 1),
+      "no order stored twice",
+    );
+  });
+});
+
 describe("start-up while the database is down", () => {
   test("(d) a service restarted meanwhile listens NOT_SERVING, answers UNAVAILABLE 'starting', and serves once the database is back", async () => {
     const orders = p.services.orders;
@@ -438,7 +540,11 @@ describe("start-up while the database is down", () => {
     assert.ok(res.order?.id);
     const waits = readFileSync(orders.logFile, "utf8")
       .split("\n")
-      .filter((l) => l.includes('"msg":"waiting for the database"')).length;
+      // Start-up's retries, or the pool's wait for a server that refuses connections (reconnect-gate.ts).
+      .filter(
+        (l) =>
+          l.includes('"msg":"waiting for the database"') || l.includes('"msg":"database refuses connections; requests wait for it within their deadlines"'),
+      ).length;
     summary.push(
       `[failover startup] orders restarted while the database was down: ${waits} waits logged, ready ${Math.round(readyAfter)} ms after the database was back`,
     );

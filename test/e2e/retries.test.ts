@@ -36,11 +36,12 @@ async function snapshot() {
   const text = Object.fromEntries(await Promise.all(services.map(async (s) => [s, await p.metrics(s)] as const))) as Record<Service, string>;
   return {
     userRequests: metricValue(text.gateway, "rpc_server_requests_total", { procedure: "/checkout.v1.CheckoutService/PlaceOrder" }),
-    gatewayAttempts: metricValue(text.gateway, "rpc_client_calls_total", { dependency: "checkout" }),
+    // Calls of the API only: a breaker's probe or a stall check (grpc.health.v1) is no attempt of a request.
+    gatewayAttempts: metricValue(text.gateway, "rpc_client_calls_total", { dependency: "checkout", procedure: "/checkout.v1.CheckoutService/PlaceOrder" }),
     checkoutReceived: metricValue(text.checkout, "rpc_server_requests_total", { procedure: "/checkout.v1.CheckoutService/PlaceOrder" }),
-    checkoutCalls: metricValue(text.checkout, "rpc_client_calls_total", { dependency: "orders" }),
+    checkoutCalls: metricValue(text.checkout, "rpc_client_calls_total", { dependency: "orders", procedure: "/orders.v1.OrdersService/CreateOrder" }),
     ordersReceived: metricValue(text.orders, "rpc_server_requests_total", { procedure: "/orders.v1.OrdersService/CreateOrder" }),
-    ordersCalls: metricValue(text.orders, "rpc_client_calls_total", { dependency: "pricing" }),
+    ordersCalls: metricValue(text.orders, "rpc_client_calls_total", { dependency: "pricing", procedure: "/pricing.v1.PricingService/GetPrices" }),
     pricingReceived: metricValue(text.pricing, "rpc_server_requests_total", { procedure: "/pricing.v1.PricingService/GetPrices" }),
     pricingTransactions: metricValue(text.pricing, "db_transactions_total", { db: "pricing-db" }),
     retries: metricValue(text.gateway, "retry_retries_total", { dependency: "checkout" }),

@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { DescService } from "@bufbuild/protobuf";
-import { ConfigError, redactConfig } from "@platform/runtime";
+import { readServiceManifests } from "@platform/registry";
+import { ConfigError, generatedService, redactConfig } from "@platform/runtime";
 
 /** The repository the audit belongs to: services/, deploy/, docker-compose.yml. */
 export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
@@ -38,14 +39,11 @@ export async function loadServiceConfig(service: string, env: Record<string, str
 }
 
 /**
- * The APIs a service serves, from its routes module (`services`: a list,
- * or a function of the forwarded APIs for the gateway): the methods and
- * their idempotency levels, from the proto.
+ * The APIs a service serves, from its manifest (service.json `apis`, which
+ * its routes are derived from): the methods and their idempotency levels,
+ * from the proto.
  */
 export async function servedApis(service: string): Promise<DescService[]> {
-  const file = join(repoRoot, "services", service, "src", "routes.ts");
-  if (!existsSync(file)) return [];
-  const mod = (await import(pathToFileURL(file).href)) as { services?: DescService[] | (() => DescService[]) };
-  const s = mod.services;
-  return typeof s === "function" ? s() : (s ?? []);
+  const manifest = readServiceManifests(repoRoot).find((m) => m.name === service);
+  return (manifest?.apis ?? []).map(generatedService);
 }

@@ -2,7 +2,8 @@
  * The platform's public API, checkout.v1, for Connect-ES clients: the
  * service descriptor (`CheckoutService`) to pass to `createClient` from
  * @connectrpc/connect, and every message's schema and type. Generated from
- * proto/checkout/v1/checkout.proto (src/gen, by `npm run generate`).
+ * proto/checkout/v1/checkout.proto into @platform/proto by `npm run
+ * generate`; src/gen is the build's copy of it (build.mjs).
  */
 export * from "./gen/checkout/v1/checkout_pb.js";
 

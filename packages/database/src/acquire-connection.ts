@@ -1,10 +1,17 @@
 import type pg from "pg";
 import { type ConnectionSlots, SlotWaitError } from "./connection-slots.js";
+import type { ReconnectGate } from "./reconnect-gate.js";
 
 /**
  * Takes a slot, then a connection, within `waitBudgetMs` and until `signal`
  * aborts. Rejects with a `SlotWaitError` when it gives up, or with the
- * pool's error when connecting fails.
+ * pool's error when connecting fails. While `gate` is down (the server
+ * refuses connections), the slot's holder waits there before it connects,
+ * rejecting with a `ReconnectWaitError` when it gives up: the slots queue
+ * everyone else, so only the probe connects meanwhile. That wait is parked
+ * (`park`, the request's CallScope.park): a request waiting out its
+ * database's restart uses nothing of its server, and its server's
+ * admission does not count it.
  *
  * pg-pool's `connect()` cannot be cancelled, and opening a new connection
  * can hang (a blackholed server). When we stop waiting for one, the slot
@@ -12,9 +19,27 @@ import { type ConnectionSlots, SlotWaitError } from "./connection-slots.js";
  * straight back to the pool. Nothing leaks, and the pool never exceeds its
  * size.
  */
-export async function acquireConnection(pool: pg.Pool, slots: ConnectionSlots, signal: AbortSignal, waitBudgetMs: number): Promise<pg.PoolClient> {
+export async function acquireConnection(
+  pool: pg.Pool,
+  slots: ConnectionSlots,
+  signal: AbortSignal,
+  waitBudgetMs: number,
+  gate?: ReconnectGate,
+  park?: () => () => void,
+): Promise<pg.PoolClient> {
   const started = performance.now();
   await slots.acquire(signal, waitBudgetMs);
+  if (gate?.down) {
+    const unpark = park?.();
+    try {
+      await gate.wait(signal, waitBudgetMs - (performance.now() - started));
+    } catch (err) {
+      slots.release();
+      throw err;
+    } finally {
+      unpark?.();
+    }
+  }
   const connecting = pool.connect();
   const left = waitBudgetMs - (performance.now() - started);
   let timer: NodeJS.Timeout | undefined;

@@ -4,9 +4,10 @@ import pg from "pg";
 import { acquireConnection } from "./acquire-connection.js";
 import { type ConnectionLoss, type DatabaseLogger, lossCauses, lossOf, markUse, reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
 import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
+import { ReconnectGate, ReconnectWaitError } from "./reconnect-gate.js";
 import { type PoolStatsSource, databaseMetrics } from "./metrics.js";
 import { scopeEndedError } from "./scope-ended-error.js";
-import { connectionLostError, toConnectError } from "./to-connect-error.js";
+import { connectionFailureReason, connectionLostError, refusedWhileRestarting, toConnectError } from "./to-connect-error.js";
 import { statementTarget } from "./statement-span.js";
 import { ScopedTx, type Tx } from "./tx.js";
 import { serverFaultNow, unreachableNow } from "./fault-now.js";
@@ -54,6 +55,11 @@ export interface PoolStats {
 export interface Database {
   readonly name: string;
   /**
+   * The server refuses connections (restarting, failing over) and
+   * transactions wait for it within their deadlines (reconnect-gate.ts).
+   */
+  readonly serverDown: boolean;
+  /**
    * Runs `fn` in a transaction bound to the current request's deadline (or
    * the fallback): refuses to start without enough time, waits for a
    * connection only as long as the deadline allows, sets a transaction-local
@@ -77,6 +83,14 @@ export interface Database {
 
 /** Connections found dead at checkout before we give up on this transaction. */
 const MAX_DEAD_CHECKOUTS = 3;
+/** Connection attempts one checkout makes while the server refuses them; between them it waits at the reconnect gate. */
+const MAX_REFUSED_CONNECTS = 3;
+/** A probe's connection attempt gives up after this (a blackholed server answers nothing). */
+const PROBE_CONNECT_TIMEOUT_MS = 1_000;
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
 
 /**
  * Makes a database client from the options; `platform` makes the platform's
@@ -133,12 +147,40 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
   pool.on("acquire", (client) => markUse(client, "in_use"));
   pool.on("release", (_err, client) => markUse(client, "idle"));
   const slots = new ConnectionSlots(opts.maxConnections);
+  // A server that refuses connections while it restarts or fails over is
+  // waited for (reconnect-gate.ts): one probe at a time reconnects.
+  const gate = new ReconnectGate({
+    probe: async () => {
+      const probe = new pg.Client({
+        connectionString: opts.connectionString,
+        application_name: `${opts.applicationName ?? name} (reconnect probe)`,
+        connectionTimeoutMillis: PROBE_CONNECT_TIMEOUT_MS,
+      });
+      try {
+        await probe.connect();
+      } catch (err) {
+        // Anything but a restart's refusal (bad credentials...) lifts the
+        // gate: the next checkout then fails with that error, at once.
+        if (refusedWhileRestarting(err)) throw err;
+      } finally {
+        await probe.end().catch(() => {});
+      }
+    },
+    onChange(change) {
+      metrics.serverDown.set({ db: name }, change.down ? 1 : 0);
+      if (change.down)
+        opts.logger?.warn({ db: name, error: errorMessage(change.error) }, "database refuses connections; requests wait for it within their deadlines");
+      else opts.logger?.warn({ db: name, downMs: Math.round(change.downMs), probes: change.probes }, "database accepts connections again");
+    },
+  });
+  metrics.serverDown.set({ db: name }, 0);
+  pool.on("connect", () => gate.reportConnected());
   let closing: Promise<void> | undefined;
 
   const stats = (): PoolStats => {
     const total = pool.totalCount;
     const idle = pool.idleCount;
-    return { total, idle, waiting: slots.waiting + pool.waitingCount, inUse: total - idle };
+    return { total, idle, waiting: slots.waiting + gate.waiting + pool.waitingCount, inUse: total - idle };
   };
   const source: PoolStatsSource = { name, stats };
   metrics.sources.add(source);
@@ -146,6 +188,18 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
   const reject = (reason: "budget" | "pool_wait", message: string): ConnectError => {
     metrics.rejected.inc({ db: name, reason });
     return new ConnectError(`${name}: ${message}`, Code.DeadlineExceeded);
+  };
+
+  /** The server refused connections for as long as the caller could wait. */
+  const serverDownError = (err: ReconnectWaitError): ConnectError => {
+    const reason = connectionFailureReason(err.cause) ?? errorMessage(err.cause);
+    return new ConnectError(
+      `${name}: database unavailable: ${reason}; waited ${Math.round(err.waitedMs)} ms for it to accept connections`,
+      Code.Unavailable,
+      undefined,
+      undefined,
+      err.cause,
+    );
   };
 
   /**
@@ -159,11 +213,26 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
 
     const waitStarted = performance.now();
     let client: pg.PoolClient;
-    for (let attempt = 1; ; attempt++) {
+    for (let dead = 0, refused = 0; ; ) {
       try {
-        client = await acquireConnection(pool, slots, scope.signal, remainingMs(scope) - minBudgetMs);
+        // While the server refuses connections, this waits for it rather than fails.
+        client = await acquireConnection(pool, slots, scope.signal, remainingMs(scope) - minBudgetMs, gate, scope.park);
       } catch (err) {
-        if (!(err instanceof SlotWaitError)) throw toConnectError(err, name, scope);
+        if (err instanceof ReconnectWaitError) {
+          if (err.reason === "aborted" && abortReason(scope) !== "deadline") throw scopeEndedError(name, scope, "the database accepted connections");
+          metrics.rejected.inc({ db: name, reason: "server_down" });
+          throw serverDownError(err);
+        }
+        if (!(err instanceof SlotWaitError)) {
+          // A refusal like a restart's: wait for the server (the gate), then
+          // connect again. Nothing was sent, so this repeats no work; the
+          // count bounds a server that flaps between accepting and refusing.
+          if (refusedWhileRestarting(err) && ++refused < MAX_REFUSED_CONNECTS && remainingMs(scope) >= minBudgetMs) {
+            gate.reportRefused(err);
+            continue;
+          }
+          throw toConnectError(err, name, scope);
+        }
         if (err.reason === "aborted" && abortReason(scope) !== "deadline") {
           throw scopeEndedError(name, scope, "a connection was available");
         }
@@ -178,7 +247,7 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
       if (loss === undefined) break;
       client.release(loss.error);
       slots.release();
-      if (attempt >= MAX_DEAD_CHECKOUTS || remainingMs(scope) < minBudgetMs) throw connectionLostError(name, loss);
+      if (++dead >= MAX_DEAD_CHECKOUTS || remainingMs(scope) < minBudgetMs) throw connectionLostError(name, loss);
     }
 
     // The wait may have used up the budget, or the caller may have left meanwhile.
@@ -249,12 +318,16 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
 
   return {
     name,
+    get serverDown() {
+      return gate.down;
+    },
     transaction: (fn, txOpts) => inScope(fn, txOpts),
     session: (fn) => inScope(fn, { autocommit: true }),
     stats,
     close() {
       // Idempotent: shutdown paths often call it twice, and pg-pool throws on a second end().
       closing ??= (async () => {
+        gate.close();
         metrics.sources.delete(source);
         await pool.end();
       })();

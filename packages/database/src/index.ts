@@ -6,6 +6,7 @@ export { watchedClientClass } from "./connection-watch.js";
 export { connectionFailureReason } from "./to-connect-error.js";
 export { serverFaultNow, unreachableNow } from "./fault-now.js";
 export type { Tx } from "./tx.js";
+export { databaseResources } from "./health-check.js";
 export { toConnectError } from "./to-connect-error.js";
 export { migrate, MigrationChangedError, noTransactionMarker } from "./migrate.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
@@ -19,3 +20,4 @@ export {
   type StartupRetryOptions,
   type DatabaseStartup,
 } from "./startup.js";
+export { startServiceDatabase, type DatabaseSettings, type ServiceDatabaseConfig, type ServiceDatabaseOptions } from "./service-database.js";

@@ -2,7 +2,7 @@ import { cellsOf } from "@platform/resilience";
 import { Counter, Gauge, Histogram, type Metric, register } from "prom-client";
 
 export type StatementOutcome = "ok" | "error" | "cancelled_deadline" | "cancelled_caller";
-export type RejectReason = "budget" | "pool_wait";
+export type RejectReason = "budget" | "pool_wait" | "server_down";
 
 /** What the pool gauge reads on each scrape. */
 export interface PoolStatsSource {
@@ -17,6 +17,8 @@ export interface DatabaseMetrics {
   poolWait: Histogram<"db">;
   statementSeconds: Histogram<"db">;
   connectionsLost: Counter<"db" | "cause">;
+  /** 1 while the server refuses connections and checkouts wait for it (reconnect-gate.ts). */
+  serverDown: Gauge<"db">;
   /** Databases whose pools the gauge reports; add on create, delete on close. */
   sources: Set<PoolStatsSource>;
 }
@@ -47,6 +49,7 @@ export function databaseMetrics(): DatabaseMetrics {
     poolWait: once("db_pool_wait_seconds", () => new Histogram(POOL_WAIT)),
     statementSeconds: once("db_statement_seconds", () => new Histogram(STATEMENT_SECONDS)),
     connectionsLost: once("db_connections_lost_total", () => new Counter(CONNECTIONS_LOST)),
+    serverDown: once("db_server_down", () => new Gauge(SERVER_DOWN)),
     sources,
   };
   return metrics;
@@ -76,7 +79,7 @@ const TRANSACTIONS = {
 };
 const REJECTED = {
   name: "db_transactions_rejected_total",
-  help: "Transactions refused before their first statement: too little time left (budget) or no connection in time (pool_wait).",
+  help: "Transactions refused before their first statement: too little time left (budget), no connection in time (pool_wait), or the server still refusing connections when the wait for it ran out (server_down).",
   labelNames: ["db", "reason"] as const,
 };
 const POOL_WAIT = {
@@ -95,6 +98,11 @@ const CONNECTIONS_LOST = {
   name: "db_connections_lost_total",
   help: "Established connections that ended without us ending them, by cause (terminated_by_server, server_crash, timeout, network, other); each is destroyed and replaced.",
   labelNames: ["db", "cause"] as const,
+};
+const SERVER_DOWN = {
+  name: "db_server_down",
+  help: "1 while the server refuses connections (restarting, failing over) and transactions wait for it within their deadlines; 0 otherwise.",
+  labelNames: ["db"] as const,
 };
 const POOL_GAUGE = {
   name: "db_pool_connections",

@@ -92,6 +92,22 @@ export function connectionFailureReason(err: unknown): string | undefined {
 }
 
 /**
+ * Connection refusals of a server that is restarting, failing over or
+ * recovering: refused or reset sockets, 57P01-57P03 (shutting down, crash
+ * recovery, starting up), a connection closed during start-up. Such a
+ * server is usually back within seconds: a checkout waits for it
+ * (reconnect-gate.ts) instead of failing. Refusals by the server's rules,
+ * or for want of connection slots (53300), are not waited for.
+ */
+export function refusedWhileRestarting(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code !== undefined) return RESTART_CODES.has(code);
+  return /^Connection terminated/.test(err instanceof Error ? err.message : "");
+}
+
+const RESTART_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "57P01", "57P02", "57P03"]);
+
+/**
  * The error for a statement stopped because its scope ended (or for its
  * server-side twin, statement_timeout, which is set to just before the
  * deadline): what the caller sees depends on why the scope ended.

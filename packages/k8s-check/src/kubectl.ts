@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 export const pinnedKubectlVersion = "v1.34.5";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
-/** Where scripts/setup-kubectl.ts puts the pinned binary. */
+/** Where scripts/kubectl-install.ts puts the pinned binary (npm run setup:kubectl, npm run audit). */
 export const pinnedKubectlPath = `${repoRoot}tools/kubectl/bin/kubectl`;
 
 /** The kubectl to run; a clear error when there is none. */

@@ -25,7 +25,7 @@ function codeDefault(text: string, file: string, name: string): number {
 
 /**
  * What a service reads: the server settings, its own config's names and, for
- * each `readDependencyConfig(r, "orders", ...)` (and each API the gateway
+ * each service its manifest lists under `dependencies` (and each API the gateway
  * forwards, services/gateway/src/forwarded-apis.generated.ts), the per-dependency names
  * (ORDERS_URL, ORDERS_MAX_CONCURRENT, ... from the `${prefix}_X` templates of
  * dependency-config.ts) plus that file's shared names (BREAKER_*).
@@ -35,7 +35,10 @@ function serviceFacts(root: string, service: string, callers: string[]): Service
   const file = `services/${service}/src/config.ts`;
   const text = read(file);
   const own = envNamesIn(text);
-  const named = [...text.matchAll(/readDependencyConfig\(\s*\w+\s*,\s*"([^"]+)"/g)].map((m) => m[1] ?? "");
+  // Its config reads one dependency config per service its manifest lists (test/service-artifacts.test.ts holds them to it).
+  const manifestFile = `services/${service}/service.json`;
+  const listed = existsSync(join(root, manifestFile)) ? (JSON.parse(read(manifestFile)) as { dependencies?: { service: string }[] }).dependencies : [];
+  const named = (listed ?? []).map((d) => d.service);
   // The gateway's forwarded APIs: generated from the manifests (forwarded-apis.generated.ts), or written by hand.
   const forwarded = [`services/${service}/src/forwarded-apis.generated.ts`, `services/${service}/src/forwarded-apis.ts`]
     .filter((f) => existsSync(join(root, f)))

@@ -1,4 +1,4 @@
-import type { DependencyManifest, LoadedManifest } from "./manifest.js";
+import { defaultBulkhead, type DependencyManifest, type LoadedManifest } from "./manifest.js";
 
 /**
  * What a service calls: its listed dependencies and, for the edge, every
@@ -7,9 +7,7 @@ import type { DependencyManifest, LoadedManifest } from "./manifest.js";
  */
 export function effectiveDependencies(m: LoadedManifest, all: readonly LoadedManifest[]): DependencyManifest[] {
   if (!m.edge) return m.dependencies;
-  const implied = all
-    .filter((x) => x.public && !m.dependencies.some((d) => d.service === x.name))
-    .map((x) => ({ service: x.name, maxConcurrent: 32, minConcurrent: 4, maxQueue: 16 }));
+  const implied = all.filter((x) => x.public && !m.dependencies.some((d) => d.service === x.name)).map((x) => ({ service: x.name, ...defaultBulkhead }));
   return [...m.dependencies, ...implied];
 }
 

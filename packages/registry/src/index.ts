@@ -1,4 +1,5 @@
-export { envPrefix, type DependencyManifest, type LoadedManifest, type ServiceManifest } from "./manifest.js";
+export { defaultBulkhead, envPrefix, type Bulkhead, type DependencyManifest, type LoadedManifest, type ServiceManifest } from "./manifest.js";
+export { serviceDefaults, type DependencyDefaults, type ServiceDefaults } from "./service-defaults.js";
 export { parseManifest } from "./parse-manifest.js";
 export { dependencyOrder, findCycle, registryProblems } from "./check-registry.js";
 export { protoApis } from "./proto-apis.js";

@@ -31,12 +31,20 @@ export interface ServiceManifest {
   launcher: { env: Record<string, string> };
 }
 
-export interface DependencyManifest {
-  service: string;
+/** A call's bulkhead, per method class (docs/isolation.md): its adaptive limit's ceiling and floor, and its queue. */
+export interface Bulkhead {
   maxConcurrent: number;
-  minConcurrent?: number;
+  /** Written down as optional; parsed, the default floor capped at maxConcurrent. */
+  minConcurrent: number;
   maxQueue: number;
 }
+
+export interface DependencyManifest extends Bulkhead {
+  service: string;
+}
+
+/** The bulkhead toward a service the manifest does not size: a public service the edge forwards without listing it. */
+export const defaultBulkhead: Readonly<Bulkhead> = { maxConcurrent: 32, minConcurrent: 4, maxQueue: 16 };
 
 /** A manifest with the file it came from, for messages. */
 export interface LoadedManifest extends ServiceManifest {

@@ -1,4 +1,4 @@
-import type { DependencyManifest, ServiceManifest } from "./manifest.js";
+import { defaultBulkhead, type DependencyManifest, type ServiceManifest } from "./manifest.js";
 
 const namePattern = /^[a-z][a-z0-9-]*$/;
 const sqlNamePattern = /^[a-z][a-z0-9_]*$/;
@@ -53,7 +53,7 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
   const edge = raw["edge"] ?? false;
   if (typeof edge !== "boolean") problems.push(`edge must be true or false, got ${show(edge)}`);
 
-  const dependencies: DependencyManifest[] = [];
+  const dependencies: (Omit<DependencyManifest, "minConcurrent"> & { minConcurrent?: number })[] = [];
   const deps = raw["dependencies"];
   if (!Array.isArray(deps)) problems.push(`dependencies must be a list (empty: calls nothing), got ${show(deps)}`);
   else
@@ -77,7 +77,7 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
       int("maxQueue", 0);
       if (isInt(d["minConcurrent"]) && isInt(d["maxConcurrent"]) && d["minConcurrent"] > d["maxConcurrent"])
         problems.push(`${at}.minConcurrent (${d["minConcurrent"]}) must not exceed maxConcurrent (${d["maxConcurrent"]})`);
-      dependencies.push(d as unknown as DependencyManifest);
+      dependencies.push(d as unknown as (typeof dependencies)[number]);
     });
 
   const database = raw["database"];
@@ -130,7 +130,7 @@ export function parseManifest(raw: unknown, folder: string): { manifest?: Servic
       dependencies: dependencies.map((d) => ({
         service: d.service,
         maxConcurrent: d.maxConcurrent,
-        ...(d.minConcurrent !== undefined ? { minConcurrent: d.minConcurrent } : {}),
+        minConcurrent: d.minConcurrent ?? Math.min(defaultBulkhead.minConcurrent, d.maxConcurrent),
         maxQueue: d.maxQueue,
       })),
       ...(isObject(database) ? { database: { schema: database["schema"] as string, role: database["role"] as string } } : {}),

@@ -24,6 +24,42 @@ async function refused(o: Promise<AdmissionOutcome>, reason: string, code: Code)
 }
 
 describe("AdmissionController", () => {
+  test("a request parked on a dependency stops counting: the queue moves, and it counts again when its wait ends", async () => {
+    const { ac } = setup(1, 4);
+    const first = await admitted(ac.admit("critical", undefined).outcome);
+    const second = ac.admit("critical", undefined).outcome;
+    assert.equal(ac.stats().queued, 1);
+    const unpark = first.park();
+    const next = await admitted(second);
+    assert.deepEqual({ inFlight: ac.stats().inFlight, parked: ac.stats().parked }, { inFlight: 1, parked: 1 });
+    // Nested waits (two calls at once) end the parking with the last one.
+    const unparkAgain = first.park();
+    unpark();
+    assert.equal(ac.stats().parked, 1);
+    unparkAgain();
+    unparkAgain();
+    assert.deepEqual({ inFlight: ac.stats().inFlight, parked: ac.stats().parked }, { inFlight: 2, parked: 0 }, "back at work, above the limit for a moment");
+    const third = ac.admit("critical", undefined).outcome;
+    next.release();
+    assert.equal(ac.stats().queued, 1, "still at the limit: nobody starts");
+    first.release();
+    await admitted(third);
+    assert.deepEqual({ inFlight: ac.stats().inFlight, parked: ac.stats().parked }, { inFlight: 1, parked: 0 });
+  });
+
+  test("parking is bounded (maxParked), and a request released while parked leaves no trace", async () => {
+    const clock = new FakeScheduler();
+    const ac = new AdmissionController({ maxConcurrent: 2, maxQueue: 4, maxQueueWaitMs: 1000, maxParked: 1, clock, scheduler: clock });
+    const a = await admitted(ac.admit("critical", undefined).outcome);
+    const b = await admitted(ac.admit("critical", undefined).outcome);
+    a.park();
+    b.park();
+    assert.deepEqual({ inFlight: ac.stats().inFlight, parked: ac.stats().parked }, { inFlight: 1, parked: 1 }, "only one may park");
+    a.release();
+    b.release();
+    assert.deepEqual({ inFlight: ac.stats().inFlight, parked: ac.stats().parked }, { inFlight: 0, parked: 0 });
+  });
+
   test("admitNow answers what admit would when no queue is involved, and nothing otherwise", async () => {
     const { clock, ac } = setup(1, 4);
     const expired = ac.admitNow(clock.now() - 1);
@@ -47,7 +83,7 @@ describe("AdmissionController", () => {
     const order: string[] = [];
     const c = ac.admit("critical", undefined).outcome.then((o) => (order.push("c"), o));
     const d = ac.admit("critical", undefined).outcome.then((o) => (order.push("d"), o));
-    assert.deepEqual(ac.stats(), { inFlight: 2, queued: 2, queuedCritical: 2, queuedSheddable: 0 });
+    assert.deepEqual(ac.stats(), { inFlight: 2, parked: 0, queued: 2, queuedCritical: 2, queuedSheddable: 0 });
     a.release();
     a.release(); // idempotent
     await admitted(c);
@@ -162,7 +198,7 @@ describe("AdmissionController", () => {
     first.release();
     const started = await admitted(second);
     assert.equal(started.waitedMs, 300);
-    assert.deepEqual(ac.stats(), { inFlight: 1, queued: 0, queuedCritical: 0, queuedSheddable: 0 });
+    assert.deepEqual(ac.stats(), { inFlight: 1, parked: 0, queued: 0, queuedCritical: 0, queuedSheddable: 0 });
     started.release();
     assert.equal(ac.stats().inFlight, 0);
   });

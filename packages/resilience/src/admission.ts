@@ -18,12 +18,32 @@ export interface AdmissionOptions {
   maxQueueWaitMs: number;
   /** Share of the queue sheddable work may occupy; the rest is kept for critical work. */
   sheddableQueueShare?: number;
+  /**
+   * Admitted requests that may be parked at once (see `park` on an admitted
+   * outcome); beyond it a parked request keeps counting. Default 4 x
+   * maxConcurrent.
+   */
+  maxParked?: number;
   clock?: Clock;
   scheduler?: Scheduler;
 }
 
 export type AdmissionOutcome =
-  | { admitted: true; waitedMs: number; release: () => void }
+  | {
+      admitted: true;
+      waitedMs: number;
+      release: () => void;
+      /**
+       * The request waits out a dependency's restart (its database refusing
+       * connections, or a dependency saying it waits for one) and uses none
+       * of this server meanwhile: it stops counting against `maxConcurrent`
+       * until the returned function is called (calls nest; the last one
+       * ends the parking), up to `maxParked` parked requests. The
+       * dependency's own limits (bulkhead, connection slots) bound it then;
+       * a failover does not fill this server's admission.
+       */
+      park: () => () => void;
+    }
   | { admitted: false; code: Code; reason: ShedReason; message: string; pushbackMs: number | undefined };
 
 export type ShedReason = "queue_full" | "queue_timeout" | "expired" | "evicted" | "cancelled";
@@ -38,9 +58,13 @@ export type ShedReason = "queue_full" | "queue_timeout" | "expired" | "evicted" 
  *   RESOURCE_EXHAUSTED and a pushback hint: "not now", not "later, maybe".
  * - Sheddable work may fill only part of the queue; a critical request
  *   arriving at a full queue evicts the newest sheddable one.
+ * - A request parked while it waits out a dependency's restart (`park`)
+ *   does not count in flight.
  */
 export class AdmissionController {
   private inFlight = 0;
+  private parked = 0;
+  private readonly maxParked: number;
   /** One wait queue per criticality (the shared primitive); critical work is served first. */
   private readonly queues: Record<Criticality, WaitQueue<AdmissionOutcome>>;
   private readonly clock: Clock;
@@ -50,6 +74,7 @@ export class AdmissionController {
   constructor(private readonly opts: AdmissionOptions) {
     if (!(opts.maxConcurrent >= 1)) throw new RangeError("maxConcurrent must be at least 1");
     if (!(opts.maxQueue >= 0)) throw new RangeError("maxQueue must not be negative");
+    this.maxParked = opts.maxParked ?? 4 * opts.maxConcurrent;
     this.clock = opts.clock ?? systemClock;
     const time = { clock: this.clock, scheduler: opts.scheduler ?? systemScheduler };
     this.queues = { critical: new WaitQueue(time), sheddable: new WaitQueue(time) };
@@ -58,6 +83,7 @@ export class AdmissionController {
   stats() {
     return {
       inFlight: this.inFlight,
+      parked: this.parked,
       queued: this.queues.critical.length + this.queues.sheddable.length,
       queuedCritical: this.queues.critical.length,
       queuedSheddable: this.queues.sheddable.length,
@@ -136,15 +162,39 @@ export class AdmissionController {
     this.inFlight++;
     const startedAt = this.clock.now();
     let released = false;
+    /** Parkings not yet ended, and whether this request left the in-flight count for them. */
+    let parks = 0;
+    let parked = false;
     return {
       admitted: true,
       waitedMs: startedAt - enqueuedAt,
       release: () => {
         if (released) return;
         released = true;
-        this.inFlight--;
+        if (parked) this.parked--;
+        else this.inFlight--;
+        parked = false;
         this.serviceMsEwma = 0.8 * this.serviceMsEwma + 0.2 * (this.clock.now() - startedAt);
         this.dispatch();
+      },
+      park: () => {
+        if (released) return noop;
+        if (parks++ === 0 && this.parked < this.maxParked) {
+          parked = true;
+          this.parked++;
+          this.inFlight--;
+          this.dispatch();
+        }
+        let ended = false;
+        return () => {
+          if (ended) return;
+          ended = true;
+          if (--parks > 0 || !parked || released) return;
+          // Back at work, even above maxConcurrent for a moment: its answer is what it waited for.
+          parked = false;
+          this.parked--;
+          this.inFlight++;
+        };
       },
     };
   }
@@ -166,6 +216,8 @@ export class AdmissionController {
     return { admitted: false, code, reason, message, pushbackMs };
   }
 }
+
+const noop = () => {};
 
 function settled(o: AdmissionOutcome): { outcome: Promise<AdmissionOutcome>; abandon: () => void } {
   return { outcome: Promise.resolve(o), abandon: () => {} };

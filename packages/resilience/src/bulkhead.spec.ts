@@ -202,7 +202,7 @@ describe("Bulkhead", () => {
     const release = await bulkhead.acquire();
     const ac = new AbortController();
     const waiting = bulkhead.acquire({ deadlineAt: clock.now() + 100, signal: ac.signal });
-    assert.equal(clock.pendingTimers(), 1);
+    assert.equal(clock.pendingTimers(), 2, "the entry's deadline and the stall watch (armed while calls queue)");
     release();
     const second = await waiting;
     assert.equal(clock.pendingTimers(), 0);
@@ -345,6 +345,93 @@ describe("Bulkhead", () => {
       const full = await bulkhead.acquire().catch((e: unknown) => e);
       assertConnectError(full, Code.Unavailable, /bulkhead full/);
       assert.equal(localRejection(full)?.retryAfterMs, 2_900 + 600);
+    });
+
+    it("when the running calls stall, the calls already queued that can no longer fit are refused at once, with pushback; one whose deadline still fits keeps its place", async () => {
+      const { bulkhead, clock, events } = setup({ maxConcurrent: 2, maxQueue: 10 });
+      await history(bulkhead, clock, 5);
+      // Two calls take the slots and never finish (a lock); five queue behind them at once.
+      await bulkhead.acquire({ deadlineAt: clock.now() + 5_000 });
+      await bulkhead.acquire({ deadlineAt: clock.now() + 5_000 });
+      const queued = Array.from({ length: 5 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 5_000 })));
+      const patient = watch(bulkhead.acquire({ deadlineAt: clock.now() + 60_000 }));
+      await flush();
+      assert.equal(bulkhead.stats().queued, 6, "queued while nothing was overdue yet");
+      // No call finishes and none arrives: the watch notices the stall within a few hold times.
+      clock.advance(100);
+      await flush();
+      assert.deepEqual(
+        queued.map((q) => q.state),
+        ["rejected", "rejected", "rejected", "rejected", "rejected"],
+      );
+      for (const q of queued) {
+        assertConnectError(
+          q.error,
+          Code.Unavailable,
+          /^stock-db: dependency stalled: expected wait for a slot \d+ ms \+ \d+ ms to run exceeds the \d+ ms left/,
+        );
+        assert.equal(localRejection(q.error)?.kind, "bulkhead_expected_wait");
+        assert.ok((localRejection(q.error)?.retryAfterMs ?? 0) >= 4_900, "come back once the stalled calls' deadlines have passed");
+      }
+      assert.equal(patient.state, "pending", "a deadline the wait fits keeps its place");
+      assert.equal(bulkhead.stats().queued, 1);
+      assert.deepEqual(
+        events.filter((e) => e.type === "stalled"),
+        [{ type: "stalled", bulkhead: "stock-db", kind: "stall", shed: 5 }],
+      );
+    });
+
+    it("when the dependency says it waits out a restart, overdue calls are no stall: queued calls stay, arrivals queue, and the long holds teach the limiter nothing", async () => {
+      const samples: number[] = [];
+      let asked = 0;
+      const limiter: ConcurrencyLimiter = { limit: () => 2, onSample: (s) => void samples.push(s.durationMs) };
+      const { bulkhead, clock } = setup({
+        limiter,
+        maxConcurrent: undefined,
+        maxQueue: 10,
+        classifyStall: async () => {
+          asked++;
+          return "restart";
+        },
+      });
+      await history(bulkhead, clock, 5);
+      samples.length = 0;
+      const running = [await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 }), await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 })];
+      const queued = Array.from({ length: 5 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 3_000 })));
+      for (let t = 0; t < 1_500; t += 25) {
+        clock.advance(25);
+        await flush();
+      }
+      assert.ok(asked >= 1, "the classifier was asked");
+      assert.deepEqual(
+        queued.map((q) => q.state),
+        ["pending", "pending", "pending", "pending", "pending"],
+      );
+      const arrival = watch(bulkhead.acquire({ deadlineAt: clock.now() + 1_000 }));
+      await flush();
+      assert.equal(arrival.state, "pending", "an arrival queues: the dependency serves as fast as before once it is back");
+      // The dependency is back: the running calls finish at once, and the queue drains.
+      for (const r of running) r();
+      await flush();
+      assert.deepEqual(samples, [], "calls held through the restart are no latency sample");
+      assert.equal(bulkhead.stats().inUse, 2);
+    });
+
+    it("when the dependency says its calls are stalled, the queue is shed as without a classifier", async () => {
+      const { bulkhead, clock } = setup({ maxConcurrent: 1, maxQueue: 10, classifyStall: async () => "stall" });
+      await history(bulkhead, clock, 5);
+      await bulkhead.acquire({ deadlineAt: clock.now() + 2_000 });
+      const queued = Array.from({ length: 3 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_000 })));
+      for (let t = 0; t < 200; t += 25) {
+        clock.advance(25);
+        await flush();
+      }
+      assert.deepEqual(
+        queued.map((q) => q.state),
+        ["rejected", "rejected", "rejected"],
+      );
+      const arrival = await bulkhead.acquire({ deadlineAt: clock.now() + 1_000 }).catch((e: unknown) => e);
+      assertConnectError(arrival, Code.Unavailable, /expected wait for a slot/);
     });
 
     it("one slow call among running ones that move is the tail of a busy dependency, not a stall: the wait is still estimated from service times", async () => {

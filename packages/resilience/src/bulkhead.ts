@@ -40,6 +40,21 @@ import { WaitQueue } from "./wait-queue.js";
  * expected wait plus one service time, i.e. when a call arriving now could
  * be done. The edge's retry honours it, so it does not retry a call into a
  * wait its deadline cannot cover.
+ *
+ * Overdue running calls mean one of two things, and the bulkhead asks
+ * which (`classifyStall`, the dependency's own answer):
+ * - a stall (locked tables, a frozen server): the running calls will hold
+ *   their slots until their deadlines. Every queued call whose expected
+ *   wait no longer fits its deadline is refused at once, with pushback,
+ *   instead of waiting out its deadline (and holding the slots of every hop
+ *   above); new arrivals likewise. A watch timer looks while calls queue,
+ *   since a stall has no events of its own.
+ * - a restart (the dependency waits, within each call's deadline, for its
+ *   database to accept connections again): every running call will finish
+ *   at once when it is back. Calls queue and arrive as in normal service,
+ *   and those long holds teach the adaptive limit nothing.
+ * A stall is confirmed by two answers in a row (see `stallKind`). Without
+ * a classifier, overdue calls are a stall at once.
  */
 
 /** What the bulkhead needs of an adaptive limit (`AdaptiveLimit` is one). */
@@ -61,8 +76,17 @@ export interface BulkheadOptions {
   clock: Clock;
   /** Wakes queued entries at their deadline. Defaults to real timers; pass a `FakeScheduler` (which is also the clock) in tests. */
   scheduler?: Scheduler;
+  /**
+   * Asked when the running calls are overdue: is the dependency waiting
+   * out a restart of its own dependency ("restart"), or stalled ("stall")?
+   * A rejection counts as "stall". The answer holds for `classifiedForMs`.
+   */
+  classifyStall?: () => Promise<StallKind>;
   onEvent?: (event: BulkheadEvent) => void;
 }
+
+/** Why the running calls are overdue (see the class comment). */
+export type StallKind = "stall" | "restart";
 
 export interface AcquireOptions {
   /**
@@ -91,7 +115,9 @@ export type BulkheadEvent =
   | { type: "acquired"; bulkhead: string /** 0 when a slot was free at once. */; waitedMs: number }
   | { type: "queued"; bulkhead: string /** Queue length including this entry. */; queued: number }
   | { type: "rejected"; bulkhead: string; reason: BulkheadRejectReason; waitedMs: number }
-  | { type: "released"; bulkhead: string; heldMs: number };
+  | { type: "released"; bulkhead: string; heldMs: number }
+  /** The running calls are overdue and `kind` says why: a restart, each time the dependency says so, or a stall, each time queued calls were refused for it (`shed`). */
+  | { type: "stalled"; bulkhead: string; kind: StallKind; shed: number };
 
 export interface BulkheadStats {
   name: string;
@@ -124,6 +150,19 @@ export class Bulkhead {
   /** Hold times of finished calls, whatever their outcome: how fast slots turn over. */
   private readonly holdTime = new LatencyEstimate({ alpha: 1 / 4 });
   private acquiredCount = 0;
+  private readonly scheduler: Scheduler;
+  private readonly classifyStall: (() => Promise<StallKind>) | undefined;
+  /**
+   * The last classification of overdue calls and until when it holds. A
+   * first "stall" is only suspected, and asked again soon: the callers of
+   * a chain ask before the hops below them have learnt of a restart, so a
+   * stall is confirmed by two answers in a row. Pending or suspected counts
+   * as a restart meanwhile (arrivals queue, nothing is shed).
+   */
+  private stallKind: { kind: StallKind | "suspected"; until: number } | undefined;
+  private classifying = false;
+  /** Cancels the watch timer (armed while calls queue). */
+  private cancelWatch: (() => void) | undefined;
   private readonly rejectedByReason: Record<BulkheadRejectReason, number> = { full: 0, expected_wait: 0, deadline: 0, canceled: 0 };
 
   constructor(opts: BulkheadOptions) {
@@ -138,7 +177,9 @@ export class Bulkhead {
     this.fixedLimit = opts.maxConcurrent ?? 1;
     this.maxQueue = opts.maxQueue;
     this.clock = opts.clock;
-    this.queue = new WaitQueue({ clock: this.clock, scheduler: opts.scheduler ?? systemScheduler });
+    this.scheduler = opts.scheduler ?? systemScheduler;
+    this.classifyStall = opts.classifyStall;
+    this.queue = new WaitQueue({ clock: this.clock, scheduler: this.scheduler });
     if (opts.onEvent) this.listeners.add(opts.onEvent);
   }
 
@@ -214,6 +255,7 @@ export class Bulkhead {
       }),
     });
     this.listeners.emit({ type: "queued", bulkhead: this.name, queued: this.queue.length });
+    this.armWatch();
     return promise;
   }
 
@@ -258,7 +300,7 @@ export class Bulkhead {
    */
   expectedWaitMs(position: number, limit = this.limit(), now = this.clock.now()): number {
     const average = (this.serviceMs(now) * position) / limit;
-    if (!this.overdue(now)) return average;
+    if (!this.stalled(now)) return average;
     const ends = [...this.running].flatMap((r) => (r.deadlineAt === undefined ? [] : [r.deadlineAt])).sort((a, b) => a - b);
     const end = ends[Math.min(position, ends.length) - 1];
     return end === undefined ? average : Math.max(average, end - now);
@@ -277,6 +319,99 @@ export class Bulkhead {
     let late = 0;
     for (const r of this.running) if (now - r.at > overdueFactor * hold) late++;
     return late * 2 >= this.running.size;
+  }
+
+  /**
+   * Overdue, and not known to be waiting out a restart: the running calls
+   * hold their slots until their deadlines. A classification still pending
+   * counts as a restart, so nothing is refused in the round trip it takes.
+   */
+  private stalled(now: number): boolean {
+    if (!this.overdue(now)) return false;
+    if (this.classifyStall === undefined) return true;
+    this.classify(now);
+    return this.stallKind?.kind === "stall";
+  }
+
+  /**
+   * Waiting out a dependency's restart: the long holds are not the
+   * dependency's latency. A verdict holds until the next one replaces it
+   * (the watch asks again every `classifiedForMs` while calls are overdue)
+   * or until nothing is overdue any more; the first one pending counts as
+   * a restart.
+   */
+  private restarting(now: number): boolean {
+    if (this.stallKind === undefined) return this.classifying;
+    if (this.stallKind.until <= now && !this.overdue(now)) {
+      this.stallKind = undefined;
+      return this.classifying;
+    }
+    return this.stallKind.kind !== "stall";
+  }
+
+  /** Asks the classifier, unless an answer holds or one is pending; sheds the queue when the answer is "stall". */
+  private classify(now: number): void {
+    if (this.classifying || this.classifyStall === undefined) return;
+    if (this.stallKind !== undefined && this.stallKind.until > now) return;
+    this.classifying = true;
+    this.classifyStall()
+      .catch((): StallKind => "stall")
+      .then((kind) => {
+        this.classifying = false;
+        const at = this.clock.now();
+        if (kind === "stall" && this.stallKind?.kind !== "stall" && this.stallKind?.kind !== "suspected") {
+          this.stallKind = { kind: "suspected", until: at + suspectedForMs };
+          return;
+        }
+        this.stallKind = { kind, until: at + classifiedForMs };
+        if (kind === "stall") this.shedQueue(at);
+        else this.listeners.emit({ type: "stalled", bulkhead: this.name, kind, shed: 0 });
+      });
+  }
+
+  /** Refuses every queued call whose wait, expected as in a stall, no longer fits its deadline. */
+  private shedQueue(now: number): void {
+    if (!this.overdue(now)) return;
+    const limit = this.limit();
+    const serviceMs = this.serviceMs(now);
+    const shed = this.queue.sweep((entry, position) => {
+      if (entry.deadlineAt === undefined) return undefined;
+      const expectedMs = this.expectedWaitMs(position, limit, now) + serviceMs;
+      if (now + expectedMs <= entry.deadlineAt) return undefined;
+      return {
+        error: this.rejection(
+          "expected_wait",
+          Code.Unavailable,
+          `dependency stalled: expected wait for a slot ${Math.ceil(expectedMs - serviceMs)} ms + ${Math.ceil(serviceMs)} ms to run exceeds the ${Math.max(0, Math.floor(entry.deadlineAt - now))} ms left (${this.inUse} in use, ${this.queue.length} queued)`,
+          now - entry.enqueuedAt,
+          expectedMs,
+        ),
+      };
+    });
+    if (shed > 0) this.listeners.emit({ type: "stalled", bulkhead: this.name, kind: "stall", shed });
+  }
+
+  /**
+   * While calls queue (or, with a classifier, run), looks every few hold
+   * times (at least every 25 ms) whether the running calls became overdue:
+   * a stall has no events of its own, the queued calls must not wait for
+   * their deadlines to learn it, and callers above learn of a restart only
+   * once this bulkhead has asked (restart-signal.ts in the runtime).
+   */
+  private armWatch(): void {
+    if (this.cancelWatch !== undefined || !this.watching()) return;
+    const everyMs = Math.max(watchMinMs, overdueFactor * this.holdTime.meanMs() * 0.5);
+    this.cancelWatch = this.scheduler.setTimeout(() => {
+      this.cancelWatch = undefined;
+      if (!this.watching()) return;
+      const now = this.clock.now();
+      if (this.stalled(now)) this.shedQueue(now);
+      this.armWatch();
+    }, everyMs);
+  }
+
+  private watching(): boolean {
+    return this.queue.length > 0 || (this.classifyStall !== undefined && this.inUse > 0);
   }
 
   private oldestAgeMs(now: number): number {
@@ -301,6 +436,9 @@ export class Bulkhead {
   }
 
   private serviceMs(now: number): number {
+    // A dependency back from a restart serves as fast as before it: the
+    // running calls' age says when they started waiting, not how long a call takes.
+    if (this.restarting(now)) return this.holdTime.meanMs();
     return Math.max(this.holdTime.meanMs(), this.oldestAgeMs(now));
   }
 
@@ -309,6 +447,7 @@ export class Bulkhead {
     this.acquiredCount++;
     const slot = { at: this.clock.now(), deadlineAt };
     this.running.add(slot);
+    if (this.classifyStall !== undefined) this.armWatch();
     let released = false;
     this.listeners.emit({ type: "acquired", bulkhead: this.name, waitedMs });
     return (outcome: ReleaseOutcome = "ok") => {
@@ -318,8 +457,13 @@ export class Bulkhead {
       const inFlight = this.inUse;
       this.inUse--;
       this.running.delete(slot);
-      this.holdTime.observe(heldMs);
-      if (outcome !== "ignored") this.limiter?.onSample({ durationMs: heldMs, inFlight, dropped: outcome === "dropped" });
+      const now = this.clock.now();
+      // A call held through a dependency's restart says nothing about its service time.
+      const throughRestart = this.restarting(now) && heldMs > overdueFactor * Math.max(1, this.holdTime.meanMs());
+      if (!throughRestart) {
+        this.holdTime.observe(heldMs);
+        if (outcome !== "ignored") this.limiter?.onSample({ durationMs: heldMs, inFlight, dropped: outcome === "dropped" });
+      }
       this.listeners.emit({ type: "released", bulkhead: this.name, heldMs });
       this.drain();
     };
@@ -328,7 +472,11 @@ export class Bulkhead {
   /** Hands free slots to queued entries in FIFO order; the queue drops those that can no longer start. */
   private drain(): void {
     while (this.inUse < this.limit()) {
-      if (!this.queue.grantNext((waitedMs, entry) => this.grant(waitedMs, entry.deadlineAt))) return;
+      if (!this.queue.grantNext((waitedMs, entry) => this.grant(waitedMs, entry.deadlineAt))) break;
+    }
+    if (!this.watching()) {
+      this.cancelWatch?.();
+      this.cancelWatch = undefined;
     }
   }
 
@@ -357,6 +505,12 @@ export class Bulkhead {
 
 /** Running calls older than this many mean hold times mean the dependency has stalled. */
 const overdueFactor = 10;
+/** A classification of overdue calls holds this long; the watch asks again after it while they stay overdue. */
+const classifiedForMs = 250;
+/** A first "stall" is asked again after this, and confirmed by a second. */
+const suspectedForMs = 100;
+/** The watch looks at least this far apart. */
+const watchMinMs = 25;
 
 const rejectionKinds: Record<BulkheadRejectReason, LocalRejectionKind> = {
   full: "bulkhead_full",

@@ -1,9 +1,25 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { abortReason, createScope, currentScope, remainingMs, runInScope, scopeTelemetry, setScopeTelemetry } from "./call-scope.js";
+import { abortReason, createScope, currentScope, remainingMs, runInScope, runOutsideScope, scopeTelemetry, setScopeTelemetry } from "./call-scope.js";
 import { FakeClock } from "./clock.js";
 
 describe("call scope", () => {
+  test("work a request only starts runs outside its scope, and so does what that work schedules later", async () => {
+    const scope = createScope({ timeoutMs: 1000, requestId: "r", procedure: "/p" });
+    const seen: (string | undefined)[] = [];
+    await runInScope(scope, async () => {
+      seen.push(currentScope()?.requestId);
+      await runOutsideScope(async () => {
+        seen.push(currentScope()?.requestId);
+        await new Promise((r) => setTimeout(r, 1));
+        seen.push(currentScope()?.requestId);
+      });
+      seen.push(currentScope()?.requestId);
+    });
+    scope.dispose();
+    assert.deepEqual(seen, ["r", undefined, undefined, "r"]);
+  });
+
   test("given the request's deadline signal, the scope arms no timer and ends with reason deadline when it fires", (t) => {
     t.mock.timers.enable({ apis: ["setTimeout"] });
     const deadline = new AbortController();

@@ -36,6 +36,14 @@ export interface CallScope {
   readonly criticality?: "critical" | "sheddable";
   /** Who the edge authenticated; forwarded to every downstream call. */
   readonly caller?: string;
+  /**
+   * Marks the request as waiting out a dependency's restart until the
+   * returned function is called: the server's admission control does not
+   * count it meanwhile (admission.ts). Set by the runtime for a request it
+   * admitted; the database's reconnect wait and the dependency client
+   * call it.
+   */
+  readonly park?: () => () => void;
 }
 
 /** Why a scope's signal aborted. */
@@ -46,6 +54,15 @@ const storage = new AsyncLocalStorage<CallScope>();
 /** The scope of the request being served, if any. */
 export function currentScope(): CallScope | undefined {
   return storage.getStore();
+}
+
+/**
+ * Runs `fn` outside any request's scope: for work a request only happened to
+ * start (a breaker's probe, a stall check), which must carry none of its
+ * deadline, request id or cancellation.
+ */
+export function runOutsideScope<T>(fn: () => T): T {
+  return storage.exit(fn);
 }
 
 /** Runs `fn` so that `currentScope()` returns `scope` inside it (and in everything it awaits). */
@@ -83,6 +100,8 @@ export interface CreateScopeOptions {
   deadlineSignal?: AbortSignal;
   /** See CallScope.callsEnd. */
   callsEnd?: AbortSignal;
+  /** See CallScope.park. */
+  park?: () => () => void;
   clock?: Clock;
 }
 
@@ -129,6 +148,7 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     procedure: opts.procedure,
     ...(opts.criticality ? { criticality: opts.criticality } : {}),
     ...(opts.caller ? { caller: opts.caller } : {}),
+    ...(opts.park ? { park: opts.park } : {}),
     dispose() {
       clearTimeout(timer);
       deadlineSignal?.removeEventListener("abort", onDeadline);

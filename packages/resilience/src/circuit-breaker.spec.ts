@@ -207,6 +207,39 @@ describe("CircuitBreaker", () => {
     assert.equal(openFor(), 500, "a new open period starts from the first wait again");
   });
 
+  it("a probe that finds the dependency back closes an open breaker at once, and only an open one", async (t) => {
+    const { breaker, events, fail, succeed, tick, calls } = setup(t, { firstResetTimeout: 500, resetTimeout: 5_000 });
+    assert.equal(breaker.probeSucceeded(), false, "a closed breaker stays as it is");
+    for (let i = 0; i < 10; i++) await fail();
+    tick(100);
+    assert.equal(breaker.probeSucceeded(), true);
+    assert.equal(breaker.state(), "closed");
+    assert.equal(await succeed(), "ok");
+    assert.equal(calls(), 11, "traffic flows without waiting for a trial");
+    assert.deepEqual(transitions(events), ["closed->open", "open->closed"]);
+    // The reset timer of the period the probe ended does not fire later.
+    tick(10_000);
+    assert.equal(breaker.state(), "closed");
+  });
+
+  it("a probe is trusted once per recovery: reopened within a window of a probe closing it, it waits for its trial", async (t) => {
+    const { breaker, fail, tick } = setup(t, { firstResetTimeout: 500, resetTimeout: 5_000, rollingCountTimeout: 10_000 });
+    for (let i = 0; i < 10; i++) await fail();
+    assert.equal(breaker.probeSucceeded(), true);
+    // The probe was wrong: the calls still fail, and the breaker opens again.
+    for (let i = 0; i < 10; i++) await fail();
+    assert.equal(breaker.state(), "open");
+    assert.equal(breaker.probeSucceeded(), false, "not trusted again within the window");
+    tick(500);
+    assert.equal(breaker.state(), "half_open", "the reset timer's trial decides instead");
+    await fail();
+    // A window after the probe's close, a new recovery may be a probe's again.
+    tick(10_000);
+    for (let i = 0; i < 10; i++) await fail();
+    assert.equal(breaker.state(), "open");
+    assert.equal(breaker.probeSucceeded(), true);
+  });
+
   it("the open breaker's pushback is the wait of the period it is in", async (t) => {
     const { breaker, fail, tick } = setup(t, { firstResetTimeout: 500, resetTimeout: 3_000 });
     for (let i = 0; i < 10; i++) await fail();

@@ -11,7 +11,7 @@ import { localRejection, markLocalRejection } from "./local-rejection.js";
  * A circuit breaker for one dependency (invariant 6, docs/architecture.md), built on opossum for
  * what it does well (the closed/open/half-open state machine, the rolling
  * window, the reset timer) and configured around what it gets wrong by
- * default (see DESIGN.md):
+ * default (each point below; the settings: docs/configuration.md, `BREAKER_*`):
  *
  * - `volumeThreshold` is set explicitly (opossum's 0 lets one failure open
  *   the breaker of a service that handles two requests a minute);
@@ -26,6 +26,14 @@ import { localRejection, markLocalRejection } from "./local-rejection.js";
  * opossum's interval timer, so tests control it; opossum's reset timer
  * (open -> half-open) is a real timer, which tests drive with
  * `mock.timers`.
+ *
+ * An open breaker also closes when a probe shows its dependency is back
+ * (`probeSucceeded`: a health check that exercises what failed, run by the
+ * caller out of band). A dependency that recovers is then used again
+ * within one probe interval, not at the next trial of the reset timer's
+ * backoff, while a dead one still sees only probes. A probe is trusted once
+ * per recovery: should the breaker open again within one window of a probe
+ * closing it, that open period ends by the reset timer's trial only.
  */
 export interface CircuitBreakerOptions {
   /** The dependency; prefixes error messages and labels events. */
@@ -141,6 +149,11 @@ export class CircuitBreaker {
   private openedAt = 0;
   /** The wait of the open period the breaker is in: set when it opened (a half-open breaker has already doubled it for the next one). */
   private openPeriodMs = 0;
+  private readonly windowMs: number;
+  /** When a probe last closed the breaker; a probe may close it again only after a window without re-opening. */
+  private closedByProbeAt: number | undefined;
+  /** This open period may be ended by a probe. */
+  private probeTrusted = true;
   private current: CircuitState = "closed";
   private readonly listeners = new Listeners<CircuitBreakerEvent>();
   private readonly counters = { successes: 0, failures: 0, notCounted: 0, rejected: 0, opened: 0 };
@@ -172,6 +185,7 @@ export class CircuitBreaker {
       throw new RangeError(`${opts.name}: errorThresholdPercentage must be in [0, 100), got ${errorThresholdPercentage}`);
     }
     this.bucketMs = rollingCountTimeout / this.buckets;
+    this.windowMs = rollingCountTimeout;
     this.rotatedAt = this.clock.now();
     if (opts.onEvent) this.listeners.add(opts.onEvent);
 
@@ -205,6 +219,7 @@ export class CircuitBreaker {
     });
     this.opossum.on("open", () => {
       this.openedAt = this.clock.now();
+      this.probeTrusted = this.closedByProbeAt === undefined || this.openedAt - this.closedByProbeAt >= this.windowMs;
       this.openPeriodMs = this.currentResetTimeout;
       this.counters.opened++;
       this.transition("open");
@@ -266,6 +281,18 @@ export class CircuitBreaker {
     this.rotate();
     const w = this.opossum.stats;
     return { name: this.name, state: this.current, ...this.counters, window: { calls: w.fires, failures: w.failures } };
+  }
+
+  /**
+   * A probe found the dependency healthy: an open breaker closes now, unless
+   * a probe already closed it within the last window and it opened again
+   * (then it waits for its reset timer's trial). True when it closed.
+   */
+  probeSucceeded(): boolean {
+    if (this.current !== "open" || !this.probeTrusted || this.opossum.isShutdown) return false;
+    this.closedByProbeAt = this.clock.now();
+    this.opossum.close();
+    return true;
   }
 
   /** Stops opossum's reset timer; the breaker rejects every call afterwards. */

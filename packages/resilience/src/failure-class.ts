@@ -4,7 +4,7 @@ import { Code } from "@connectrpc/connect";
  * The platform's one answer to "whose problem is this outcome?". Retry,
  * the circuit breaker, the mapping of a dependency's error, the edge's
  * intake controller and the request log all ask it, so they cannot drift
- * apart (they used to be five separate code lists).
+ * apart.
  *
  * - "ok": the call succeeded.
  * - "caller": a working server answered about this request or this caller

@@ -10,6 +10,7 @@ it("exports the curated public surface", () => {
     "createScope",
     "currentScope",
     "runInScope",
+    "runOutsideScope",
     "remainingMs",
     "abortReason",
     // this package
@@ -53,6 +54,7 @@ it("exports the curated public surface", () => {
     "failedDependencyOf",
     "IntakeController",
     "AdmissionController",
+    "BreakerProbe",
     "currentFaults",
     "setFaults",
     "parseFaults",

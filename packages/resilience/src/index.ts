@@ -53,6 +53,7 @@ export {
   type BulkheadEvent,
   type BulkheadRejectReason,
   type BulkheadStats,
+  type StallKind,
 } from "./bulkhead.js";
 export { AdaptiveLimit, type AdaptiveLimitOptions, type AdaptiveLimitSnapshot, type LimitSample } from "./adaptive-limit.js";
 export {
@@ -63,6 +64,7 @@ export {
   type CircuitBreakerEvent,
   type CircuitBreakerStats,
 } from "./circuit-breaker.js";
+export { BreakerProbe, type BreakerProbeOptions } from "./breaker-probe.js";
 export { localRejection, markLocalRejection, type LocalRejection, type LocalRejectionKind } from "./local-rejection.js";
 export { failedDependencyHeader, failedDependencyOf } from "./failed-dependency.js";
 

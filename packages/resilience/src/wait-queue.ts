@@ -172,6 +172,29 @@ export class WaitQueue<T> {
     }
   }
 
+  /**
+   * Walks the waiting entries oldest first and settles each one for which
+   * `decide(entry, position)` returns a settlement (it leaves the queue);
+   * the others keep their places. `position` counts from 1 among the
+   * entries kept so far (an entry's place once those ahead that left are
+   * gone). Returns how many left.
+   */
+  sweep(decide: (entry: WaitingEntry, position: number) => Settlement<T> | undefined): number {
+    let kept = 0;
+    let left = 0;
+    for (let entry = this.head; entry !== undefined; ) {
+      const next = entry.next;
+      const settlement = decide(entry, kept + 1);
+      if (settlement === undefined) kept++;
+      else if (this.unlink(entry)) {
+        left++;
+        settle(entry, settlement);
+      }
+      entry = next;
+    }
+    return left;
+  }
+
   /** Settles the newest waiting entry with `settlement` (displaced by more important work); false when the queue is empty. */
   evictNewest(settlement: (waitedMs: number) => Settlement<T>): boolean {
     const entry = this.tail;

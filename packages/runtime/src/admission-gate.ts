@@ -70,6 +70,7 @@ export function createAdmissionGate(opts: {
       }
       admitted.cell(criticality).value++;
       queueWait.observe(o.waitedMs / 1000);
+      request.park = o.park;
       // The handler is done (or the deadline passed, or the caller left):
       // Connect aborts the context's signal in every case.
       if (context.signal.aborted) o.release();

@@ -43,8 +43,8 @@
  *    looking at the deadline, so a client that sends headers and stalls
  *    (slowloris) would hold its admission slot and stream until the
  *    connection dies. The watchdog answers DEADLINE_EXCEEDED at the deadline.
- *    Everything else that used to be written by hand (auth, rate limit,
- *    "starting", admission refusals) is now thrown from Connect's
+ *    Everything else refused before a handler (auth, rate limit,
+ *    "starting", admission refusals) is thrown from Connect's
  *    `requestGate` (request-gate.ts) and written by Connect in each protocol's
  *    own form.
  *    Can go when: connect-node aborts a body read when the handler context's

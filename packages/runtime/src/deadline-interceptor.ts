@@ -59,6 +59,7 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     procedure: context.procedure,
     criticality: context.criticality,
     caller: context.caller,
+    ...(context.park ? { park: context.park } : {}),
     parentSignals,
   });
   context.scope = scope;

@@ -1,9 +1,11 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { RetryBudget, systemClock, type RetryPolicy } from "@platform/resilience";
+import { healthV1 } from "@platform/proto";
+import { RetryBudget, runOutsideScope, systemClock, type RetryPolicy } from "@platform/resilience";
 import type { DependencyConfig } from "./dependency-config.js";
-import { isolationInterceptor } from "./isolation-interceptor.js";
+import { type DependencyHealth, isolationInterceptor } from "./isolation-interceptor.js";
+import { waitingForRestartHeader } from "./restart-signal.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
 import type { ServerConfig } from "./server-config.js";
@@ -49,11 +51,31 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   rememberDependencyClient({ dependency: name, baseUrl: opts.dependency.baseUrl, plugins: plugins.map((p) => p.name), retry: opts.retry });
   const propagation = { dependency: name, hopReserveMs: deadline.hopReserveMs, minBudgetMs: deadline.minBudgetMs };
   const { keepalive } = opts.dependency;
+  // The dependency's health (the breakers' probe, the bulkheads' stall
+  // classifier), over the transport's own connection once it exists.
+  let health: Client<typeof healthV1.Health> | undefined;
+  // A request starts these (its call opened a breaker, or found a stall), but
+  // they are not its calls: outside its scope, they carry none of its
+  // deadline, request id or cancellation.
+  const dependencyHealth: DependencyHealth = {
+    serving: () =>
+      runOutsideScope(
+        async () =>
+          (await health!.check({ service: service.typeName }, { timeoutMs: HEALTH_TIMEOUT_MS })).status === healthV1.HealthCheckResponse_ServingStatus.SERVING,
+      ),
+    // The whole server's entry: answered at once, without checking the dependency's own resources.
+    waitingFor: () =>
+      runOutsideScope(async () => {
+        let waitingFor: string | undefined;
+        await health!.check({ service: "" }, { timeoutMs: HEALTH_TIMEOUT_MS, onHeader: (h) => (waitingFor = h.get(waitingForRestartHeader) ?? undefined) });
+        return waitingFor;
+      }),
+  };
   let composition: ClientComposition = {
     interceptors: [
       ...retryLayer(name, opts.retry, deadline.hopReserveMs * (opts.callDepth ?? 1) + deadline.minBudgetMs),
       budgetGateInterceptor(propagation),
-      isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs),
+      isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs, undefined, dependencyHealth),
       outboundInterceptor(propagation),
     ],
     keepalive: keepalive.pingIntervalMs > 0 ? keepalive : undefined,
@@ -67,8 +89,16 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
     ...(ping ? { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } : {}),
     interceptors: composition.interceptors,
   });
+  health = createClient(healthV1.Health, transport);
   return createClient(service, transport);
 }
+
+/**
+ * A health check gives up after this. A probe's unanswered check says the
+ * dependency is not back; a stall classifier's keeps the last verdict (a
+ * dependency busy with a failover's backlog may answer late).
+ */
+const HEALTH_TIMEOUT_MS = 500;
 
 function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], minAttemptMs: number): Interceptor[] {
   if (retry === "none" || retry.policy.maxAttempts <= 1) return [];

@@ -2,8 +2,17 @@ import { EventEmitter } from "node:events";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { healthV1 } from "@platform/proto";
+import { dependencyRestarting, waitingForRestartHeader } from "./restart-signal.js";
 
 const { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus: Status } = healthV1;
+
+/** What a service's APIs need of their own to serve, e.g. its database (the database package's `databaseResources`). */
+export interface OwnResources {
+  /** Resolves when they serve (one statement answered); rejects when they do not. */
+  check(): Promise<void>;
+  /** The name of one whose server refuses connections while it restarts, and which calls wait for; undefined when none does. */
+  restarting(): string | undefined;
+}
 
 /**
  * The serving state of one process, shared by grpc.health.v1 (Kubernetes'
@@ -14,11 +23,48 @@ const { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus: St
 export class HealthState {
   private readonly statuses = new Map<string, boolean>();
   private readonly events = new EventEmitter();
+  /** The answer of the last own-resources check, shared by the checks that ask within `checkCacheMs` of it. */
+  private lastCheck: { at: number; result: Promise<boolean> } | undefined;
 
-  constructor(services: string[]) {
+  /**
+   * @param ownResources What this service's APIs need of their own to
+   *   serve: checked when a caller checks an API's health (not the whole
+   *   server's, ""), so that a caller whose circuit breaker opened on this
+   *   service can see it recover (resilience's breaker-probe.ts). Concurrent
+   *   and close checks share one run. Orchestrators ask about "" and never
+   *   run it: a pod whose database is down stays in its Service.
+   */
+  constructor(
+    services: string[],
+    private readonly ownResources?: OwnResources,
+  ) {
     this.statuses.set("", false);
     for (const s of services) this.statuses.set(s, false);
     this.events.setMaxListeners(0);
+  }
+
+  /** What this service waits out a restart of now: its own resource, or a dependency's (restart-signal.ts). */
+  waitingFor(): string | undefined {
+    return this.ownResources?.restarting() ?? dependencyRestarting();
+  }
+
+  /** `service`'s status as a caller's check sees it: its own entry, and for an API of a ready server also its own resources. */
+  async check(service: string): Promise<boolean | undefined> {
+    const serving = this.get(service);
+    if (serving !== true || service === "" || this.ownResources === undefined) return serving;
+    // A resource that refuses connections would not answer the check before the caller gives up.
+    if (this.ownResources.restarting() !== undefined) return false;
+    const now = performance.now();
+    if (this.lastCheck === undefined || now - this.lastCheck.at > checkCacheMs) {
+      this.lastCheck = {
+        at: now,
+        result: this.ownResources.check().then(
+          () => true,
+          () => false,
+        ),
+      };
+    }
+    return this.lastCheck.result;
   }
 
   /** Marks the server and every API serving (true) or not (false). */
@@ -51,6 +97,9 @@ export class HealthState {
   }
 }
 
+/** How long one run of the own-resources check answers every caller's check: a few callers probing every 200 ms cost one run per this. */
+const checkCacheMs = 100;
+
 function statusOf(serving: boolean | undefined) {
   if (serving === undefined) return Status.SERVICE_UNKNOWN;
   return serving ? Status.SERVING : Status.NOT_SERVING;
@@ -59,8 +108,11 @@ function statusOf(serving: boolean | undefined) {
 /** Registers grpc.health.v1.Health (Check, List, Watch) on a router. */
 export function registerHealthService(router: ConnectRouter, state: HealthState): void {
   router.service(Health, {
-    check(req) {
-      const serving = state.get(req.service);
+    async check(req, ctx) {
+      // What its calls wait out, so that a caller with overdue calls waits too (restart-signal.ts).
+      const waitingFor = state.waitingFor();
+      if (waitingFor !== undefined) ctx.responseHeader.set(waitingForRestartHeader, waitingFor);
+      const serving = await state.check(req.service);
       if (serving === undefined) throw new ConnectError(`unknown service "${req.service}"`, Code.NotFound);
       return { status: statusOf(serving) };
     },

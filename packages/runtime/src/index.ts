@@ -12,7 +12,7 @@ export {
 } from "./server-config.js";
 export { createLogger, type Logger } from "./logger.js";
 export { register, rpcServerMetrics, rpcClientMetrics, deadlineMetrics, serviceCounter } from "./metrics.js";
-export { HealthState } from "./health.js";
+export { HealthState, type OwnResources } from "./health.js";
 export { serve, type ServeOptions, type RunningServer } from "./serve.js";
 export {
   usePlugin,
@@ -32,6 +32,7 @@ export { scopeFor, countInboundDeadline, scopeEndedError } from "./deadline-inte
 export { runMain, exitConfigError, type ReadyMessage } from "./run-main.js";
 export { createDependencyClient, type DependencyClientOptions } from "./dependency-client.js";
 export { forwardService, type ForwardedCallOptions } from "./forward-service.js";
+export { apiRoutes, generatedService, type ServiceRoute } from "./api-routes.js";
 export { readDependencyConfig, defaultIsolation, type DependencyConfig, type IsolationDefaults, type KeepaliveConfig } from "./dependency-config.js";
 export type { IsolationConfig, BreakerConfig } from "./isolation-interceptor.js";
 export { mapDownstreamError, wasNeverProcessed } from "./downstream-error.js";

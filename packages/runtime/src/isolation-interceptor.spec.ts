@@ -15,8 +15,8 @@ const config: IsolationConfig = {
   breaker: { volumeThreshold: 5, errorThresholdPercentage: 50, windowMs: 10_000, resetTimeoutMs: 60_000 },
 };
 
-function call(method: string, idempotency?: IdempotencyLevel) {
-  return { method: { name: method, ...(idempotency !== undefined ? { idempotency } : {}) } } as unknown as UnaryRequest;
+function call(method: string, idempotency?: IdempotencyLevel, service = "orders.v1.OrdersService") {
+  return { service: { typeName: service }, method: { name: method, ...(idempotency !== undefined ? { idempotency } : {}) } } as unknown as UnaryRequest;
 }
 
 const read = (method: string, fast = false) =>
@@ -30,6 +30,24 @@ async function gauge(name: string, labels: Record<string, string>): Promise<numb
   const m = await register.getSingleMetric(name)?.get();
   return m?.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value;
 }
+
+test("a health check of the dependency passes untouched: no slot, no breaker, whatever their state", async () => {
+  let healthCalls = 0;
+  const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
+    if (req.service.typeName === "grpc.health.v1.Health") {
+      healthCalls++;
+      return {} as UnaryResponse;
+    }
+    throw new ConnectError("orders: down", Code.Unavailable);
+  };
+  const intercepted = isolationInterceptor("orders-health", { ...config, maxConcurrent: 1, maxQueue: 0 }, 0)(next as never);
+  for (let i = 0; i < 10; i++) await intercepted(call("CreateOrder")).catch(() => {});
+  const refused = await intercepted(call("CreateOrder")).catch((e: unknown) => ConnectError.from(e));
+  assert.match(refused instanceof ConnectError ? refused.rawMessage : "", /circuit open/);
+  // The breaker is open and the one slot could be taken: the probe's checks still go through, all at once.
+  await Promise.all(Array.from({ length: 3 }, () => intercepted(call("Check", undefined, "grpc.health.v1.Health"))));
+  assert.equal(healthCalls, 3);
+});
 
 test("breakers are per method: a failing method is cut off, a working one on the same dependency is not", async () => {
   const reached: string[] = [];

@@ -1,6 +1,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import {
   AdaptiveLimit,
+  BreakerProbe,
   Bulkhead,
   CircuitBreaker,
   currentScope,
@@ -10,9 +11,13 @@ import {
   pushbackHeaders,
   systemClock,
   type Clock,
+  type CallScope,
+  type Release,
   type ReleaseOutcome,
   type Scheduler,
+  type StallKind,
 } from "@platform/resilience";
+import { noteDependencyRestarting } from "./restart-signal.js";
 import { isolationMetrics } from "./metrics.js";
 import { histogramCellsOf } from "./metric-cells.js";
 
@@ -53,6 +58,17 @@ export interface IsolationClock {
   scheduler?: Scheduler;
 }
 
+/** The health service: a probe's call passes the breakers and bulkheads it serves. */
+const healthService = "grpc.health.v1.Health";
+
+/** The dependency's health checks, as seen from here. */
+export interface DependencyHealth {
+  /** It serves the API called: ready, and what it needs of its own answers (the breakers' probe). */
+  serving(): Promise<boolean>;
+  /** What it waits out a restart of now, if anything (restart-signal.ts); rejects when it does not answer in time. */
+  waitingFor(): Promise<string | undefined>;
+}
+
 /**
  * Circuit breakers (one per method) and bulkheads of this dependency's own,
  * one per method class, by default one per method (invariant 6, docs/architecture.md): a slow
@@ -77,12 +93,21 @@ export interface IsolationClock {
  * failed-dependency mark naming this dependency (x-failed-dependency), so
  * that the breakers of the hops above do not count it against us: we
  * answered; `dependency` is the sick one (resilience's failed-dependency.ts).
+ *
+ * With `health` (the dependency's health check): an open breaker closes as
+ * soon as a check says it serves (resilience's breaker-probe.ts); and when
+ * a bulkhead's running calls are overdue, the check says whether the
+ * dependency waits out a restart (then the calls wait with it, and this
+ * process tells its own callers: restart-signal.ts) or has stalled (then
+ * the queue is shed: resilience's bulkhead.ts). The check's own call, to
+ * grpc.health.v1.Health, passes this interceptor untouched.
  */
 export function isolationInterceptor(
   dependency: string,
   config: IsolationConfig,
   reserveMs: number,
   time: IsolationClock = { clock: systemClock },
+  health?: DependencyHealth,
 ): Interceptor {
   const metrics = isolationMetrics();
   // Annotated: a call of it ends the path only for a declared never-returning type.
@@ -90,6 +115,39 @@ export function isolationInterceptor(
   const adaptive = (config.limit ?? "adaptive") === "adaptive";
   const minConcurrent = Math.min(config.maxConcurrent, config.minConcurrent ?? Math.max(1, Math.floor(config.maxConcurrent / 8)));
 
+  // Why this dependency's calls are overdue: asked once for all its bulkheads at a time. A
+  // check that gets no answer is inconclusive: a restart believed a moment ago still is (the
+  // dependency may be too busy to answer in time), otherwise it is a stall.
+  let classifying: Promise<StallKind> | undefined;
+  let last: StallKind = "stall";
+  // Calls in flight to this dependency. While it waits out a restart they
+  // are parked in this server's admission (CallScope.park): waiting uses
+  // nothing of this server, and a failover must not fill its admission.
+  // Otherwise they count, and admission bounds a slow dependency's callers.
+  const inFlight = new Set<ParkableCall>();
+  let restartUntil = Number.NEGATIVE_INFINITY;
+  const parkForRestart = () => {
+    restartUntil = time.clock.now() + restartParkMs;
+    for (const c of inFlight) c.unpark ??= c.scope.park?.();
+  };
+  const classifyStall = health
+    ? () =>
+        (classifying ??= health
+          .waitingFor()
+          .then(
+            (waitingFor): StallKind => {
+              if (waitingFor === undefined) return "stall";
+              noteDependencyRestarting(dependency, waitingFor);
+              parkForRestart();
+              return "restart";
+            },
+            () => last,
+          )
+          .then((kind) => (last = kind))
+          .finally(() => {
+            classifying = undefined;
+          }))
+    : undefined;
   const classes = new Map<string, Bulkhead>();
   const bulkheadFor = (methodClass: string): Bulkhead => {
     let b = classes.get(methodClass);
@@ -107,6 +165,7 @@ export function isolationInterceptor(
       maxQueue: config.maxQueue,
       clock: time.clock,
       ...(time.scheduler ? { scheduler: time.scheduler } : {}),
+      ...(classifyStall ? { classifyStall } : {}),
       onEvent(e) {
         if (e.type === "rejected") metrics.bulkheadRejected.inc({ ...labels, reason: e.reason });
         if (e.type === "acquired") bulkheadWait.observe(e.waitedMs / 1000);
@@ -130,6 +189,7 @@ export function isolationInterceptor(
   // whose own downstream is down) must not cut off one that works (a read
   // that never needs that downstream).
   const breakers = new Map<string, CircuitBreaker>();
+  const prober = health ? new BreakerProbe({ check: health.serving, ...(time.scheduler ? { scheduler: time.scheduler } : {}) }) : undefined;
   const breakerFor = (method: string): CircuitBreaker => {
     let b = breakers.get(method);
     if (b) return b;
@@ -152,28 +212,40 @@ export function isolationInterceptor(
     });
     metrics.breakerState.set({ dependency, method }, 0);
     breakers.set(method, b);
+    prober?.watch(b);
     return b;
   };
 
   return (next) => async (req) => {
+    if (req.service.typeName === healthService) return next(req);
     const breaker = breakerFor(req.method.name);
     const call = () => next(req);
     if (breaker.state() === "open") return breaker.execute(call).catch(withPushback); // refuses at once
     const scope = currentScope();
     const bulkhead = bulkheadFor(classOf(req.method, config.methodClasses));
     const slot = scope ? { deadlineAt: scope.deadlineAt - reserveMs, signal: scope.signal } : {};
-    // A free slot is taken without a promise; a wait or a refusal goes through acquire().
-    const release = bulkhead.tryAcquire(slot) ?? (await bulkhead.acquire(slot).catch(withPushback));
+    const parkable: ParkableCall | undefined = scope?.park ? { scope } : undefined;
+    if (parkable) {
+      inFlight.add(parkable);
+      if (restartUntil > time.clock.now()) parkable.unpark = parkable.scope.park?.();
+    }
+    let release: Release | undefined;
     let outcome: ReleaseOutcome = "ignored";
     try {
+      // A free slot is taken without a promise; a wait or a refusal goes through acquire().
+      release = bulkhead.tryAcquire(slot) ?? (await bulkhead.acquire(slot).catch(withPushback));
       const res = await breaker.execute(call);
       outcome = "ok";
       return res;
     } catch (e) {
-      outcome = ranOutOfTime(e, scope?.signal) ? "dropped" : "ignored";
-      withPushback(e);
+      if (release) outcome = ranOutOfTime(e, scope?.signal) ? "dropped" : "ignored";
+      return withPushback(e);
     } finally {
-      release(outcome);
+      release?.(outcome);
+      if (parkable) {
+        inFlight.delete(parkable);
+        parkable.unpark?.();
+      }
     }
   };
 }
@@ -217,3 +289,12 @@ function refusalFor(dependency: string): (e: unknown) => never {
 }
 
 const stateValue = { closed: 0, half_open: 1, open: 2 } as const;
+
+/** A call in flight, parked in admission while its dependency waits out a restart. */
+interface ParkableCall {
+  readonly scope: CallScope;
+  unpark?: () => void;
+}
+
+/** A dependency said to wait out a restart is believed to for this long: new calls to it are parked meanwhile. */
+const restartParkMs = 500;

@@ -59,6 +59,8 @@ export interface RequestContext {
   criticality: Criticality;
   /** Who the edge authenticated: set by the edge's gate, read from the wire at inner hops. */
   caller: string | undefined;
+  /** Parks the request in admission control while it waits on a dependency (CallScope.park); set when admitted. */
+  park?: () => () => void;
   /** True once this request's log line is owned by someone (the gate's refusal, or the request log interceptor). */
   logged: boolean;
   /** The handler's call scope, once the deadline interceptor made it (for the interceptors outside it: the log line's trace ids). */

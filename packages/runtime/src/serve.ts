@@ -2,7 +2,7 @@ import { Code, type ConnectRouter, type Interceptor } from "@connectrpc/connect"
 import type { DescService } from "@bufbuild/protobuf";
 import { createLogger, type Logger } from "./logger.js";
 import { collectProcessMetrics } from "./metrics.js";
-import { HealthState, registerHealthService } from "./health.js";
+import { HealthState, type OwnResources, registerHealthService } from "./health.js";
 import { registerReflectionService } from "./reflection.js";
 import { inOrder, serverInterceptors } from "./server-interceptors.js";
 import { pluginsWith, type PlatformPlugin, type ServerComposition } from "./plugin.js";
@@ -60,6 +60,14 @@ export interface ServeOptions {
    * "starting: waiting for <waitingFor>"; `RunningServer.ready` settles with it.
    */
   startup?: { ready: Promise<void>; waitingFor: string };
+  /**
+   * What this service's APIs need of their own to serve (its database),
+   * as its health check tells callers (health.ts): callers whose breakers
+   * opened on this service probe it to close them as soon as it serves
+   * again, and callers whose calls are overdue learn whether it waits out
+   * a restart (restart-signal.ts).
+   */
+  ownResources?: OwnResources;
   /** The timeout-header parser of every request's context (request-context.ts); a spec replaces it to count that each request's header is parsed once. */
   parseTimeout?: RequestContextInput["parse"];
 }
@@ -90,7 +98,10 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
   checkConnectPatch(logger);
   collectProcessMetrics();
   const flushTraces = await initTracing(config.serviceName, config.otlpEndpoint);
-  const health = new HealthState(opts.services.map((s) => s.typeName));
+  const health = new HealthState(
+    opts.services.map((s) => s.typeName),
+    opts.ownResources,
+  );
   const shutdownController = new AbortController();
   // The edge's intake controller, started below once the composition says whether it runs.
   let intake: Intake | undefined;

@@ -9,11 +9,13 @@ import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { Code, ConnectError, type Client, type HandlerContext } from "@connectrpc/connect";
 import { checkoutV1, ordersV1, pricingV1 } from "@platform/proto";
-import { createDependencyClient, createLogger, serve, type RunningServer } from "@platform/runtime";
+import { apiRoutes, createDependencyClient, createLogger, serve, type RunningServer } from "@platform/runtime";
 import { expectCode, CallLog, grpcClient, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "@platform/test-support";
 import { CheckoutService } from "./checkout-service.js";
-import { loadConfig } from "./config.js";
-import { routes } from "./routes.js";
+import { defaults, loadConfig } from "./config.js";
+
+/** The service's routes, as main.ts derives them from its manifest. */
+const routes = (impl: CheckoutService) => apiRoutes(defaults.apis, impl).routes;
 
 const orderId = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
 const storedOrder = {

@@ -1,3 +1,4 @@
+import { serviceDefaults } from "@platform/registry";
 import { readDependencyConfig, readEnv, readServerConfig, type DependencyConfig, type ServerConfig } from "@platform/runtime";
 
 export interface CheckoutConfig {
@@ -6,12 +7,15 @@ export interface CheckoutConfig {
   pricing: DependencyConfig;
 }
 
+/** Ports and bulkheads: the manifest's (service.json, beside src/ and dist/ alike). */
+export const defaults = serviceDefaults(new URL("../service.json", import.meta.url));
+
 export function loadConfig(env: Record<string, string | undefined>): CheckoutConfig {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "checkout", { port: 8081, adminPort: 9081 }),
+    server: readServerConfig(r, defaults.name, defaults.server),
     // Per method class (reads, writes), sized in docs/isolation.md: more
     // than orders can hold toward pricing, less than the gateway gives us.
-    orders: readDependencyConfig(r, "orders", "http://127.0.0.1:8082", { maxConcurrent: 48, minConcurrent: 6, maxQueue: 16 }),
-    pricing: readDependencyConfig(r, "pricing", "http://127.0.0.1:8083", { maxConcurrent: 16, minConcurrent: 4, maxQueue: 32 }),
+    orders: readDependencyConfig(r, ...defaults.dependency("orders")),
+    pricing: readDependencyConfig(r, ...defaults.dependency("pricing")),
   }));
 }

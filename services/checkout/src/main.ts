@@ -1,8 +1,7 @@
 import { ordersV1, pricingV1 } from "@platform/proto";
-import { createDependencyClient, runMain, serve } from "@platform/runtime";
+import { apiRoutes, createDependencyClient, runMain, serve } from "@platform/runtime";
 import { CheckoutService } from "./checkout-service.js";
-import { loadConfig } from "./config.js";
-import { routes, services } from "./routes.js";
+import { defaults, loadConfig } from "./config.js";
 
 runMain("checkout", async () => {
   const config = loadConfig(process.env);
@@ -11,5 +10,5 @@ runMain("checkout", async () => {
     orders: createDependencyClient(ordersV1.OrdersService, { dependency: config.orders, server: config.server, retry: "none" }),
     pricing: createDependencyClient(pricingV1.PricingService, { dependency: config.pricing, server: config.server, retry: "none" }),
   });
-  return serve({ config: config.server, services, routes: routes(impl) });
+  return serve({ config: config.server, ...apiRoutes(defaults.apis, impl) });
 });

@@ -8,11 +8,11 @@ import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { exampleEchoV1 } from "@platform/proto";
-import { loadConfig } from "./config.js";
+import { apiRoutes } from "@platform/runtime";
+import { defaults, loadConfig } from "./config.js";
 import { ExampleEchoService, maxMessageLength } from "./example-echo-service.js";
-import { routes } from "./routes.js";
 
-const client = () => createClient(exampleEchoV1.ExampleEchoService, createRouterTransport(routes(new ExampleEchoService())));
+const client = () => createClient(exampleEchoV1.ExampleEchoService, createRouterTransport(apiRoutes(defaults.apis, new ExampleEchoService()).routes));
 
 async function codeOf(call: Promise<unknown>): Promise<string> {
   try {

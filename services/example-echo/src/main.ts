@@ -1,11 +1,10 @@
-import { runMain, serve } from "@platform/runtime";
-import { loadConfig } from "./config.js";
+import { apiRoutes, runMain, serve } from "@platform/runtime";
+import { defaults, loadConfig } from "./config.js";
 import { ExampleEchoService } from "./example-echo-service.js";
-import { routes, services } from "./routes.js";
 
 runMain("example-echo", async () => {
   const config = loadConfig(process.env);
   // Dependencies are injected here: a client per service it calls
   // (createDependencyClient with retry: "none", as checkout's main.ts does).
-  return serve({ config: config.server, services, routes: routes(new ExampleEchoService()) });
+  return serve({ config: config.server, ...apiRoutes(defaults.apis, new ExampleEchoService()) });
 });

@@ -14,9 +14,9 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { createDatabase, migrate, type Database } from "@platform/database";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
 import { exampleNotesV1 } from "@platform/proto";
-import { manifest } from "./config.js";
+import { apiRoutes } from "@platform/runtime";
+import { defaults } from "./config.js";
 import { ExampleNotesService, limits } from "./example-notes-service.js";
-import { routes } from "./routes.js";
 
 let dir: string;
 let server: EmbeddedPostgres;
@@ -27,7 +27,7 @@ before(async () => {
   chmodSync(dir, 0o755); // the database runs as an unprivileged user when we are root
   server = await startEmbeddedPostgres({ dataDir: join(dir, "data") });
   db = createDatabase({ name: "example-notes-db", connectionString: server.url, maxConnections: 2, minBudgetMs: 10 });
-  await migrate(db, { schema: manifest.database.schema, directory: fileURLToPath(new URL("../migrations", import.meta.url)) });
+  await migrate(db, { schema: defaults.schema(), directory: fileURLToPath(new URL("../migrations", import.meta.url)) });
 });
 after(async () => {
   try {
@@ -38,7 +38,7 @@ after(async () => {
   }
 });
 
-const client = () => createClient(exampleNotesV1.ExampleNotesService, createRouterTransport(routes(new ExampleNotesService(db))));
+const client = () => createClient(exampleNotesV1.ExampleNotesService, createRouterTransport(apiRoutes(defaults.apis, new ExampleNotesService(db)).routes));
 const rows = async () => (await db.transaction((tx) => tx.query<{ id: string; text: string }>("SELECT id, text FROM example_notes.notes ORDER BY id"))).rows;
 
 async function codeOf(call: Promise<unknown>): Promise<string> {

@@ -1,4 +1,5 @@
 import { Code } from "@connectrpc/connect";
+import { serviceDefaults } from "@platform/registry";
 import { defaultRetryPolicy, type RetryPolicy } from "@platform/resilience";
 import {
   readAuthConfig,
@@ -30,15 +31,18 @@ export interface GatewayConfig {
   };
 }
 
+/** Ports and bulkheads: the manifest's (service.json, beside src/ and dist/ alike). */
+export const defaults = serviceDefaults(new URL("../service.json", import.meta.url));
+
 export function loadConfig(env: Record<string, string | undefined>, apis: readonly ForwardedApi[] = forwardedApis): GatewayConfig {
   return readEnv(env, (r) => ({
     // The edge: requests without a deadline are normal here and get DEADLINE_DEFAULT_MS (3 s).
-    server: readServerConfig(r, "gateway", { port: 8080, adminPort: 9080, edge: true }),
+    server: readServerConfig(r, defaults.name, defaults.server),
     // The outermost hop toward the chain: room for everything checkout can
     // hold for us (its own slots toward orders and pricing), so a slow hop
     // further down fills its own slots first (docs/isolation.md).
-    checkout: readDependencyConfig(r, "checkout", "http://127.0.0.1:8081", { maxConcurrent: 64, minConcurrent: 8, maxQueue: 32 }),
-    forwarded: apis.map((api) => ({ api, dependency: readDependencyConfig(r, api.dependency, api.defaultUrl) })),
+    checkout: readDependencyConfig(r, ...defaults.dependency("checkout")),
+    forwarded: apis.map((api) => ({ api, dependency: readDependencyConfig(r, api.dependency, api.defaultUrl, api.bulkhead) })),
     intake: readIntakeConfig(r),
     edge: { auth: readAuthConfig(r), rateLimit: readRateLimitConfig(r), cors: readCorsConfig(r) },
     // The only retry policy in the platform; see README "Retries".

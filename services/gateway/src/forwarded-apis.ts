@@ -1,5 +1,5 @@
 import type { DescService } from "@bufbuild/protobuf";
-import * as proto from "@platform/proto";
+import { generatedService } from "@platform/runtime";
 import { forwardedApiNames } from "./forwarded-apis.generated.js";
 
 /**
@@ -15,22 +15,8 @@ export interface ForwardedApi {
   dependency: string;
   /** Where the service listens when nothing is configured (`npm start`'s port). */
   defaultUrl: string;
-}
-
-/**
- * The generated service descriptor for a fully-qualified name, searched in
- * @platform/proto's namespaces (one per API package).
- */
-export function protoService(typeName: string): DescService {
-  for (const namespace of Object.values(proto)) {
-    for (const value of Object.values(namespace as Record<string, unknown>)) {
-      const d = value as Partial<DescService> | undefined;
-      if (d?.kind === "service" && d.typeName === typeName) return d as DescService;
-    }
-  }
-  throw new Error(
-    `${typeName}: no generated service of that name in @platform/proto (add its package to packages/proto/src/index.ts and run npm run generate)`,
-  );
+  /** The bulkhead the gateway's manifest gives it, or the default one when it lists no such dependency. */
+  bulkhead: { maxConcurrent: number; minConcurrent: number; maxQueue: number };
 }
 
 /**
@@ -38,7 +24,8 @@ export function protoService(typeName: string): DescService {
  * forwarded-apis.generated.ts (npm run generate:services).
  */
 export const forwardedApis: readonly ForwardedApi[] = forwardedApiNames.map((f) => ({
-  service: protoService(f.api),
+  service: generatedService(f.api),
   dependency: f.dependency,
   defaultUrl: f.defaultUrl,
+  bulkhead: f.bulkhead,
 }));

@@ -13,12 +13,11 @@ import type { DescService } from "@bufbuild/protobuf";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { Code, ConnectError, type Client, type HandlerContext } from "@connectrpc/connect";
 import { checkoutV1, ordersV1 } from "@platform/proto";
-import { createDependencyClient, createLogger, forwardService, serve, type RunningServer } from "@platform/runtime";
+import { apiRoutes, createDependencyClient, createLogger, forwardService, serve, type RunningServer, type ServiceRoute } from "@platform/runtime";
 import { expectCode, CallLog, grpcClient, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "@platform/test-support";
-import { loadConfig } from "./config.js";
+import { defaults, loadConfig } from "./config.js";
 import { GatewayService } from "./gateway-service.js";
 import { forwardedIdempotencyHeaders } from "./idempotency-key.js";
-import { routes, services, type ForwardedRoute } from "./routes.js";
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const order = { id: "2f1e6c1a-0000-4000-8000-000000000001", customerId: "c-1", items: [{ sku: "MUG", name: "Mug", quantity: 2 }] };
@@ -55,7 +54,10 @@ describe("GatewayService, served in memory", () => {
   let gateway: Client<typeof checkoutV1.CheckoutService>;
   beforeEach(() => {
     checkout = new FakeCheckout();
-    gateway = inMemoryClient(checkoutV1.CheckoutService, routes(new GatewayService(inMemoryClient(checkoutV1.CheckoutService, checkout.routes))));
+    gateway = inMemoryClient(
+      checkoutV1.CheckoutService,
+      apiRoutes(defaults.apis, new GatewayService(inMemoryClient(checkoutV1.CheckoutService, checkout.routes))).routes,
+    );
   });
 
   const place = (headers: Record<string, string> = {}) => gateway.placeOrder({ customerId: "c-1", items: [{ sku: "MUG", quantity: 2 }] }, { headers });
@@ -166,16 +168,14 @@ describe("a forwarded API, served in memory", () => {
       },
     }),
   );
-  const forwarded: ForwardedRoute[] = [
+  const forwarded: ServiceRoute[] = [
     {
       service: api,
       impl: forwardService(api, internal, (method, ctx) => ({ headers: forwardedIdempotencyHeaders(method, ctx.requestHeader) })),
     },
   ];
-  const edge = inMemoryClient(
-    ordersV1.OrdersService,
-    routes(new GatewayService(inMemoryClient(checkoutV1.CheckoutService, new FakeCheckout().routes)), forwarded),
-  );
+  const served = apiRoutes(defaults.apis, new GatewayService(inMemoryClient(checkoutV1.CheckoutService, new FakeCheckout().routes)), forwarded);
+  const edge = inMemoryClient(ordersV1.OrdersService, served.routes);
   beforeEach(() => {
     createOrder.clear();
     getOrder.clear();
@@ -183,7 +183,7 @@ describe("a forwarded API, served in memory", () => {
 
   test("the gateway serves checkout's API and then each forwarded one", () => {
     assert.deepEqual(
-      services(forwarded).map((s) => s.typeName),
+      served.services.map((s) => s.typeName),
       ["checkout.v1.CheckoutService", "orders.v1.OrdersService"],
     );
   });
@@ -234,8 +234,7 @@ describe("GatewayService wired as main.ts wires it", () => {
     server = await serve({
       config: config.server,
       logger: createLogger("gateway", "silent"),
-      services: services(),
-      routes: routes(new GatewayService(client)),
+      ...apiRoutes(defaults.apis, new GatewayService(client)),
     });
     await server.ready;
     gateway = grpcClient(checkoutV1.CheckoutService, server.port);

@@ -1,11 +1,10 @@
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { checkoutV1 } from "@platform/proto";
-import { createDependencyClient, createEdge, forwardService, runMain, serve } from "@platform/runtime";
-import { loadConfig } from "./config.js";
+import { apiRoutes, createDependencyClient, createEdge, forwardService, runMain, serve, type ServiceRoute } from "@platform/runtime";
+import { defaults, loadConfig } from "./config.js";
 import { GatewayService } from "./gateway-service.js";
 import { callDepths } from "./forwarded-apis.generated.js";
 import { forwardedIdempotencyHeaders } from "./idempotency-key.js";
-import { routes, services, type ForwardedRoute } from "./routes.js";
 
 runMain("gateway", async () => {
   const config = loadConfig(process.env);
@@ -16,7 +15,7 @@ runMain("gateway", async () => {
     dependency: config.checkout,
     callDepth: callDepths[config.checkout.name],
   });
-  const forwarded: ForwardedRoute[] = config.forwarded.map(({ api, dependency }) => ({
+  const forwarded: ServiceRoute[] = config.forwarded.map(({ api, dependency }) => ({
     service: api.service,
     impl: forwardService(
       api.service,
@@ -37,8 +36,8 @@ runMain("gateway", async () => {
   ]);
   return serve({
     config: config.server,
-    services: services(forwarded),
-    routes: routes(new GatewayService(checkout), forwarded),
+    // checkout.v1 answered here, then every forwarded api.
+    ...apiRoutes(defaults.apis, new GatewayService(checkout), forwarded),
     http1: true,
     // The public edge: CORS, API keys, rate limit per client, criticality per method, intake control.
     edge: createEdge({ ...config.edge, intake: config.intake, criticality: (procedure) => (critical.has(procedure) ? "critical" : "sheddable") }),

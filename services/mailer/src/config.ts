@@ -1,3 +1,4 @@
+import { serviceDefaults } from "@platform/registry";
 import { readEnv, readServerConfig, type ServerConfig } from "@platform/runtime";
 
 export interface MailerConfig {
@@ -6,9 +7,12 @@ export interface MailerConfig {
   rememberKeys: number;
 }
 
+/** Ports: the manifest's (service.json, beside src/ and dist/ alike). */
+export const defaults = serviceDefaults(new URL("../service.json", import.meta.url));
+
 export function loadConfig(env: Record<string, string | undefined>): MailerConfig {
   return readEnv(env, (r) => ({
-    server: readServerConfig(r, "mailer", { port: 8085, adminPort: 9085 }),
+    server: readServerConfig(r, defaults.name, defaults.server),
     rememberKeys: r.int("MAILER_REMEMBER_KEYS", 1_000_000, { min: 1, max: 100_000_000 }),
   }));
 }

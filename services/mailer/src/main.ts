@@ -1,10 +1,9 @@
-import { runMain, serve } from "@platform/runtime";
-import { loadConfig } from "./config.js";
+import { apiRoutes, runMain, serve } from "@platform/runtime";
+import { defaults, loadConfig } from "./config.js";
 import { MailerService } from "./mailer-service.js";
-import { routes, services } from "./routes.js";
 
 runMain("mailer", async () => {
   const config = loadConfig(process.env);
   const impl = new MailerService({ rememberKeys: config.rememberKeys });
-  return serve({ config: config.server, services, routes: routes(impl) });
+  return serve({ config: config.server, ...apiRoutes(defaults.apis, impl) });
 });

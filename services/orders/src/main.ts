@@ -1,29 +1,21 @@
-import { fileURLToPath } from "node:url";
-import { createDatabase, migrateWhenReachable } from "@platform/database";
+import { databaseResources, startServiceDatabase } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
-import { createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
-import { loadConfig } from "./config.js";
+import { apiRoutes, createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
+import { defaults, loadConfig } from "./config.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
 import { waitForReceiptsInterface } from "./receipts-interface.js";
-import { routes, services } from "./routes.js";
-
-const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
 runMain("orders", async () => {
   const config = loadConfig(process.env);
   const logger = createLogger("orders", config.server.logLevel);
-  const db = createDatabase({
-    name: "orders-db",
-    connectionString: config.databaseUrl,
-    maxConnections: config.dbPoolMax,
-    applicationName: "orders",
-    logger,
-    ...databaseDeadlineOptions(config.server),
-  });
   // Listening (health NOT_SERVING) while this waits for the database, with
   // backoff, for at most DB_STARTUP_TIMEOUT_MS; then migrations; then ready.
-  const startup = migrateWhenReachable(db, { schema: "orders", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
+  const { db, startup } = startServiceDatabase(config, {
+    migrations: new URL("../migrations", import.meta.url),
+    deadline: databaseDeadlineOptions(config.server),
+    logger,
+  });
   // Every order queues its receipt in its own transaction: not ready before that is possible.
   const stopWaiting = new AbortController();
   const ready = startup.ready.then(() => waitForReceiptsInterface(db, { budgetMs: config.dbStartupTimeoutMs, signal: stopWaiting.signal, logger }));
@@ -46,8 +38,9 @@ runMain("orders", async () => {
   return serve({
     config: config.server,
     logger,
-    services,
-    routes: routes(impl),
+    // Its health tells callers whether its database answers, or restarts.
+    ownResources: databaseResources(db),
+    ...apiRoutes(defaults.apis, impl),
     startup: { ready, waitingFor: "the database and the receipts queue" },
     onShutdown: async () => {
       startup.cancel();

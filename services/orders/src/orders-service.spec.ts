@@ -17,7 +17,7 @@ import { after, before, beforeEach, describe, mock, test } from "node:test";
 import { Code, ConnectError, type Client, type HandlerContext } from "@connectrpc/connect";
 import { createDatabase, migrate, type Database } from "@platform/database";
 import { ordersV1, pricingV1 } from "@platform/proto";
-import { createDependencyClient, createLogger, register, serve, type RunningServer } from "@platform/runtime";
+import { apiRoutes, createDependencyClient, createLogger, register, serve, type RunningServer } from "@platform/runtime";
 import { type TestServer, activeStatements, adminQuery, eventually, startTestServer } from "../../../packages/database/src/testing/test-server.js";
 import {
   expectCode,
@@ -30,10 +30,9 @@ import {
   type Downstream,
   type Routes,
 } from "@platform/test-support";
-import { loadConfig } from "./config.js";
+import { defaults, loadConfig } from "./config.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
-import { routes, services } from "./routes.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 const receiptsMigrations = fileURLToPath(new URL("../../receipts/migrations", import.meta.url));
@@ -144,7 +143,7 @@ describe("OrdersService, served in memory on a real database", () => {
       pricing: inMemoryClient(pricingV1.PricingService, pricing.routes),
       idempotencyRetentionHours: retentionHours,
     });
-    orders = inMemoryClient(ordersV1.OrdersService, routes(impl));
+    orders = inMemoryClient(ordersV1.OrdersService, apiRoutes(defaults.apis, impl).routes);
   });
   beforeEach(() => pricing.reset());
 
@@ -196,7 +195,11 @@ describe("OrdersService, served in memory on a real database", () => {
         ),
         idempotencyRetentionHours: 1,
       });
-      const res = await inMemoryClient(ordersV1.OrdersService, routes(impl)).createOrder({ customerId, items, idempotencyKey: "k".repeat(255) });
+      const res = await inMemoryClient(ordersV1.OrdersService, apiRoutes(defaults.apis, impl).routes).createOrder({
+        customerId,
+        items,
+        idempotencyKey: "k".repeat(255),
+      });
       assert.equal(res.order?.items.length, 50);
       assert.equal(res.order?.total?.amountMinor, 1000n + 49n);
       assert.equal((await orderRows(customerId)).length, 1);
@@ -445,7 +448,7 @@ describe("OrdersService wired as main.ts wires it", () => {
     });
     const client = createDependencyClient(pricingV1.PricingService, { dependency: config.pricing, server: config.server, retry: "none" });
     const impl = new OrdersService({ store: new OrderStore(wiredDb), pricing: client, idempotencyRetentionHours: config.idempotencyRetentionHours });
-    running = await serve({ config: config.server, logger: createLogger("orders", "silent"), services, routes: routes(impl) });
+    running = await serve({ config: config.server, logger: createLogger("orders", "silent"), ...apiRoutes(defaults.apis, impl) });
     await running.ready;
     orders = grpcClient(ordersV1.OrdersService, running.port);
   });

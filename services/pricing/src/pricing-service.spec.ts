@@ -13,12 +13,11 @@ import { after, before, describe, test } from "node:test";
 import { Code, type Client } from "@connectrpc/connect";
 import { createDatabase, migrate, type Database } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
-import { createLogger, serve, type RunningServer } from "@platform/runtime";
+import { apiRoutes, createLogger, serve, type RunningServer } from "@platform/runtime";
 import { type TestServer, activeStatements, adminQuery, eventually, startTestServer } from "../../../packages/database/src/testing/test-server.js";
 import { expectCode, grpcClient, inMemoryClient, lockTable } from "@platform/test-support";
-import { loadConfig } from "./config.js";
+import { defaults, loadConfig } from "./config.js";
 import { PricingService, maxSkusPerCall } from "./pricing-service.js";
-import { routes, services } from "./routes.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
@@ -61,7 +60,7 @@ const named = (products: { sku: string; name: string; unitPrice?: { currencyCode
 describe("PricingService, served in memory on a real database", () => {
   let pricing: Client<typeof pricingV1.PricingService>;
   before(() => {
-    pricing = inMemoryClient(pricingV1.PricingService, routes(new PricingService(db)));
+    pricing = inMemoryClient(pricingV1.PricingService, apiRoutes(defaults.apis, new PricingService(db)).routes);
   });
 
   test("ListProducts: the whole catalogue ordered by sku, prices exact up to the largest int64", async () => {
@@ -124,7 +123,7 @@ describe("PricingService, served in memory on a real database", () => {
       minBudgetMs: 10,
     });
     try {
-      const client = inMemoryClient(pricingV1.PricingService, routes(new PricingService(unreachable)));
+      const client = inMemoryClient(pricingV1.PricingService, apiRoutes(defaults.apis, new PricingService(unreachable)).routes);
       await expectCode(client.getPrices({ skus: ["MUG"] }), Code.Unavailable, /^pricing-db: database unavailable/);
       await expectCode(client.listProducts({}), Code.Unavailable, /^pricing-db: database unavailable/);
     } finally {
@@ -146,7 +145,7 @@ describe("PricingService wired as main.ts wires it", () => {
       minBudgetMs: 10,
       applicationName: "pricing-wired",
     });
-    running = await serve({ config: config.server, logger: createLogger("pricing", "silent"), services, routes: routes(new PricingService(wiredDb)) });
+    running = await serve({ config: config.server, logger: createLogger("pricing", "silent"), ...apiRoutes(defaults.apis, new PricingService(wiredDb)) });
     await running.ready;
     pricing = grpcClient(pricingV1.PricingService, running.port);
   });

@@ -1,9 +1,11 @@
+import { serviceDefaults } from "@platform/registry";
 import { readDependencyConfig, readEnv, readServerConfig, type DependencyConfig, type ServerConfig } from "@platform/runtime";
 import type { RetrySchedule } from "./retry-schedule.js";
 
 export interface ReceiptsConfig {
   server: ServerConfig;
   databaseUrl: string;
+  dbSchema: string;
   /** Connections this process holds at most: the relay's one statement at a time, and one for start-up and the grants. */
   dbPoolMax: number;
   /** How long start-up waits for the database (first connection, migrations) before giving up. */
@@ -28,9 +30,14 @@ export interface ReceiptsConfig {
   enqueuerRoles: string[];
 }
 
+/** Ports, bulkheads and the schema: the manifest's (service.json, beside src/ and dist/ alike). */
+export const defaults = serviceDefaults(new URL("../service.json", import.meta.url));
+
 export function loadConfig(env: Record<string, string | undefined>): ReceiptsConfig {
+  const [mailer, mailerUrl, mailerBulkhead] = defaults.dependency("mailer");
   return readEnv(env, (r) => {
-    const concurrency = r.int("RECEIPTS_CONCURRENCY", 8, { min: 1, max: 256 });
+    // One send is one call to the mailer: by default as many sends at once as the manifest gives it calls.
+    const concurrency = r.int("RECEIPTS_CONCURRENCY", mailerBulkhead.maxConcurrent, { min: 1, max: 256 });
     const roles = r.string("RECEIPTS_ENQUEUER_ROLES", "orders");
     const enqueuerRoles = roles
       .split(",")
@@ -51,12 +58,13 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
         `RECEIPTS_LEASE_MS (${leaseMs}) must be at least RECEIPTS_SEND_TIMEOUT_MS + 3 x RECEIPTS_STATEMENT_TIMEOUT_MS (${sendTimeoutMs + 3 * statementTimeoutMs})`,
       );
     return {
-      server: readServerConfig(r, "receipts", { port: 8084, adminPort: 9084 }),
-      databaseUrl: r.postgresUrl("DATABASE_URL"),
+      server: readServerConfig(r, defaults.name, defaults.server),
+      databaseUrl: r.postgresUrl("DATABASE_URL", undefined, { password: "DATABASE_PASSWORD" }),
+      dbSchema: defaults.schema(),
       dbPoolMax: r.int("DB_POOL_MAX", 2, { min: 1, max: 200 }),
       dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
-      // As many calls in flight as sends at once; a short queue.
-      mailer: readDependencyConfig(r, "mailer", "http://127.0.0.1:8085", { maxConcurrent: concurrency, minConcurrent: Math.min(2, concurrency), maxQueue: 16 }),
+      // As many calls in flight as sends at once.
+      mailer: readDependencyConfig(r, mailer, mailerUrl, { ...mailerBulkhead, maxConcurrent: concurrency }),
       batchSize: r.int("RECEIPTS_BATCH_SIZE", 100, { min: 1, max: 10_000 }),
       concurrency,
       pollIntervalMs: r.int("RECEIPTS_POLL_INTERVAL_MS", 50, { min: 5, max: 60_000 }),

@@ -1,5 +1,4 @@
-import { fileURLToPath } from "node:url";
-import { createDatabase, migrateWhenReachable } from "@platform/database";
+import { startServiceDatabase } from "@platform/database";
 import { mailerV1 } from "@platform/proto";
 import { createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { loadConfig } from "./config.js";
@@ -8,8 +7,6 @@ import { deliveryCounter } from "./delivery-metrics.js";
 import { openInterface } from "./interface.js";
 import { ReceiptBatches } from "./receipt-batches.js";
 import { type Relay, startRelay } from "./relay.js";
-
-const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
 /**
  * The receipts worker: no API of its own (health on its RPC port, metrics,
@@ -21,14 +18,7 @@ runMain("receipts", async () => {
   const config = loadConfig(process.env);
   const logger = createLogger("receipts", config.server.logLevel);
   const deadlines = databaseDeadlineOptions(config.server);
-  const db = createDatabase({
-    name: "receipts-db",
-    connectionString: config.databaseUrl,
-    maxConnections: config.dbPoolMax,
-    applicationName: "receipts",
-    logger,
-    ...deadlines,
-  });
+  const { db, startup } = startServiceDatabase(config, { migrations: new URL("../migrations", import.meta.url), deadline: deadlines, logger });
   const mailer = createDependencyClient(mailerV1.MailerService, {
     dependency: config.mailer,
     server: config.server,
@@ -37,7 +27,6 @@ runMain("receipts", async () => {
   });
   // Serves NOT_SERVING until: the database answers, our migrations are in,
   // and orders may write receipts.
-  const startup = migrateWhenReachable(db, { schema: "receipts", directory: migrations, budgetMs: config.dbStartupTimeoutMs, logger });
   let relay: Relay | undefined;
   let stopping = false;
   const ready = startup.ready.then(async () => {
