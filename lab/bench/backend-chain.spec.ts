@@ -6,7 +6,7 @@ const databases = { platform: "postgres", plain: "plain_chain" };
 
 test("a backend belongs to the chain whose database it serves, whatever its application name", () => {
   assert.equal(chainOfBackend({ pid: 1, datname: "postgres", applicationName: "orders" }, databases), "platform");
-  assert.equal(chainOfBackend({ pid: 2, datname: "plain_chain", applicationName: "plain-receipts-queue" }, databases), "plain");
+  assert.equal(chainOfBackend({ pid: 2, datname: "plain_chain", applicationName: "plain-receipts" }, databases), "plain");
   assert.equal(chainOfBackend({ pid: 3, datname: "postgres", applicationName: "" }, databases), "platform");
 });
 

@@ -4,7 +4,7 @@
  * its own (the platform's; lab/plain-chain's `plain_chain`), so a backend's
  * database names its chain. The bench's own connections are no chain's:
  * the database ceiling's pool (on the plain chain's database, but its work
- * is the ceiling's, "db") and its watchers (the receipts queue, this
+ * is the ceiling's, "db") and its watchers (the receipts outbox, this
  * lookup), whose CPU stays with the server's own.
  */
 import type { System } from "./cells.js";

@@ -4,15 +4,15 @@
  * loop in Node). Whatever the chains reach per second is a fraction of this.
  *
  *   1. pricing: prices of the order's SKUs   (BEGIN READ ONLY; SET LOCAL statement_timeout / SELECT / COMMIT)
- *   2. orders: order, lines, idempotency record and the receipt's job, one
+ *   2. orders: order, lines, idempotency record and the receipt's row, one
  *      statement (services/orders/src/order-statements.ts)
  *                                            (BEGIN; SET LOCAL statement_timeout / INSERT ... enqueue_receipt / COMMIT)
  *
  * It runs on the plain chain's database (lab/plain-chain/plain-database.ts),
- * whose receipts worker works the jobs it queues as it does the plain
- * chain's: the outbox's work in PostgreSQL (taking the job, the receipt's
- * two updates, completing the job) is part of the ceiling, as it is part of
- * every order on both chains.
+ * whose receipts relay claims and completes the receipts it writes as it
+ * does the plain chain's: the outbox's work in PostgreSQL (the receipt's
+ * row, its share of a batch's claim and of its completion) is part of the
+ * ceiling, as it is part of every order on both chains.
  */
 import { createHash, randomUUID } from "node:crypto";
 import pg from "pg";

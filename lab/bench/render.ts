@@ -104,7 +104,7 @@ export function failureLines(s: BenchSummary): string[] {
 
 /**
  * Share of a chain's orders whose receipts were still queued when its legs ended, above which the
- * throughput ratio is flagged: that chain was credited with orders whose receipt work (queue,
+ * throughput ratio is flagged: that chain was credited with orders whose receipt work (relay,
  * mailer, database) it had not done yet. 0.1: a tenth of an order's CPU is about the ratio's
  * own noise.
  */
@@ -183,8 +183,8 @@ export function markdownReport(s: BenchSummary, info: RunInfo): string {
     "- CPU: user + system time of each process over the legs (/proc), divided by the requests served (in a shared leg,",
     "  a chain's processes are also counted while idle in the other chain's slices). postgres: the backends serving the",
     "  chain's own database (pg_stat_activity), plus the server's own processes' CPU split by the time in each chain's calls.",
-    "  The receipts each leg queued are sent before its CPU is read; receipts queued at leg end: the jobs still in the",
-    "  chain's queue when its load stopped, per order (a chain that falls behind gets throughput it has not paid for).",
+    "  The receipts each leg queued are sent before its CPU is read; receipts queued at leg end: the receipts still pending",
+    "  in the chain's outbox when its load stopped, per order (a chain that falls behind gets throughput it has not paid for).",
     "- database alone: one PlaceOrder's statements from a pg pool with no Node hop; share = PlaceOrder req/s through",
     "  the gateway over gRPC at the same concurrency / that rate.",
     "",

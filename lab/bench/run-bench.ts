@@ -73,9 +73,9 @@ export interface LegRecord extends TargetResult {
   /** CPU ms other processes on the machine took during the leg (noise the bench cannot remove). */
   foreignCpuMs: number;
   /**
-   * Receipt jobs the chain's queue still held when the leg's load stopped (its drain is
+   * Receipts the chain's outbox still held pending when the leg's load stopped (its drain is
    * in `cpuMs`, not in `elapsedMs`): work the leg's throughput got without paying for it yet.
-   * In a leg shared by both chains, each chain's own queue. Absent for the database ceiling.
+   * In a leg shared by both chains, each chain's own outbox. Absent for the database ceiling.
    */
   receiptsQueuedAtEnd?: number;
 }

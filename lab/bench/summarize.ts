@@ -31,7 +31,7 @@ export interface SideStats {
   /** CPU ms per successful request, by process. */
   cpuMsPerRequest: Partial<Record<CountedService | "postgres", number>>;
   /**
-   * Receipt jobs left in the chain's queue when its legs' load stopped, per successful request
+   * Receipts left pending in the chain's outbox when its legs' load stopped, per successful request
    * (run-bench.ts `receiptsQueuedAtEnd`): the share of the orders whose receipt work the
    * throughput did not pay for. NaN when the legs did not count it.
    */

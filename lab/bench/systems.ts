@@ -18,16 +18,16 @@ import type { Protocol, Target } from "./leg.js";
 import { parentPid } from "./proc-stats.js";
 
 export interface Systems {
-  /** Where the database ceiling runs: the plain chain's database, whose receipts worker works its jobs (db-ceiling.ts). */
+  /** Where the database ceiling runs: the plain chain's database, whose receipts relay sends its receipts (db-ceiling.ts). */
   ceilingDatabaseUrl: string;
   /** The postmaster: its process tree's CPU is the database's. */
   postgresPid: number;
   pid(system: System, service: CountedService): number | undefined;
   /** The PostgreSQL backends working for each chain (or the database ceiling) now, by pid (backend-chain.ts). */
   backendChains(): Promise<Map<number, System | "db">>;
-  /** Resolves once the receipts queue of that chain ("db": the ceiling's, the plain chain's) is empty, or after `drainTimeoutMs`. */
+  /** Resolves once no receipt of that chain ("db": the ceiling's, the plain chain's) is pending, or after `drainTimeoutMs`. */
   drainReceipts(system: System | "db"): Promise<void>;
-  /** Receipt jobs that chain's queue holds now (queued or running). */
+  /** Receipts that chain's outbox holds pending now (due, leased or waiting for a retry). */
   queuedReceipts(system: System): Promise<number>;
   target(system: System, cell: Cell): Target;
   close(): Promise<void>;
@@ -49,19 +49,19 @@ async function postmasterPid(databaseUrl: string): Promise<number> {
 /** Longest wait for a chain's receipts to be sent after a leg: a backlog longer than this spills into the next leg. */
 const drainTimeoutMs = 30_000;
 
-/** Watches one database's receipts queue (graphile-worker's jobs table in the receipts schema). */
+/** Watches one database's receipts outbox (its pending receipts, due or leased). */
 function queueWatch(databaseUrl: string): { drained(): Promise<void>; queued(): Promise<number>; close(): Promise<void> } {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, application_name: "bench-queue-watch" });
   pool.on("error", () => {});
   return {
     async queued() {
-      const r = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM receipts._private_jobs");
+      const r = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM receipts.receipts WHERE state = 'pending'");
       return r.rows[0]?.n ?? 0;
     },
     async drained() {
       const until = performance.now() + drainTimeoutMs;
       while (performance.now() < until) {
-        const r = await pool.query<{ empty: boolean }>("SELECT NOT EXISTS (SELECT 1 FROM receipts._private_jobs) AS empty");
+        const r = await pool.query<{ empty: boolean }>("SELECT NOT EXISTS (SELECT 1 FROM receipts.receipts WHERE state = 'pending') AS empty");
         if (r.rows[0]?.empty) return;
         await new Promise((resolve) => setTimeout(resolve, 25));
       }

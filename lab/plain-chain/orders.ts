@@ -1,7 +1,7 @@
 /**
  * Plain orders: the same work per call as services/orders (prices from
  * pricing outside any transaction, then order, lines, idempotency record
- * and the receipt's job (receipts.enqueue_receipt, worked by ./receipts.ts)
+ * and the receipt's row (receipts.enqueue_receipt, sent by ./receipts.ts)
  * in one statement of one transaction; the key is looked up only when that
  * statement finds it taken), with the statements of
  * services/orders/src/order-statements.ts. Serves gRPC on h2c (PORT); calls

@@ -3,8 +3,8 @@
  * same roles, schemas, migrations and demo catalogue as the platform's
  * (services/{pricing,orders,receipts}/migrations), so that the plain
  * services run the platform's SQL text unchanged, and the plain receipts
- * worker has a queue of its own (the platform's receipts worker never sees
- * a plain order's job, nor the other way round).
+ * relay has an outbox of its own (the platform's receipts relay never sees
+ * a plain order's receipt, nor the other way round).
  */
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -42,7 +42,7 @@ export async function preparePlainDatabase(superuserUrl: string): Promise<Record
   for (const schema of schemas) {
     await migrate(roleUrls[schema], { schema, directory: `${repoRoot}services/${schema}/migrations` });
   }
-  // What services/receipts' openInterface grants once its queue is installed.
+  // What services/receipts' openInterface grants at start.
   await asRole(roleUrls.receipts, async (c) => {
     await c.query("GRANT USAGE ON SCHEMA receipts TO orders");
     await c.query("GRANT EXECUTE ON FUNCTION receipts.enqueue_receipt(uuid), receipts.receipt_status(uuid) TO orders");

@@ -4,7 +4,7 @@
  * loopback ports, on a database of its own on the platform's PostgreSQL
  * server (plain-database.ts): the platform's roles, schemas and migrations,
  * so the same tables, the same privileges, the same statements, and a
- * receipts queue that only the plain receipts worker works.
+ * receipts outbox that only the plain receipts relay sends.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";

@@ -8,14 +8,10 @@ import { sha256, writeAtomically } from "./files.js";
 import type { Workspace } from "./workspaces.js";
 
 /**
- * Packages a service bundle leaves to node_modules:
- * - graphile-worker: receipts checks at start that its installed files carry
- *   our patch (services/receipts/src/graphile-patch.ts reads them where
- *   node resolves the package);
- * - pg-native: pg's optional native binding, required only when asked for,
- *   and not installed.
+ * Packages a service bundle leaves to node_modules: pg-native, pg's optional
+ * native binding, required only when asked for, and not installed.
  */
-export const leftOutOfBundles = ["graphile-worker", "pg-native"];
+export const leftOutOfBundles = ["pg-native"];
 
 /** The service whose folder holds src/main.ts is bundled (bundleService); libraries are not. */
 export function isBundledService(w: Workspace): boolean {

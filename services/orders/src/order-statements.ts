@@ -10,8 +10,8 @@ import { ordersV1 } from "@platform/proto";
 
 /**
  * Order, lines, (with a key, $12 <> '') the idempotency record, and the
- * receipt's job (receipts.enqueue_receipt, the receipts service's outbox):
- * one statement. `stored` is false when a live record holds the key.
+ * receipt's row (receipts.enqueue_receipt, the receipts service's outbox: one
+ * insert): one statement. `stored` is false when a live record holds the key.
  *
  * $1 id, $2 customer, $3 currency, $4 total, $5 created_at, $6-$11 the lines'
  * sku, name, quantity, currency, unit price, line total (arrays), $12 key,
@@ -34,9 +34,9 @@ export const insertOrderStatement = `WITH o AS (
        WHERE r.expires_at < now()
      RETURNING 1
    )
-   -- The transactional outbox: the receipt's row and job commit with
-   -- the order or not at all (a key found taken rolls back both).
-   -- Nothing slow happens here: the receipts worker sends it later.
+   -- The transactional outbox: the receipt's row commits with the
+   -- order or not at all (a key found taken rolls back both).
+   -- Nothing slow happens here: the receipts relay sends it later.
    SELECT $12::text = '' OR EXISTS (SELECT 1 FROM k) AS stored, receipts.enqueue_receipt($1) AS queued`;
 
 /**

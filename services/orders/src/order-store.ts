@@ -52,7 +52,7 @@ export class OrderStore {
 
   /**
    * Writes the order, its lines, (with a key) the idempotency record with
-   * the response, and the receipt's job (receipts.enqueue_receipt, the
+   * the response, and the receipt's row (receipts.enqueue_receipt, the
    * receipts service's outbox), atomically, as one statement: one round
    * trip between BEGIN and COMMIT. If the key is held by a live record (also one that a
    * concurrent request committed first: the upsert waits for it) nothing is
@@ -62,7 +62,7 @@ export class OrderStore {
   async insert(order: ordersV1.Order, key: string, requestHash: string, retentionHours: number): Promise<InsertOutcome> {
     // Set here, not by the database, because the stored response must carry it.
     const createdAt = new Date();
-    // Its receipt is queued in this same transaction (below), so the answer can say so.
+    // Its receipt is written in this same transaction (below), so the answer can say so.
     const stored = create(ordersV1.OrderSchema, {
       ...order,
       createdAt: createdAt.toISOString(),

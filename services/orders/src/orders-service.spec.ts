@@ -87,18 +87,12 @@ before(async () => {
 });
 
 /**
- * Orders queues each order's receipt in the order's transaction by calling
- * receipts.enqueue_receipt (docs/outbox.md). Here that is the receipts
- * service's own migration, over a stand-in for the one function of the queue
- * library it calls (graphile-worker's add_job, installed by the receipts
- * worker at start): the receipt row is real, the job is not run.
+ * Orders writes each order's receipt in the order's transaction by calling
+ * receipts.enqueue_receipt (docs/outbox.md): here the receipts service's own
+ * migrations install it, and the receipt row is real.
  */
 async function installReceiptsInterface(url: string): Promise<void> {
   await adminQuery(url, "CREATE SCHEMA IF NOT EXISTS receipts");
-  await adminQuery(
-    url,
-    "CREATE OR REPLACE FUNCTION receipts.add_job(identifier text, payload json, job_key text DEFAULT NULL, max_attempts int DEFAULT NULL) RETURNS void LANGUAGE plpgsql AS $$ BEGIN END $$",
-  );
   await migrate(url, { schema: "receipts", directory: receiptsMigrations });
 }
 after(async () => {

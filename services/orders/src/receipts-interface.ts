@@ -3,7 +3,7 @@ import type { Database } from "@platform/database";
 
 /**
  * Whether this service's role may call receipts.enqueue_receipt: the
- * receipts service creates it and grants it once its queue is installed.
+ * receipts service creates it (its migrations) and grants it at start.
  * Read from the catalogues, which every role may read, so that a missing
  * schema or grant is "not yet" rather than an error.
  */
@@ -19,7 +19,7 @@ const interfaceReady = `
  * transaction calls enqueue_receipt, so orders is not ready before it can
  * (the receipts worker starting for the first time, beside it). Once
  * installed, the interface stays: the worker being down later stops no
- * order, its jobs wait in the queue.
+ * order, its receipts wait in the outbox.
  */
 export async function waitForReceiptsInterface(
   db: Pick<Database, "transaction">,

@@ -6,27 +6,24 @@ export interface ReceiptsConfig {
   server: ServerConfig;
   databaseUrl: string;
   dbSchema: string;
-  /**
-   * Connections this process holds at most, both pools together: the
-   * queue's (concurrency + 2: a job runner each, LISTEN, maintenance) and
-   * the rest for receipt bookkeeping. The Kubernetes connection budget counts
-   * DB_POOL_MAX per pod, so it must be the whole.
-   */
+  /** Connections this process holds at most: the relay's one statement at a time, and one for start-up and the grants. */
   dbPoolMax: number;
-  /** The bookkeeping pool: dbPoolMax less the queue's. */
-  appPoolMax: number;
   /** How long start-up waits for the database (first connection, migrations) before giving up. */
   dbStartupTimeoutMs: number;
   mailer: DependencyConfig;
-  /** Jobs run at once by this process. */
+  /** Receipts one claim takes at most. */
+  batchSize: number;
+  /** Sends in flight at once. */
   concurrency: number;
-  /** How often the queue looks for jobs whose time came (new jobs arrive by LISTEN/NOTIFY at once). */
+  /** After a claim that was not full, the wait before the next (the longest a new receipt waits for its claim). */
   pollIntervalMs: number;
-  /** How often the queue's runner renews its heartbeat and releases the jobs of dead runners (3 missed beats: dead). */
-  heartbeatIntervalMs: number;
-  /** One job's deadline: its statements and its call to the mailer. */
-  jobTimeoutMs: number;
-  /** SendReceiptDeps.pauseAfterFailureMs. */
+  /** How long a claim holds its receipts; a relay that dies leaves them to be claimed again after this. */
+  leaseMs: number;
+  /** One send's deadline (the call to the mailer). */
+  sendTimeoutMs: number;
+  /** One statement's deadline (a claim, a batch's outcomes): its statement_timeout and lock_timeout. */
+  statementTimeoutMs: number;
+  /** After a failed send, the relay holds back between half and all of this. */
   pauseAfterFailureMs: number;
   retry: RetrySchedule;
   /** Roles allowed to call enqueue_receipt and receipt_status (the orders service's). */
@@ -39,7 +36,7 @@ export const defaults = serviceDefaults(new URL("../service.json", import.meta.u
 export function loadConfig(env: Record<string, string | undefined>): ReceiptsConfig {
   const [mailer, mailerUrl, mailerBulkhead] = defaults.dependency("mailer");
   return readEnv(env, (r) => {
-    // A job calls the mailer once: by default as many jobs at once as the manifest gives it calls.
+    // One send is one call to the mailer: by default as many sends at once as the manifest gives it calls.
     const concurrency = r.int("RECEIPTS_CONCURRENCY", mailerBulkhead.maxConcurrent, { min: 1, max: 256 });
     const roles = r.string("RECEIPTS_ENQUEUER_ROLES", "orders");
     const enqueuerRoles = roles
@@ -49,28 +46,31 @@ export function loadConfig(env: Record<string, string | undefined>): ReceiptsCon
     for (const role of enqueuerRoles) {
       if (!/^[a-z_][a-z0-9_]*$/.test(role)) r.problems.push(`RECEIPTS_ENQUEUER_ROLES: ${JSON.stringify(role)} is not a plain role name`);
     }
-    const dbPoolMax = r.int("DB_POOL_MAX", 12, { min: 2, max: 200 });
-    const appPoolMax = dbPoolMax - (concurrency + 2);
-    if (appPoolMax < 1)
-      r.problems.push(
-        `DB_POOL_MAX (${dbPoolMax}) must be at least RECEIPTS_CONCURRENCY + 3 (${concurrency + 3}): the queue holds RECEIPTS_CONCURRENCY + 2 connections and the bookkeeping at least one`,
-      );
     const baseMs = r.int("RECEIPTS_BACKOFF_BASE_MS", 1000, { min: 1, max: 3_600_000 });
     const capMs = r.int("RECEIPTS_BACKOFF_CAP_MS", 60_000, { min: 1, max: 86_400_000 });
     if (capMs < baseMs) r.problems.push(`RECEIPTS_BACKOFF_CAP_MS (${capMs}) must not be below RECEIPTS_BACKOFF_BASE_MS (${baseMs})`);
+    const sendTimeoutMs = r.int("RECEIPTS_SEND_TIMEOUT_MS", 5000, { min: 100, max: 600_000 });
+    const statementTimeoutMs = r.int("RECEIPTS_STATEMENT_TIMEOUT_MS", 1000, { min: 50, max: 600_000 });
+    const leaseMs = r.int("RECEIPTS_LEASE_MS", 30_000, { min: 1000, max: 3_600_000 });
+    // Room for one send and two tries at writing its outcome (relay.ts), or no send would ever start.
+    if (leaseMs < sendTimeoutMs + 3 * statementTimeoutMs)
+      r.problems.push(
+        `RECEIPTS_LEASE_MS (${leaseMs}) must be at least RECEIPTS_SEND_TIMEOUT_MS + 3 x RECEIPTS_STATEMENT_TIMEOUT_MS (${sendTimeoutMs + 3 * statementTimeoutMs})`,
+      );
     return {
       server: readServerConfig(r, defaults.name, defaults.server),
       databaseUrl: r.postgresUrl("DATABASE_URL", undefined, { password: "DATABASE_PASSWORD" }),
       dbSchema: defaults.schema(),
-      dbPoolMax,
-      appPoolMax: Math.max(1, appPoolMax),
+      dbPoolMax: r.int("DB_POOL_MAX", 2, { min: 1, max: 200 }),
       dbStartupTimeoutMs: r.int("DB_STARTUP_TIMEOUT_MS", 60_000, { min: 0, max: 3_600_000 }),
-      // As many calls in flight as jobs run at once.
+      // As many calls in flight as sends at once.
       mailer: readDependencyConfig(r, mailer, mailerUrl, { ...mailerBulkhead, maxConcurrent: concurrency }),
+      batchSize: r.int("RECEIPTS_BATCH_SIZE", 100, { min: 1, max: 10_000 }),
       concurrency,
-      pollIntervalMs: r.int("RECEIPTS_POLL_INTERVAL_MS", 1000, { min: 50, max: 60_000 }),
-      heartbeatIntervalMs: r.int("RECEIPTS_HEARTBEAT_INTERVAL_MS", 10_000, { min: 50, max: 600_000 }),
-      jobTimeoutMs: r.int("RECEIPTS_JOB_TIMEOUT_MS", 5000, { min: 100, max: 600_000 }),
+      pollIntervalMs: r.int("RECEIPTS_POLL_INTERVAL_MS", 50, { min: 5, max: 60_000 }),
+      leaseMs,
+      sendTimeoutMs,
+      statementTimeoutMs,
       // As long as a breaker stays open before its trial call (BREAKER_RESET_MS).
       pauseAfterFailureMs: r.int("RECEIPTS_PAUSE_AFTER_FAILURE_MS", 5000, { min: 0, max: 600_000 }),
       // About 8 minutes of retrying on average (full jitter averages half of
