@@ -12,7 +12,7 @@
  * Prints the median ns per call over the rounds, and every round's.
  */
 import { createScope, runInScope, systemClock } from "@platform/resilience";
-import { isolationInterceptor } from "../../packages/runtime/src/isolation-interceptor.js";
+import { isolationInterceptor } from "../../packages/runtime/src/client/isolation-interceptor.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
 import { median } from "../stats.js";
 

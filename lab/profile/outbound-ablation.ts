@@ -21,11 +21,11 @@ import { createClient, type Client, type Interceptor } from "@connectrpc/connect
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
 import { RetryBudget, systemClock } from "@platform/resilience";
-import { createEdge } from "../../packages/runtime/src/edge.js";
-import { isolationInterceptor } from "../../packages/runtime/src/isolation-interceptor.js";
-import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/outbound-interceptor.js";
-import { retryInterceptor } from "../../packages/runtime/src/retry-interceptor.js";
-import { serve } from "../../packages/runtime/src/serve.js";
+import { createEdge } from "../../packages/runtime/src/edge/edge.js";
+import { isolationInterceptor } from "../../packages/runtime/src/client/isolation-interceptor.js";
+import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/client/outbound-interceptor.js";
+import { retryInterceptor } from "../../packages/runtime/src/client/retry-interceptor.js";
+import { serve } from "../../packages/runtime/src/server/serve.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
 import { GatewayService } from "../../services/gateway/src/gateway-service.js";
 import { routes as gatewayRoutes } from "../../services/gateway/src/routes.js";

@@ -37,7 +37,7 @@ const shareModule = "platform-bundle:share";
  * namespaces to @platform/runtime's `shareBundledModules` and then runs
  * src/main.ts: a plug-in loaded at start (PLATFORM_PLUGINS) imports them by
  * the same names and gets these instances, not second copies from
- * node_modules (packages/runtime/src/bundled-modules.ts).
+ * node_modules (packages/runtime/src/config/bundled-modules.ts).
  *
  * Made from the TypeScript sources, the platform's packages included
  * (tsconfig.json's `paths`), by esbuild: the same transform tsx applies when
