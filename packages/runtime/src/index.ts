@@ -1,7 +1,7 @@
 export * from "./headers.js";
 export { requestContext, requestContextOf, requestContextValues, type RequestContext } from "./server/request-context.js";
 export { ConfigError, EnvReader, readEnv } from "./config/config.js";
-export { reportUnpatched } from "./server/unpatched-dependency.js";
+export { reportUnpatched } from "./config/unpatched-dependency.js";
 export {
   readServerConfig,
   databaseDeadlineOptions,
@@ -43,4 +43,6 @@ export { readAuthConfig, type AuthConfig } from "./edge/edge-auth.js";
 export { readRateLimitConfig, type RateLimitConfig } from "./edge/rate-limit.js";
 export { readCorsConfig, type CorsConfig } from "./edge/cors.js";
 export { createEdge, type EdgeOptions, type ServerEdge } from "./edge/edge.js";
-export { redactConfig, effectiveConfig, type EffectiveConfig, type WiredDependencyClient } from "./config/effective-config.js";
+export { effectiveConfig, type EffectiveConfig } from "./config/effective-config.js";
+export type { WiredDependencyClient } from "./config/loaded-config.js";
+export { redactConfig } from "./config/redact.js";

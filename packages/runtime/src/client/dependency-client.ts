@@ -9,7 +9,7 @@ import { waitingForRestartHeader } from "./restart-signal.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
 import type { ServerConfig } from "../config/server-config.js";
-import { rememberDependencyClient } from "../config/effective-config.js";
+import { rememberDependencyClient } from "../config/loaded-config.js";
 import { pluginsWith, type ClientComposition, type PlatformPlugin } from "../config/plugin.js";
 
 export interface DependencyClientOptions {

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { rememberLoadedConfig } from "./effective-config.js";
+import { rememberLoadedConfig } from "./loaded-config.js";
 
 /**
  * Environment configuration, validated at start.

@@ -2,7 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readEnv } from "./config.js";
 import { readAuthConfig } from "../edge/edge-auth.js";
-import { effectiveConfig, redactConfig } from "./effective-config.js";
+import { effectiveConfig } from "./effective-config.js";
+import { redactConfig } from "./redact.js";
 
 const password = "s3cret-Pa55word";
 const apiKey = "k-0123456789abcdef-secret";

@@ -1,7 +1,7 @@
 import { pino, type Logger } from "pino";
 import { currentScope } from "@platform/resilience";
 import { traceFields } from "./tracing.js";
-import { reportUnpatched } from "../server/unpatched-dependency.js";
+import { reportUnpatched } from "../config/unpatched-dependency.js";
 
 export type { Logger };
 

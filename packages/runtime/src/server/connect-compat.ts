@@ -108,7 +108,7 @@ import { createMethodSerializationLookup } from "@connectrpc/connect/protocol";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { healthV1 } from "@platform/proto";
 import type { Logger } from "../observability/logger.js";
-import { reportUnpatched } from "./unpatched-dependency.js";
+import { reportUnpatched } from "../config/unpatched-dependency.js";
 
 /**
  * What is wrong with the installed connect-es, as seen by exercising the two

@@ -1,5 +1,5 @@
-import { ConfigError } from "../config/config.js";
-import type { Logger } from "../observability/logger.js";
+import { ConfigError } from "./config.js";
+import type { Logger } from "pino";
 
 /**
  * Says loudly when a dependency the platform patches (patches/README.md)
