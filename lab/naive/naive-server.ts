@@ -1,6 +1,7 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { remainingMs, runInScope } from "@platform/resilience";
-import { countInboundDeadline, deadlineMetrics, requestContextOf, scopeFor, type Logger, type ServerConfig } from "@platform/runtime";
+import { deadlineMetrics, requestContextOf, type Logger, type ServerConfig } from "@platform/runtime";
+import { countInboundDeadline, scopeFor } from "@platform/runtime/testing";
 
 /**
  * The naive stack's replacement for the platform's deadline interceptor:

@@ -28,7 +28,6 @@ export {
 } from "./config/plugin.js";
 export { shareBundledModules } from "./config/bundled-modules.js";
 export { serverInterceptors, serverInterceptorOrder, inOrder, type ServerInterceptors, type ServerInterceptorOptions } from "./server/server-interceptors.js";
-export { scopeFor, countInboundDeadline, scopeEndedError } from "./deadline/deadline-interceptor.js";
 export { runMain, exitConfigError, type ReadyMessage } from "./server/run-main.js";
 export { createDependencyClient, type DependencyClientOptions } from "./client/dependency-client.js";
 export { forwardService, type ForwardedCallOptions } from "./client/forward-service.js";

@@ -21,7 +21,8 @@ import { Counter } from "@platform/test-support";
 import { readEnv } from "../config/config.js";
 import { createLogger } from "../observability/logger.js";
 import { requestContext } from "../server/request-context.js";
-import { serve, type RunningServer } from "../server/serve.js";
+import type { RunningServer } from "../server/serve.js";
+import { serveWithHooks } from "../testing.js";
 import { readServerConfig } from "../config/server-config.js";
 
 interface Seen {
@@ -60,16 +61,20 @@ const impl = {
 
 before(async () => {
   const config = readEnv({ PORT: "0", ADMIN_PORT: "0" }, (r) => readServerConfig(r, "hop-deadline-spec", { port: 0, adminPort: 0, edge: false }));
-  server = await serve({
-    config,
-    logger: createLogger("hop-deadline-spec", "silent"),
-    services: [Counter],
-    routes: (router) => router.service(Counter, impl as never),
-    parseTimeout: (name, value) => {
-      parses++;
-      return parseTimeoutHeader(name, value);
+  server = await serveWithHooks(
+    {
+      config,
+      logger: createLogger("hop-deadline-spec", "silent"),
+      services: [Counter],
+      routes: (router) => router.service(Counter, impl as never),
     },
-  });
+    {
+      parseTimeout: (name, value) => {
+        parses++;
+        return parseTimeoutHeader(name, value);
+      },
+    },
+  );
   await server.ready;
   session = http2.connect(`http://127.0.0.1:${server.port}`);
 });

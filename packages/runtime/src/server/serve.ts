@@ -68,7 +68,11 @@ export interface ServeOptions {
    * a restart (restart-signal.ts).
    */
   ownResources?: OwnResources;
-  /** The timeout-header parser of every request's context (request-context.ts); a spec replaces it to count that each request's header is parsed once. */
+}
+
+/** What a spec replaces inside serve() (`serveWithHooks`, from `@platform/runtime/testing`). */
+export interface ServeHooks {
+  /** The timeout-header parser of every request's context (request-context.ts): a spec counts that each request's header is parsed once. */
   parseTimeout?: RequestContextInput["parse"];
 }
 
@@ -92,7 +96,12 @@ export interface RunningServer {
  * edge's additions come in as `edge` (edge.ts), changes to the composition
  * as plug-ins (plugin.ts).
  */
-export async function serve(opts: ServeOptions): Promise<RunningServer> {
+export function serve(opts: ServeOptions): Promise<RunningServer> {
+  return serveWithHooks(opts, {});
+}
+
+/** serve() with `hooks` in place of its own parts. */
+export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Promise<RunningServer> {
   const { config } = opts;
   const logger = opts.logger ?? createLogger(config.serviceName, config.logLevel);
   checkConnectPatch(logger);
@@ -174,7 +183,7 @@ export async function serve(opts: ServeOptions): Promise<RunningServer> {
         deadline: config.deadline,
         trustCaller: !config.deadline.edge,
         exchange: { req, res },
-        parse: opts.parseTimeout,
+        parse: hooks.parseTimeout,
       });
       // One listener for the request's end (one closure less per request): the
       // context's timer, the in-flight count (once counted), the refusal line.
