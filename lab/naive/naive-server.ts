@@ -15,8 +15,8 @@ export function naiveDeadlineInterceptor(opts: { deadline: ServerConfig["deadlin
   const late = deadlineMetrics().finishedAfterDeadline;
   return (next) => async (req) => {
     const { context, built } = requestContextOf(req, opts.deadline);
-    countInboundDeadline(context, opts);
     const scope = scopeFor(context, [opts.shutdownSignal]);
+    countInboundDeadline(context, opts);
     try {
       return await runInScope(scope, () => next(req));
     } finally {

@@ -1,10 +1,11 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { abortReason, createScope, remainingMs, runInScope, type CallScope } from "@platform/resilience";
+import { abortReason, createScope, remainingMs, runInScope, setScopeTelemetry, type CallScope } from "@platform/resilience";
 import type { Logger } from "../observability/logger.js";
 import type { DeadlineConfig } from "../config/server-config.js";
 import { deadlineMetrics } from "../observability/metrics.js";
 import { cellsOf, histogramCellsOf } from "../observability/metric-cells.js";
 import { requestContextOf, type RequestContext } from "../server/request-context.js";
+import { requestTraceContext, serverSpanNeeded, traceFields } from "../observability/tracing.js";
 
 export interface DeadlineInterceptorOptions {
   deadline: Pick<DeadlineConfig, "edge" | "defaultMs" | "maxMs">;
@@ -31,10 +32,10 @@ export function deadlineInterceptor(opts: DeadlineInterceptorOptions): Intercept
   const count = inboundDeadlineCounter(opts);
   return (next) => async (req) => {
     const { context, built } = requestContextOf(req, opts.deadline);
-    count(context);
     // Through serve(), Connect's signal already aborts at shutdown (connect-adapter.ts): a
     // listener per request on the one shutdown signal would cost a walk of all the others'.
     const scope = scopeFor(context, context.shutdownInSignal ? [req.signal] : [req.signal, opts.shutdownSignal]);
+    count(context);
     try {
       return await runInScope(scope, () => raceScope(next(req), scope, () => late.inc({ procedure: context.procedure })));
     } finally {
@@ -46,7 +47,9 @@ export function deadlineInterceptor(opts: DeadlineInterceptorOptions): Intercept
 
 /**
  * The request's call scope: its deadline and ids from the request context
- * (no timer of its own), ended by `parentSignals` too. Recorded on the
+ * (no timer of its own), ended by `parentSignals` too, and, on a hop that
+ * exports no spans, the request's trace context (the caller's or a new
+ * one: observability/tracing.ts `requestTraceContext`). Recorded on the
  * context for the interceptors outside it (the log line's trace ids).
  */
 export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]): CallScope & { dispose(): void } {
@@ -62,6 +65,7 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     ...(context.park ? { park: context.park } : {}),
     parentSignals,
   });
+  if (!serverSpanNeeded()) setScopeTelemetry(scope, requestTraceContext(context));
   context.scope = scope;
   return scope;
 }
@@ -91,7 +95,7 @@ export function inboundDeadlineCounter(opts: Pick<DeadlineInterceptorOptions, "d
       missing.cell(procedure).value++;
       if (!opts.deadline.edge)
         opts.logger.warn(
-          { procedure, requestId: context.requestId, fallbackMs: context.timeoutMs },
+          { ...traceFields(context.scope), procedure, requestId: context.requestId, fallbackMs: context.timeoutMs },
           "request arrived without a deadline; applied the fallback",
         );
     } else if (context.deadlineSource === "capped") {

@@ -12,7 +12,7 @@ import { endSpan, serverSpanNeeded, startServerSpan, withServerSpanActive } from
 export function tracingInterceptor(): Interceptor {
   return (next) => async (req) => {
     const scope = currentScope();
-    if (!scope || !serverSpanNeeded(req.header)) return next(req);
+    if (!scope || !serverSpanNeeded()) return next(req);
     const context = requestContext({ values: req.contextValues });
     const span = startServerSpan(scope, req.header, req.service.typeName, req.method.name, {
       ...(context ? { "deadline.timeout_ms": context.timeoutMs, "deadline.source": context.deadlineSource } : {}),

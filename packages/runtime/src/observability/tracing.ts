@@ -1,9 +1,11 @@
+import { randomFillSync } from "node:crypto";
 import {
   ROOT_CONTEXT,
   SpanKind,
   context,
   isSpanContextValid,
   SpanStatusCode,
+  TraceFlags,
   propagation,
   trace,
   type Context,
@@ -80,14 +82,63 @@ export function rpcSpanName(service: string, method: string): string {
 }
 
 /**
- * Whether a request's server span can matter: spans are exported, or the
- * request carries a trace context (its trace id goes into the log lines
- * and on to the dependencies). Without either, the span would be a
- * non-recording span of an invalid context, which logs, propagates and
- * records nothing, so the tracing interceptor skips it (docs/performance.md).
+ * Whether a request gets a server span: only when spans are exported.
+ * Otherwise the request's trace context is the one `requestTraceContext`
+ * gave its call scope, and a span would record nothing (docs/performance.md).
  */
-export function serverSpanNeeded(header: Headers): boolean {
-  return exporting || header.has("traceparent");
+export function serverSpanNeeded(): boolean {
+  return exporting;
+}
+
+/** A request's W3C trace context headers, as they arrived. */
+export interface InboundTrace {
+  traceparent: string | undefined;
+  tracestate: string | undefined;
+}
+
+const inboundGetter: TextMapGetter<InboundTrace> = {
+  keys: () => ["traceparent", "tracestate"],
+  get: (h, k) => (k === "traceparent" ? h.traceparent : k === "tracestate" ? h.tracestate : undefined),
+};
+
+/**
+ * The trace a request joins on a hop that exports no spans: the caller's
+ * (a valid traceparent), or else a new one started here, at the edge for
+ * every outside caller that sent none. Either way every line the request
+ * logs carries its trace_id and every call it makes passes the trace on.
+ * No span is made: the context holds a non-recording one. A new trace is
+ * marked sampled, so that a hop below that exports spans still records its
+ * part (a parent-based sampler follows the flag). With an exporter, the
+ * tracing interceptor's server span takes its place (`startServerSpan`).
+ */
+export function requestTraceContext(inbound: InboundTrace): Context {
+  if (inbound.traceparent !== undefined) {
+    const sent = propagation.extract(ROOT_CONTEXT, inbound, inboundGetter);
+    const ctx = trace.getSpanContext(sent);
+    if (ctx && isSpanContextValid(ctx)) return sent;
+  }
+  const { traceId, spanId } = newTraceIds();
+  return trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId, traceFlags: TraceFlags.SAMPLED });
+}
+
+/**
+ * The trace id for the line of a request refused before it had a call
+ * scope: the caller's, or a new one (the request ends here).
+ */
+export function refusedRequestTraceId(inbound: InboundTrace): string {
+  return trace.getSpanContext(requestTraceContext(inbound))!.traceId;
+}
+
+const idBytes = Buffer.alloc(24);
+
+/** A random W3C trace id (16 bytes) and span id (8 bytes), in lower-case hex, neither all zeros. */
+export function newTraceIds(): { traceId: string; spanId: string } {
+  for (;;) {
+    randomFillSync(idBytes);
+    const traceId = idBytes.toString("hex", 0, 16);
+    const spanId = idBytes.toString("hex", 16, 24);
+    if (isSpanContextValid({ traceId, spanId, traceFlags: TraceFlags.NONE })) return { traceId, spanId };
+  }
 }
 
 /** The same for an outgoing call: spans are exported, or the request has a trace to pass on. */

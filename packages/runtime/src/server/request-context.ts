@@ -57,6 +57,9 @@ export interface RequestContext {
   readonly callsEnd: AbortSignal;
   /** How expendable the work is; decided by the request gate (the edge assigns it, inner hops take the caller's). */
   criticality: Criticality;
+  /** The caller's W3C trace context headers (observability/tracing.ts `requestTraceContext`). */
+  readonly traceparent: string | undefined;
+  readonly tracestate: string | undefined;
   /** Who the edge authenticated: set by the edge's gate, read from the wire at inner hops. */
   caller: string | undefined;
   /** Parks the request in admission control while it waits on a dependency (CallScope.park); set when admitted. */
@@ -140,6 +143,8 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     // V8's runtime on every creation, dearer than the controller it would save (context-cost.ts).
     callsEnd: calls.signal,
     criticality: "critical",
+    traceparent: input.header("traceparent"),
+    tracestate: input.header("tracestate"),
     caller: input.trustCaller ? input.header(callerHeader) : undefined,
     logged: false,
     scope: undefined,

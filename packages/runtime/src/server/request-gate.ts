@@ -6,6 +6,7 @@ import { endUnreadBody } from "./request-watchdog.js";
 import { requestIdHeader } from "../headers.js";
 import { requestContext, timeoutRefusal, type RequestContext } from "./request-context.js";
 import { codeLabel } from "../observability/code-label.js";
+import { refusedRequestTraceId } from "../observability/tracing.js";
 
 export interface RequestGateOptions {
   logger: Logger;
@@ -74,6 +75,7 @@ function refused(e: unknown, context: HandlerContext, request: RequestContext, l
   request.logged = true;
   logger.info(
     {
+      trace_id: refusedRequestTraceId(request),
       procedure: `/${context.service.typeName}/${context.method.name}`,
       code: codeLabel(error.code),
       error: error.rawMessage,

@@ -19,7 +19,7 @@ import { createRequestContext, nodeHeader, type RequestContextInput } from "./re
 import { createRpcAdapter } from "./connect-adapter.js";
 import { checkConnectPatch } from "./connect-compat.js";
 import { requestCompressions } from "./request-compression.js";
-import { initTracing } from "../observability/tracing.js";
+import { initTracing, refusedRequestTraceId } from "../observability/tracing.js";
 
 /** After the drain, how long aborted handlers get to write their answer. */
 const shutdownGraceMs = 500;
@@ -197,6 +197,7 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
           const grpcStatus = res.getHeader("grpc-status");
           logger.info(
             {
+              trace_id: refusedRequestTraceId(context),
               procedure,
               status: res.statusCode,
               ...(grpcStatus !== undefined ? { grpcStatus } : {}),
