@@ -20,7 +20,7 @@ import type { AddressInfo } from "node:net";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
-import { RetryBudget, systemClock } from "@platform/resilience";
+import { minAttemptMs, RetryBudget, systemClock } from "@platform/resilience";
 import { createEdge } from "../../packages/runtime/src/edge/edge.js";
 import { isolationInterceptor } from "../../packages/runtime/src/client/isolation-interceptor.js";
 import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/client/outbound-interceptor.js";
@@ -70,7 +70,7 @@ function clientWithout(without: readonly Layer[]): CheckoutClient {
     interceptors.push(retryInterceptor({ dependency: name, policy: config.retry.policy, budget }));
   }
   if (!without.includes("budgetGate")) interceptors.push(budgetGateInterceptor(propagation));
-  if (!without.includes("isolation")) interceptors.push(isolationInterceptor(name, dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs));
+  if (!without.includes("isolation")) interceptors.push(isolationInterceptor(name, dependency.isolation, minAttemptMs(deadline)));
   if (!without.includes("outbound")) interceptors.push(outboundInterceptor(propagation));
   const ping = without.includes("ping") ? undefined : dependency.keepalive;
   return createClient(

@@ -2,7 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
-import { RetryBudget, systemClock, type RetryPolicy } from "@platform/resilience";
+import { RetryBudget, minAttemptMs, systemClock, type RetryPolicy } from "@platform/resilience";
 import type { DependencyConfig } from "./dependency-config.js";
 import { type DependencyHealth, isolationInterceptor } from "./isolation-interceptor.js";
 import { waitingForRestartHeader } from "./restart-signal.js";
@@ -64,9 +64,9 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
   };
   let composition: ClientComposition = {
     interceptors: [
-      ...retryLayer(name, opts.retry, deadline.hopReserveMs * (opts.callDepth ?? 1) + deadline.minBudgetMs),
+      ...retryLayer(name, opts.retry, minAttemptMs(deadline, opts.callDepth ?? 1)),
       budgetGateInterceptor(propagation),
-      isolationInterceptor(name, opts.dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs, undefined, dependencyHealth),
+      isolationInterceptor(name, opts.dependency.isolation, minAttemptMs(deadline), undefined, dependencyHealth),
       outboundInterceptor(propagation),
     ],
     keepalive: keepalive.pingIntervalMs > 0 ? keepalive : undefined,
@@ -87,8 +87,8 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
 /** A health check gives up after this: an answer later than a few round trips says the dependency is not serving. */
 const HEALTH_TIMEOUT_MS = 250;
 
-function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], minAttemptMs: number): Interceptor[] {
+function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], attemptFloorMs: number): Interceptor[] {
   if (retry === "none" || retry.policy.maxAttempts <= 1) return [];
   const { policy, budget } = retry;
-  return [retryInterceptor({ dependency, policy, budget: new RetryBudget({ ...budget, clock: systemClock }), minAttemptMs })];
+  return [retryInterceptor({ dependency, policy, budget: new RetryBudget({ ...budget, clock: systemClock }), minAttemptMs: attemptFloorMs })];
 }

@@ -1,6 +1,7 @@
 import { Code, ConnectError, createContextKey, type Interceptor, type UnaryRequest, type StreamRequest } from "@connectrpc/connect";
 import {
   abortReason,
+  callsEndAt,
   markLocalRejection,
   currentFaults,
   currentScope,
@@ -42,7 +43,7 @@ const callDeadlineKey = createContextKey<number | undefined>(undefined, { descri
 export function callDeadlineAt(req: UnaryRequest | StreamRequest, scope: CallScope, hopReserveMs: number): number {
   let at = req.contextValues.get(callDeadlineKey);
   if (at === undefined) {
-    at = scope.deadlineAt - hopReserveMs;
+    at = callsEndAt(scope.deadlineAt, hopReserveMs);
     req.contextValues.set(callDeadlineKey, at);
   }
   return at;

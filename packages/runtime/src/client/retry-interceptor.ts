@@ -26,8 +26,8 @@ export interface RetryInterceptorOptions {
   budget: RetryBudget;
   /**
    * The least time an attempt needs to reach the bottom of the chain below
-   * (the reserves of the hops it crosses plus the minimum budget, see
-   * `createDependencyClient`); a retry with less left is not started.
+   * (resilience's `minAttemptMs` for the hops it crosses, as
+   * `createDependencyClient` passes it); a retry with less left is not started.
    */
   minAttemptMs?: number;
   clock?: Clock;

@@ -1,3 +1,4 @@
+import { defaultDeadlineBudget } from "@platform/resilience";
 import { readFaultInjectionConfig, type FaultInjectionConfig } from "../faults/fault-injection.js";
 import type { EnvReader } from "./config.js";
 
@@ -78,8 +79,8 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
       maxMs,
       // 20 named a frozen database's failures at the gateway every time where 5 named 4 of 6, but a
       // retry started late then reached no database at all (docs/architecture.md, "Deadlines race").
-      hopReserveMs: r.int("DEADLINE_HOP_RESERVE_MS", 5, { min: 0, max: 10_000 }),
-      minBudgetMs: r.int("DEADLINE_MIN_BUDGET_MS", 10, { min: 1, max: 10_000 }),
+      hopReserveMs: r.int("DEADLINE_HOP_RESERVE_MS", defaultDeadlineBudget.hopReserveMs, { min: 0, max: 10_000 }),
+      minBudgetMs: r.int("DEADLINE_MIN_BUDGET_MS", defaultDeadlineBudget.minBudgetMs, { min: 1, max: 10_000 }),
     },
     admission: {
       maxConcurrent: r.int("ADMISSION_MAX_CONCURRENT", 64, { min: 1, max: 100_000 }),

@@ -2,7 +2,14 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
-import { parseTimeoutHeader, resolveInboundDeadline, type CallScope, type Criticality, type InboundDeadline } from "@platform/resilience";
+import {
+  callsEndAt as callsEndAtOf,
+  parseTimeoutHeader,
+  resolveInboundDeadline,
+  type CallScope,
+  type Criticality,
+  type InboundDeadline,
+} from "@platform/resilience";
 import { callerHeader, requestIdHeader, timeoutHeaderOf, timeoutHeaders, type TimeoutHeader } from "../headers.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -108,7 +115,7 @@ export function createRequestContext(input: RequestContextInput): RequestContext
   const sent = timeoutFromHeaders(input.header, input.parse ?? parseTimeoutHeader);
   const resolved = resolveInboundDeadline({ headerMs: sent.ms, ...input.deadline });
   const deadlineAt = input.arrivedAt + resolved.timeoutMs;
-  const callsEndAt = deadlineAt - (input.deadline.hopReserveMs ?? 0);
+  const callsEndAt = callsEndAtOf(deadlineAt, input.deadline.hopReserveMs ?? 0);
   const controller = new AbortController();
   const calls = new AbortController();
   // One timer at a time: first at the end of the calls, then (re-armed for
