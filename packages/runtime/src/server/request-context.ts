@@ -27,6 +27,27 @@ export interface NodeExchange {
  * interceptors and the handler through Connect's context values
  * (`requestContext(ctx)`). Nothing per-request travels in request headers
  * inside the process; headers are for the wire (headers.ts).
+ *
+ * One request, three context objects, each for what the others cannot do:
+ * - `RequestContext` (this): the server's record of the request, from its
+ *   headers to its response's end: the deadline parsed once and its one
+ *   timer, the request id, criticality, caller, trace headers, who writes
+ *   its log line. It exists before Connect has parsed anything, so the
+ *   request gate refuses with it before the body is read, and after the
+ *   handler, for the log line.
+ * - `CallScope` (@platform/resilience, in AsyncLocalStorage): what the
+ *   handler's work inherits: the absolute deadline, the signal that ends
+ *   it, the ids to pass on. Made by the deadline interceptor from this
+ *   context (`scopeFor`). Code that is handed no context argument reads it
+ *   with `currentScope()`: the dependency client's interceptors, the
+ *   database, the logger's trace fields. It knows nothing of Connect or
+ *   HTTP, so the database and resilience packages depend on neither.
+ * - Connect's `HandlerContext`: the call as Connect hands it to a handler
+ *   (headers, trailers, its signal) and the carrier of this context in its
+ *   `values`. Not ours to change.
+ * Folding this context into the scope would make the scope exist before
+ * admission (a scope and its listeners for every refused request) and tie
+ * the resilience package to the transport; so they stay apart.
  */
 export interface RequestContext {
   /** performance.now() when the headers arrived: the origin of the deadline. */
