@@ -66,10 +66,12 @@ test("every request has a trace: the caller's, or a new one; its id is on the re
   );
 });
 
-test("new trace ids are W3C's: 32 and 16 lower-case hex digits, random", () => {
-  const a = newTraceIds();
-  const b = newTraceIds();
-  assert.match(a.traceId, /^[0-9a-f]{32}$/);
-  assert.match(a.spanId, /^[0-9a-f]{16}$/);
-  assert.notEqual(a.traceId, b.traceId);
+test("new trace ids are W3C's: 32 and 16 lower-case hex digits, random, none repeated across refills of their random bytes", () => {
+  const ids = Array.from({ length: 1000 }, () => newTraceIds());
+  for (const { traceId, spanId } of ids) {
+    assert.match(traceId, /^[0-9a-f]{32}$/);
+    assert.match(spanId, /^[0-9a-f]{16}$/);
+  }
+  assert.equal(new Set(ids.map((i) => i.traceId)).size, ids.length);
+  assert.equal(new Set(ids.map((i) => i.spanId)).size, ids.length);
 });

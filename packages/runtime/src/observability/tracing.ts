@@ -129,14 +129,20 @@ export function refusedRequestTraceId(inbound: InboundTrace): string {
   return trace.getSpanContext(requestTraceContext(inbound))!.traceId;
 }
 
-const idBytes = Buffer.alloc(24);
+/** Random bytes for 256 id pairs, refilled when used up: one randomFill per 256 new traces, not one per trace. */
+const idBytes = Buffer.alloc(24 * 256);
+let idOffset = idBytes.length;
 
 /** A random W3C trace id (16 bytes) and span id (8 bytes), in lower-case hex, neither all zeros. */
 export function newTraceIds(): { traceId: string; spanId: string } {
   for (;;) {
-    randomFillSync(idBytes);
-    const traceId = idBytes.toString("hex", 0, 16);
-    const spanId = idBytes.toString("hex", 16, 24);
+    if (idOffset === idBytes.length) {
+      randomFillSync(idBytes);
+      idOffset = 0;
+    }
+    const traceId = idBytes.toString("hex", idOffset, idOffset + 16);
+    const spanId = idBytes.toString("hex", idOffset + 16, idOffset + 24);
+    idOffset += 24;
     if (isSpanContextValid({ traceId, spanId, traceFlags: TraceFlags.NONE })) return { traceId, spanId };
   }
 }
