@@ -25,11 +25,13 @@ const tracer = () => trace.getTracer("@platform/runtime");
 let exporting = false;
 
 /**
- * OpenTelemetry tracing. W3C trace context (traceparent) always travels
- * through every hop, beside the deadline, so traces from an outside tracer
- * stay connected. Spans are exported over OTLP/HTTP only when
- * OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise the API is a no-op and
- * costs next to nothing. Returns a flush for shutdown.
+ * OpenTelemetry tracing. Every request has a W3C trace context: the
+ * caller's traceparent, or one started where it arrived without one; it
+ * travels through every hop, beside the deadline, so traces from an outside
+ * tracer stay connected and every log line names its trace. Spans are
+ * exported over OTLP/HTTP only when OTEL_EXPORTER_OTLP_ENDPOINT is set;
+ * otherwise no span is made (`requestTraceContext`). Returns a flush for
+ * shutdown.
  *
  * The SDK and the exporter are loaded only when spans are exported: a
  * service that exports none does not spend its start-up on them (about a
