@@ -69,7 +69,7 @@ const read = (path: string) => readFileSync(join(root, path), "utf8");
 /** Env names some config already reads: a new service's `<PREFIX>_*` must not collide with them. */
 function knownEnvNames(): Set<string> {
   const files = [
-    ...readdirSync(join(root, "packages/runtime/src"))
+    ...readdirSync(join(root, "packages/runtime/src"), { recursive: true, encoding: "utf8" })
       .filter((f) => f.endsWith(".ts"))
       .map((f) => `packages/runtime/src/${f}`),
     ...readdirSync(join(root, "services")).map((d) => `services/${d}/src/config.ts`),

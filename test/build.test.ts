@@ -210,5 +210,5 @@ test("npm run build bundles each service into its dist/main.js, and a plug-in lo
   assert.match(plain, /identity-probe sees \["identity-probe"\]/);
   assert.match(plain, /at readEnv \(file:\/\/\S+\/services\/gateway\/dist\/main\.js:\d+:\d+\)/, "without source maps: the bundle's line");
   const mapped = await probeBundledGateway({ NODE_OPTIONS: "--enable-source-maps" });
-  assert.match(mapped, /at readEnv \(\S*packages\/runtime\/src\/config\.ts:\d+:\d+\)/, "with source maps: the source's line");
+  assert.match(mapped, /at readEnv \(\S*packages\/runtime\/src\/config\/config\.ts:\d+:\d+\)/, "with source maps: the source's line");
 });

@@ -34,7 +34,7 @@ export function naiveClientInterceptors(dependency: string, callTimeoutMs: numbe
     else req.header.set(connectTimeoutHeader, formatConnectTimeout(callTimeoutMs));
     // One controller and timer per call, cleared when it settles (the
     // AbortSignal.any + AbortSignal.timeout pattern leaks on Node 20, see
-    // packages/runtime/src/outbound-interceptor.ts).
+    // packages/runtime/src/client/outbound-interceptor.ts).
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new ConnectError("naive call timeout", Code.DeadlineExceeded)), callTimeoutMs);
     const onCallerAbort = () => controller.abort(req.signal.reason);

@@ -1,6 +1,7 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { remainingMs, runInScope } from "@platform/resilience";
-import { countInboundDeadline, deadlineMetrics, requestContextOf, scopeFor, type Logger, type ServerConfig } from "@platform/runtime";
+import { deadlineMetrics, requestContextOf, type Logger, type ServerConfig } from "@platform/runtime";
+import { countInboundDeadline, scopeFor } from "@platform/runtime/testing";
 
 /**
  * The naive stack's replacement for the platform's deadline interceptor:
@@ -14,8 +15,8 @@ export function naiveDeadlineInterceptor(opts: { deadline: ServerConfig["deadlin
   const late = deadlineMetrics().finishedAfterDeadline;
   return (next) => async (req) => {
     const { context, built } = requestContextOf(req, opts.deadline);
-    countInboundDeadline(context, opts);
     const scope = scopeFor(context, [opts.shutdownSignal]);
+    countInboundDeadline(context, opts);
     try {
       return await runInScope(scope, () => next(req));
     } finally {

@@ -20,8 +20,8 @@ const n = Number(process.argv[3] ?? 100_000);
 const rounds = Number(process.argv[4] ?? 7);
 if (!other || ![n, rounds].every((x) => Number.isInteger(x) && x > 0)) throw new Error("usage: context-cost.ts <other checkout> [requests per round] [rounds]");
 
-type ContextModule = typeof import("../../packages/runtime/src/request-context.js");
-type DeadlineModule = typeof import("../../packages/runtime/src/deadline-interceptor.js");
+type ContextModule = typeof import("../../packages/runtime/src/server/request-context.js");
+type DeadlineModule = typeof import("../../packages/runtime/src/deadline/deadline-interceptor.js");
 async function load(root: string): Promise<{ ctx: ContextModule; dl: DeadlineModule }> {
   const at = (file: string) => pathToFileURL(join(root, "packages", "runtime", "src", file)).href;
   return { ctx: await import(at("request-context.ts")), dl: await import(at("deadline-interceptor.ts")) };

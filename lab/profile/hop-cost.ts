@@ -23,8 +23,8 @@ import type { AddressInfo } from "node:net";
 import { createClient, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { Counter } from "@platform/test-support";
-import { createEdge } from "../../packages/runtime/src/edge.js";
-import { serve } from "../../packages/runtime/src/serve.js";
+import { createEdge } from "../../packages/runtime/src/edge/edge.js";
+import { serve } from "../../packages/runtime/src/server/serve.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
 import { alternatingRounds, cpuPerCall } from "./alternating-rounds.js";
 

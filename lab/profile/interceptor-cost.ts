@@ -17,8 +17,8 @@
  * commits: run this file of each tree alternately, several times, and
  * compare medians (docs/performance.md).
  */
-import { createLogger } from "../../packages/runtime/src/logger.js";
-import { inOrder, serverInterceptors } from "../../packages/runtime/src/server-interceptors.js";
+import { createLogger } from "../../packages/runtime/src/observability/logger.js";
+import { inOrder, serverInterceptors } from "../../packages/runtime/src/server/server-interceptors.js";
 import { inMemoryGet } from "../../packages/runtime/src/testing/in-memory-server.js";
 
 const requests = Number(process.argv[2] ?? 20_000);

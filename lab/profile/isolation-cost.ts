@@ -11,8 +11,8 @@
  *
  * Prints the median ns per call over the rounds, and every round's.
  */
-import { createScope, runInScope, systemClock } from "@platform/resilience";
-import { isolationInterceptor } from "../../packages/runtime/src/isolation-interceptor.js";
+import { createScope, minAttemptMs, runInScope, systemClock } from "@platform/resilience";
+import { isolationInterceptor } from "../../packages/runtime/src/client/isolation-interceptor.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
 import { median } from "../stats.js";
 
@@ -21,7 +21,7 @@ const rounds = Number(process.argv[3] ?? 7);
 if (![calls, rounds].every((n) => Number.isInteger(n) && n > 0)) throw new Error("usage: isolation-cost.ts [calls per round] [rounds]");
 
 const config = loadConfig({ PORT: "0", ADMIN_PORT: "0" }, []);
-const reserveMs = config.server.deadline.hopReserveMs + config.server.deadline.minBudgetMs;
+const reserveMs = minAttemptMs(config.server.deadline);
 const response = { message: {} };
 const call = isolationInterceptor(config.checkout.name, config.checkout.isolation, reserveMs)((() => Promise.resolve(response)) as never);
 const req = { method: { name: "ListProducts" }, service: { typeName: "checkout.v1.CheckoutService" } } as never;

@@ -8,7 +8,7 @@
  *
  * Prints one JSON line on stderr: µs per line, each round and the median.
  */
-import { createLogger } from "../../packages/runtime/src/logger.js";
+import { createLogger } from "../../packages/runtime/src/observability/logger.js";
 import { median } from "../stats.js";
 
 const lines = Number(process.argv[2] ?? 200_000);

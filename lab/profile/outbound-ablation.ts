@@ -21,12 +21,12 @@ import { createClient, type Client, type Interceptor } from "@connectrpc/connect
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
 import { apiRoutes } from "@platform/runtime";
-import { RetryBudget, systemClock } from "@platform/resilience";
-import { createEdge } from "../../packages/runtime/src/edge.js";
-import { isolationInterceptor } from "../../packages/runtime/src/isolation-interceptor.js";
-import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/outbound-interceptor.js";
-import { retryInterceptor } from "../../packages/runtime/src/retry-interceptor.js";
-import { serve } from "../../packages/runtime/src/serve.js";
+import { minAttemptMs, RetryBudget, systemClock } from "@platform/resilience";
+import { createEdge } from "../../packages/runtime/src/edge/edge.js";
+import { isolationInterceptor } from "../../packages/runtime/src/client/isolation-interceptor.js";
+import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/client/outbound-interceptor.js";
+import { retryInterceptor } from "../../packages/runtime/src/client/retry-interceptor.js";
+import { serve } from "../../packages/runtime/src/server/serve.js";
 import { defaults as gatewayDefaults, loadConfig } from "../../services/gateway/src/config.js";
 import { GatewayService } from "../../services/gateway/src/gateway-service.js";
 import { median } from "../stats.js";
@@ -70,7 +70,7 @@ function clientWithout(without: readonly Layer[]): CheckoutClient {
     interceptors.push(retryInterceptor({ dependency: name, policy: config.retry.policy, budget }));
   }
   if (!without.includes("budgetGate")) interceptors.push(budgetGateInterceptor(propagation));
-  if (!without.includes("isolation")) interceptors.push(isolationInterceptor(name, dependency.isolation, deadline.hopReserveMs + deadline.minBudgetMs));
+  if (!without.includes("isolation")) interceptors.push(isolationInterceptor(name, dependency.isolation, minAttemptMs(deadline)));
   if (!without.includes("outbound")) interceptors.push(outboundInterceptor(propagation));
   const ping = without.includes("ping") ? undefined : dependency.keepalive;
   return createClient(

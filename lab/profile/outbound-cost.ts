@@ -17,11 +17,11 @@
  * alternately (docs/performance.md).
  */
 import { createClient, createRouterTransport, type Interceptor } from "@connectrpc/connect";
-import { createScope, RetryBudget, runInScope, systemClock } from "@platform/resilience";
+import { createScope, minAttemptMs, RetryBudget, runInScope, systemClock } from "@platform/resilience";
 import { Counter } from "@platform/test-support";
-import { isolationInterceptor } from "../../packages/runtime/src/isolation-interceptor.js";
-import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/outbound-interceptor.js";
-import { retryInterceptor } from "../../packages/runtime/src/retry-interceptor.js";
+import { isolationInterceptor } from "../../packages/runtime/src/client/isolation-interceptor.js";
+import { budgetGateInterceptor, outboundInterceptor } from "../../packages/runtime/src/client/outbound-interceptor.js";
+import { retryInterceptor } from "../../packages/runtime/src/client/retry-interceptor.js";
 import { loadConfig } from "../../services/gateway/src/config.js";
 import { alternatingRounds, cpuPerCall } from "./alternating-rounds.js";
 
@@ -43,7 +43,7 @@ const platformChain: Interceptor[] = [
     budget: new RetryBudget({ ...config.retry.budget, clock: systemClock }),
   }),
   budgetGateInterceptor(propagation),
-  isolationInterceptor("checkout", config.checkout.isolation, deadline.hopReserveMs + deadline.minBudgetMs),
+  isolationInterceptor("checkout", config.checkout.isolation, minAttemptMs(deadline)),
   outboundInterceptor(propagation),
 ];
 

@@ -11,7 +11,7 @@
  *   node --import tsx lab/profile/request-close-cost.ts [requests per round] [rounds]
  */
 import { EventEmitter } from "node:events";
-import { requestClosed } from "../../packages/runtime/src/connect-adapter.js";
+import { requestClosed } from "../../packages/runtime/src/server/connect-adapter.js";
 import { median } from "../stats.js";
 
 const n = Number(process.argv[2] ?? 200_000);

@@ -13,7 +13,7 @@ const node = (callFrame: ReturnType<typeof frame>, selfSize: number, children: u
 
 test("bytes by place: what node's modules and V8's builtins allocate is booked to the caller outside them", () => {
   const connect = frame("next", "file:///w/node_modules/@connectrpc/connect/dist/esm/a.js");
-  const ours = frame("handler", "file:///w/packages/runtime/src/serve.ts");
+  const ours = frame("handler", "file:///w/packages/runtime/src/server/serve.ts");
   const s = summarizeHeapProfile({
     head: node(frame("(root)"), 0, [
       node(ours, 100, [node(frame("Promise"), 40), node(frame("addEventListener", "node:internal/event_target"), 10, [node(frame("(anon)"), 5)])]),

@@ -13,6 +13,15 @@ import type { Workspace } from "./workspaces.js";
  */
 export const leftOutOfBundles = ["pg-native"];
 
+/**
+ * Entries of the platform's packages that a plug-in imports and the
+ * services do not: the runtime's hooks for the lab (the naive baseline
+ * builds its request scope with them, lab/naive/naive-server.ts). Each
+ * bundle holds and shares them too, so that such a plug-in reaches the
+ * bundle's instances and not a second copy from dist/.
+ */
+const sharedForPlugins = ["@platform/runtime/testing"];
+
 /** The service whose folder holds src/main.ts is bundled (bundleService); libraries are not. */
 export function isBundledService(w: Workspace): boolean {
   return w.dir.startsWith("services/");
@@ -33,7 +42,7 @@ const shareModule = "platform-bundle:share";
  * namespaces to @platform/runtime's `shareBundledModules` and then runs
  * src/main.ts: a plug-in loaded at start (PLATFORM_PLUGINS) imports them by
  * the same names and gets these instances, not second copies from
- * node_modules (packages/runtime/src/bundled-modules.ts).
+ * node_modules (packages/runtime/src/config/bundled-modules.ts).
  *
  * Made from the TypeScript sources, the platform's packages included
  * (tsconfig.json's `paths`), by esbuild: the same transform tsx applies when
@@ -62,7 +71,12 @@ export async function bundleService(root: string, w: Workspace): Promise<{ writt
   const platformImports = new Map<string, string>();
   await esbuild.build({
     ...common,
-    entryPoints: [join(dir, "src/main.ts")],
+    stdin: {
+      contents: ["./src/main.ts", ...sharedForPlugins].map((s) => `import ${JSON.stringify(s)};`).join("\n"),
+      resolveDir: dir,
+      sourcefile: "record-entry.js",
+      loader: "js",
+    },
     write: false,
     plugins: [
       {

@@ -107,3 +107,28 @@ test("one PlaceOrder is one connected trace: four services, their calls and thei
     assert.equal(line?.["span_id"], server(s).span.spanId, `${s}'s request log line carries its server span's id`);
   }
 });
+
+test("a request sent without a trace: the edge's server span starts one, and every hop's request line names its server span in it", async () => {
+  const requestId = randomUUID();
+  await p
+    .client("grpc")
+    .placeOrder({ customerId: "untraced", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 4000, headers: { "x-request-id": requestId } });
+  const services = ["gateway", "checkout", "orders", "pricing"] as const;
+  const rpcLine = (s: string) => logLines(p, s as (typeof services)[number]).find((l) => l["requestId"] === requestId && l["msg"] === "rpc");
+  await eventually(() => services.every((s) => rpcLine(s) !== undefined), "every hop logged the request", 50, 100);
+  const traceId = String(rpcLine("gateway")!["trace_id"]);
+  assert.match(traceId, /^[0-9a-f]{32}$/);
+  await eventually(
+    () => services.every((s) => receiver.spans.some((r) => r.span.traceId === traceId && r.service === s && r.span.kind === 2)),
+    "every hop's server span of that trace arrived",
+    100,
+    100,
+  );
+  for (const s of services) {
+    const server = receiver.spans.find((r) => r.span.traceId === traceId && r.service === s && r.span.kind === 2)!;
+    assert.equal(rpcLine(s)!["trace_id"], traceId, `${s}'s request line is in the edge's trace`);
+    assert.equal(rpcLine(s)!["span_id"], server.span.spanId, `${s}'s request line names its server span`);
+  }
+  const edge = receiver.spans.find((r) => r.span.traceId === traceId && r.service === "gateway" && r.span.kind === 2)!;
+  assert.equal(edge.span.parentSpanId || undefined, undefined, "the edge's server span is the trace's root");
+});

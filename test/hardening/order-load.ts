@@ -180,10 +180,10 @@ export function lateCalls(calls: CallRecord[], slackMs: number): string[] {
  * reports as INTERNAL: node emits the stream's "error" before its "close",
  * and connect-node maps the reset code to UNAVAILABLE only in "close". grpc-js
  * reports it as UNAVAILABLE; so do the platform's own clients
- * (packages/runtime/src/downstream-error.ts). Seen once at a gateway SIGTERM:
+ * (packages/runtime/src/client/downstream-error.ts). Seen once at a gateway SIGTERM:
  * a call the client sent after the gateway's shutdown notice left and before
  * it arrived, dropped by nghttp2 because node's goaway() was the notice
- * (fixed in packages/runtime/src/listen.ts `closeGracefully`, docs/hardening.md);
+ * (fixed in packages/runtime/src/server/listen.ts `closeGracefully`, docs/hardening.md);
  * a session cut at serve()'s drain bound can still refuse one.
  */
 function refusedStream(err: ConnectError): boolean {
@@ -196,7 +196,7 @@ function refusedStream(err: ConnectError): boolean {
  * gateway has just closed fails in the client before it is sent ("write
  * EPIPE", which connect-node reports as INTERNAL). Nothing ran, and a careful
  * client retries it on a new connection (RFC 9112, section 9.3.1). The race
- * cannot be avoided, only placed (packages/runtime/src/listen.ts,
+ * cannot be avoided, only placed (packages/runtime/src/server/listen.ts,
  * closeIdle); it showed up here about once in ten full runs.
  */
 function unsentOnClosedConnection(err: ConnectError): boolean {

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type CallScope, abortReason, cellsOf, createScope, currentScope, histogramCellsOf, remainingMs, shouldFail } from "@platform/resilience";
+import { defaultDeadlineBudget } from "@platform/resilience";
 import pg from "pg";
 import { acquireConnection } from "./acquire-connection.js";
 import { type ConnectionLoss, type DatabaseLogger, lossCauses, lossOf, markUse, reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
@@ -119,7 +120,7 @@ export function createDatabase(opts: DatabaseOptions): Database {
 function createPlatformDatabase(opts: DatabaseOptions): Database {
   const name = opts.name;
   const minBudgetMs = opts.minBudgetMs;
-  const statementReserveMs = opts.statementReserveMs ?? 5;
+  const statementReserveMs = opts.statementReserveMs ?? defaultDeadlineBudget.hopReserveMs;
   const fallbackTimeoutMs = opts.fallbackTimeoutMs ?? 5000;
   const metrics = databaseMetrics();
   const target = statementTarget(opts.connectionString, name);

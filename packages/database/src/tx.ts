@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type CallScope, abortReason, cellsOf, histogramCellsOf, remainingMs } from "@platform/resilience";
+import { type CallScope, abortReason, cellsOf, histogramCellsOf, remainingMs, statementTimeoutMs } from "@platform/resilience";
 import type pg from "pg";
 import { cancelTargetOf, sendCancelRequest } from "./cancel-request.js";
 import type { DatabaseMetrics, StatementOutcome } from "./metrics.js";
@@ -196,7 +196,7 @@ export class ScopedTx implements Tx {
   }
 
   private statementTimeoutMs(): number {
-    return Math.max(1, Math.floor(remainingMs(this.scope) - this.settings.statementReserveMs));
+    return statementTimeoutMs(remainingMs(this.scope), this.settings.statementReserveMs);
   }
 
   /**

@@ -9,8 +9,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PlatformFacts, ServiceFacts } from "./facts.js";
 
-const serverConfigFile = "packages/runtime/src/server-config.ts";
-const dependencyConfigFile = "packages/runtime/src/dependency-config.ts";
+const serverConfigFile = "packages/runtime/src/config/server-config.ts";
+const dependencyConfigFile = "packages/runtime/src/client/dependency-config.ts";
 
 function envNamesIn(text: string): Set<string> {
   return new Set([...text.matchAll(/\.\w+\(\s*"([A-Z][A-Z0-9_]*)"/g)].map((m) => m[1] ?? ""));
@@ -52,7 +52,7 @@ function serviceFacts(root: string, service: string, callers: string[]): Service
   }
   // SERVICE picks the entry point (Dockerfile CMD); the rest are the image's.
   const read_ = [...envNamesIn(read(serverConfigFile)), ...own, ...perDependency];
-  // Every setting can also come from a file: <VAR>_FILE (packages/runtime/src/config.ts).
+  // Every setting can also come from a file: <VAR>_FILE (packages/runtime/src/config/config.ts).
   const env = new Set([...read_, ...read_.map((v) => `${v}_FILE`), "SERVICE", "NODE_OPTIONS", "NODE_ENV", "TSX_DISABLE_CACHE"]);
   const needsDatabase = own.has("DATABASE_URL");
   return { callers, env, needsDatabase, ...(needsDatabase ? { dbPoolMaxDefault: codeDefault(text, file, "DB_POOL_MAX") } : {}) };

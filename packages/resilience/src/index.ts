@@ -16,6 +16,7 @@ export {
   type InboundDeadlineInput,
   type InboundDeadline,
 } from "./timeout-header.js";
+export { callsEndAt, defaultDeadlineBudget, minAttemptMs, statementTimeoutMs, type DeadlineBudget } from "./deadline-budget.js";
 
 // One error taxonomy: whose problem an outcome is.
 export {

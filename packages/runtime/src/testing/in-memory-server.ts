@@ -8,7 +8,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { createClient, createRouterTransport, type CallOptions, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { Counter } from "@platform/test-support";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 
 export type Handler = (ctx: HandlerContext) => Promise<object> | object;
 

@@ -6,10 +6,10 @@
  */
 import type { HandlerContext } from "@connectrpc/connect";
 import { Counter } from "@platform/test-support";
-import { readEnv } from "../config.js";
-import { createLogger } from "../logger.js";
-import { type RunningServer, serve } from "../serve.js";
-import { readServerConfig, type ServerConfig } from "../server-config.js";
+import { readEnv } from "../config/config.js";
+import { createLogger } from "../observability/logger.js";
+import { type RunningServer, serve } from "../server/serve.js";
+import { readServerConfig, type ServerConfig } from "../config/server-config.js";
 
 export type Protocol = "grpc" | "connect-http1";
 

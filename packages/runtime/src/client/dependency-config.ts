@@ -1,0 +1,126 @@
+import type { EnvReader } from "../config/config.js";
+import type { IsolationConfig } from "./isolation-interceptor.js";
+
+/** Where a dependency is and how much of us it may take. */
+export interface DependencyConfig {
+  /** e.g. "stock": names it in messages, metrics and its env variables. */
+  name: string;
+  baseUrl: string;
+  isolation: IsolationConfig;
+  keepalive: KeepaliveConfig;
+}
+
+/**
+ * HTTP/2 PING on the connection to a dependency (connect-node's
+ * Http2SessionManager; usable since connect-es 2.2 fixed verify() hanging,
+ * #1746). Without it a peer that stops answering (a frozen process, a host
+ * gone without a FIN or RST, a middlebox that dropped the flow) is noticed
+ * only by each call's deadline, and every call sent meanwhile goes into the
+ * same black hole. With it the connection is given up after one unanswered
+ * PING, the calls on it fail UNAVAILABLE (retryable at the edge), and the
+ * next call opens a new one.
+ */
+export interface KeepaliveConfig {
+  /** PING after this long without data on a connection with calls open; 0: never. */
+  pingIntervalMs: number;
+  /** A PING unanswered this long ends the connection. */
+  pingTimeoutMs: number;
+  /** Also PING idle connections, so a dead one is replaced before a call needs it. */
+  pingIdleConnection: boolean;
+}
+
+/**
+ * A service's defaults for one dependency's slots, per method class (see
+ * docs/isolation.md for how each hop's defaults were sized). Deeper hops
+ * get fewer: a caller's share must hold everything the dependency holds
+ * for it, so that a slow dependency fills its own slots first and those of
+ * the hops above never.
+ */
+export interface IsolationDefaults {
+  /** Adaptive limit's ceiling, or the fixed limit. */
+  maxConcurrent: number;
+  /** Adaptive limit's floor. */
+  minConcurrent: number;
+  maxQueue: number;
+}
+
+/** For a dependency whose service declares nothing else (e.g. one the gateway forwards). */
+export const defaultIsolation: IsolationDefaults = { maxConcurrent: 32, minConcurrent: 4, maxQueue: 16 };
+
+/**
+ * Reads one dependency's settings: `<NAME>_URL`; its slots per method class:
+ * `<NAME>_LIMIT` (adaptive or fixed), `<NAME>_MAX_CONCURRENT` (the adaptive
+ * limit's ceiling, or the fixed limit), `<NAME>_MIN_CONCURRENT` (the
+ * adaptive limit's floor), `<NAME>_MAX_QUEUE`, `<NAME>_METHOD_CLASSES`
+ * (e.g. `Search=lookups,Suggest=lookups`: methods that share one limiter;
+ * unlisted methods are each their own class); and the breaker
+ * settings and HTTP/2 keepalive shared by all dependencies of this service
+ * (`BREAKER_*`, `HTTP2_PING_*`). See
+ * README "Configuration and sizing".
+ */
+export function readDependencyConfig(r: EnvReader, name: string, defaultUrl: string, defaults: IsolationDefaults = defaultIsolation): DependencyConfig {
+  const prefix = name.toUpperCase().replace(/[^A-Z0-9]/g, "_");
+  const maxConcurrent = r.int(`${prefix}_MAX_CONCURRENT`, defaults.maxConcurrent, { min: 1, max: 10_000 });
+  const minExplicit = r.optionalString(`${prefix}_MIN_CONCURRENT`) !== undefined;
+  // An explicit maximum below the default floor lowers the floor with it.
+  const minConcurrent = r.int(`${prefix}_MIN_CONCURRENT`, Math.min(defaults.minConcurrent, maxConcurrent), { min: 1, max: 10_000 });
+  if (minExplicit && minConcurrent > maxConcurrent) {
+    r.problems.push(`${prefix}_MIN_CONCURRENT (${minConcurrent}) must not exceed ${prefix}_MAX_CONCURRENT (${maxConcurrent})`);
+  }
+  const resetTimeoutMs = r.int("BREAKER_RESET_MS", 5_000, { min: 100, max: 600_000 });
+  return {
+    name,
+    baseUrl: r.url(`${prefix}_URL`, defaultUrl),
+    isolation: {
+      limit: r.oneOf(`${prefix}_LIMIT`, ["adaptive", "fixed"] as const, "adaptive"),
+      maxConcurrent,
+      minConcurrent: Math.min(minConcurrent, maxConcurrent),
+      maxQueue: r.int(`${prefix}_MAX_QUEUE`, defaults.maxQueue, { min: 0, max: 100_000 }),
+      methodClasses: readMethodClasses(r, `${prefix}_METHOD_CLASSES`),
+      breaker: {
+        volumeThreshold: r.int("BREAKER_VOLUME_THRESHOLD", 20, { min: 1, max: 100_000 }),
+        errorThresholdPercentage: r.int("BREAKER_ERROR_PERCENT", 50, { min: 1, max: 100 }),
+        windowMs: r.int("BREAKER_WINDOW_MS", 10_000, { min: 1000, max: 600_000 }),
+        resetTimeoutMs,
+        // The first wait after opening, doubled by each failed trial up to BREAKER_RESET_MS (circuit-breaker.ts).
+        firstResetMs: Math.min(r.int("BREAKER_FIRST_RESET_MS", 500, { min: 50, max: 600_000 }), resetTimeoutMs),
+      },
+    },
+    keepalive: readKeepalive(r),
+  };
+}
+
+function readMethodClasses(r: EnvReader, variable: string): Record<string, string> {
+  const raw = r.optionalString(variable);
+  const out: Record<string, string> = {};
+  if (raw === undefined) return out;
+  for (const pair of raw
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=([a-z][a-z0-9_-]{0,31})$/.exec(pair);
+    if (!m) {
+      r.problems.push(`${variable} must be Method=class pairs separated by commas (class: lowercase letters, digits, _ or -), got "${pair}"`);
+      continue;
+    }
+    out[m[1]!] = m[2]!;
+  }
+  return out;
+}
+
+/**
+ * Defaults: PING after 10 s without data, give up after 5 s without its ACK,
+ * idle connections too. A silent dependency is noticed within 15 s whatever
+ * the deadlines (DEADLINE_MAX_MS is 30 s), for one PING frame per 10 s and
+ * connection. Our dependencies are our own Node servers, which accept any
+ * PING rate; a gRPC server with a keepalive policy (grpc-go allows one PING
+ * per 5 min without calls by default) answers faster ones with GOAWAY
+ * too_many_pings, on which connect-node doubles the interval.
+ */
+function readKeepalive(r: EnvReader): KeepaliveConfig {
+  return {
+    pingIntervalMs: r.int("HTTP2_PING_INTERVAL_MS", 10_000, { min: 0, max: 3_600_000 }),
+    pingTimeoutMs: r.int("HTTP2_PING_TIMEOUT_MS", 5_000, { min: 1, max: 600_000 }),
+    pingIdleConnection: r.boolean("HTTP2_PING_IDLE", true),
+  };
+}

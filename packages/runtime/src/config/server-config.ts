@@ -1,0 +1,103 @@
+import { defaultDeadlineBudget } from "@platform/resilience";
+import { readFaultInjectionConfig, type FaultInjectionConfig } from "../faults/fault-injection.js";
+import type { EnvReader } from "./config.js";
+
+/** What every service reads from its environment, whatever it does. */
+export interface ServerConfig {
+  serviceName: string;
+  host: string;
+  /** RPC port (Connect, gRPC, gRPC-Web; plus /healthz and /readyz). */
+  port: number;
+  /** Operator port: /metrics, probes, /admin. Never published to the outside. */
+  adminPort: number;
+  /** Interface of the operator port; defaults to HOST. */
+  adminHost: string;
+  logLevel: string;
+  /** Largest request message accepted, in bytes. */
+  readMaxBytes: number;
+  /** How long SIGTERM waits for in-flight requests before aborting them. */
+  drainTimeoutMs: number;
+  deadline: DeadlineConfig;
+  admission: AdmissionConfig;
+  /** OTLP/HTTP collector base URL (OTEL_EXPORTER_OTLP_ENDPOINT); tracing exports nothing without it. */
+  otlpEndpoint: string | undefined;
+  /** Whether /admin/faults may inject faults, with its token and the faults from start (docs/faults.md). Off by default. */
+  faultInjection: FaultInjectionConfig;
+}
+
+export interface DeadlineConfig {
+  /**
+   * The edge applies `defaultMs` to requests without a deadline as normal
+   * business; an inner service counts and logs them as a propagation bug and
+   * applies `defaultMs` as its fallback.
+   */
+  edge: boolean;
+  defaultMs: number;
+  /** Inbound deadlines are capped here: nobody gets to hold our resources for an hour. */
+  maxMs: number;
+  /** Time kept back from every downstream call to write our own response. */
+  hopReserveMs: number;
+  /** A downstream call is not started with less than this left. */
+  minBudgetMs: number;
+}
+
+/** Admission control: see README "Sizing". */
+export interface AdmissionConfig {
+  maxConcurrent: number;
+  /** Tolerable wait x throughput. */
+  maxQueue: number;
+  maxQueueWaitMs: number;
+}
+
+export interface ServerDefaults {
+  port: number;
+  adminPort: number;
+  edge?: boolean;
+}
+
+/** Reads the common server settings; see README "Configuration" for each variable. */
+export function readServerConfig(r: EnvReader, serviceName: string, defaults: ServerDefaults): ServerConfig {
+  const edge = defaults.edge ?? false;
+  // The same 3 s inside as at the edge: an inner fallback longer than the
+  // edge's default would let work run on after the edge has given up
+  // (timeouts must not grow inward; `npm run audit` checks it).
+  const defaultMs = r.int("DEADLINE_DEFAULT_MS", 3000, { min: 1, max: 600_000 });
+  const maxMs = r.int("DEADLINE_MAX_MS", 30_000, { min: 1, max: 3_600_000 });
+  const host = r.string("HOST", "127.0.0.1");
+  return {
+    serviceName,
+    host,
+    adminHost: r.string("ADMIN_HOST", host),
+    port: r.int("PORT", defaults.port, { min: 0, max: 65535 }),
+    adminPort: r.int("ADMIN_PORT", defaults.adminPort, { min: 0, max: 65535 }),
+    logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
+    readMaxBytes: r.int("READ_MAX_BYTES", 64 * 1024, { min: 1024, max: 16 * 1024 * 1024 }),
+    drainTimeoutMs: r.int("DRAIN_TIMEOUT_MS", 10_000, { min: 0, max: 300_000 }),
+    deadline: {
+      edge,
+      defaultMs: Math.min(defaultMs, maxMs),
+      maxMs,
+      // 20 named a frozen database's failures at the gateway every time where 5 named 4 of 6, but a
+      // retry started late then reached no database at all (docs/architecture.md, "Deadlines race").
+      hopReserveMs: r.int("DEADLINE_HOP_RESERVE_MS", defaultDeadlineBudget.hopReserveMs, { min: 0, max: 10_000 }),
+      minBudgetMs: r.int("DEADLINE_MIN_BUDGET_MS", defaultDeadlineBudget.minBudgetMs, { min: 1, max: 10_000 }),
+    },
+    admission: {
+      maxConcurrent: r.int("ADMISSION_MAX_CONCURRENT", 64, { min: 1, max: 100_000 }),
+      maxQueue: r.int("ADMISSION_MAX_QUEUE", 128, { min: 0, max: 1_000_000 }),
+      maxQueueWaitMs: r.int("ADMISSION_MAX_QUEUE_WAIT_MS", 500, { min: 1, max: 600_000 }),
+    },
+    faultInjection: readFaultInjectionConfig(r),
+    otlpEndpoint: r.optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
+  };
+}
+
+/**
+ * The database's deadline settings from the service's own: a transaction
+ * does not start with less than DEADLINE_MIN_BUDGET_MS left (as a
+ * dependency call does not), and its statement_timeout keeps back
+ * DEADLINE_HOP_RESERVE_MS to report an error in time.
+ */
+export function databaseDeadlineOptions(server: Pick<ServerConfig, "deadline">): { minBudgetMs: number; statementReserveMs: number } {
+  return { minBudgetMs: server.deadline.minBudgetMs, statementReserveMs: server.deadline.hopReserveMs };
+}

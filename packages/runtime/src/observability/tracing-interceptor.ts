@@ -1,0 +1,37 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { currentScope, remainingMs } from "@platform/resilience";
+import { requestContext } from "../server/request-context.js";
+import { endSpan, serverSpanNeeded, startServerSpan, withServerSpanActive } from "./tracing.js";
+
+/**
+ * The request's server span (OpenTelemetry; exported only when
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set), parented on the caller's trace
+ * context, with the deadline it was given; every client span and SQL
+ * statement span below is its child. Runs inside the call scope.
+ */
+export function tracingInterceptor(): Interceptor {
+  return (next) => async (req) => {
+    const scope = currentScope();
+    if (!scope || !serverSpanNeeded()) return next(req);
+    const context = requestContext({ values: req.contextValues });
+    const span = startServerSpan(scope, req.header, req.service.typeName, req.method.name, {
+      ...(context ? { "deadline.timeout_ms": context.timeoutMs, "deadline.source": context.deadlineSource } : {}),
+      "deadline.remaining_ms": Math.floor(remainingMs(scope)),
+      "request.id": scope.requestId,
+    });
+    let code: Code | "ok" = Code.Unknown;
+    let message: string | undefined;
+    try {
+      const res = await withServerSpanActive(scope, () => next(req));
+      code = "ok";
+      return res;
+    } catch (e) {
+      const error = ConnectError.from(e);
+      code = error.code;
+      message = error.rawMessage;
+      throw e;
+    } finally {
+      endSpan(span, code, message);
+    }
+  };
+}

@@ -1,0 +1,88 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { AdmissionGate, CriticalityPolicy } from "./admission-gate.js";
+import { isReflectionService } from "./reflection.js";
+import type { Logger } from "../observability/logger.js";
+import { endUnreadBody } from "./request-watchdog.js";
+import { requestIdHeader } from "../headers.js";
+import { requestContext, timeoutRefusal, type RequestContext } from "./request-context.js";
+import { codeLabel } from "../observability/code-label.js";
+import { refusedRequestTraceId } from "../observability/tracing.js";
+
+export interface RequestGateOptions {
+  logger: Logger;
+  /** The edge's checks, first (edge.ts: authentication, the client's rate limit); the gateway only. Throw a ConnectError to refuse. */
+  edgeCheck?: (context: HandlerContext, request: RequestContext) => void;
+  /** What start-up still waits for; undefined once the server serves. */
+  waitingFor: () => string | undefined;
+  /** How requests are classified for shedding (the edge assigns, inner hops take the caller's). */
+  criticality: CriticalityPolicy;
+  /** Admission control; undefined when the server admits everything at once. */
+  admission?: AdmissionGate;
+}
+
+const healthService = "grpc.health.v1.Health";
+
+/**
+ * Everything decided from an RPC's headers alone, as Connect's
+ * `requestGate`: it runs after the headers are parsed and before the body is
+ * read, and Connect writes what it throws in the caller's own protocol (gRPC
+ * and gRPC-Web status, Connect unary JSON with the HTTP status, Connect
+ * streaming end-of-stream), with the error's metadata as response headers or
+ * trailers (the pushback hint) and the x-request-id set here. In order:
+ * a timeout header of the request's protocol that cannot be served is
+ * refused, for every RPC, as connect-node did when it parsed the header
+ * itself (since serve() parses it once and hides it from Connect,
+ * connect-adapter.ts; it is a protocol error, checked before who is
+ * asking, and never queued); health checks pass untouched (probes carry no
+ * credentials, and a probe shed under load would get a busy instance
+ * restarted), then authentication, the client's rate limit, "still
+ * starting", and admission control.
+ */
+export function createRequestGate(opts: RequestGateOptions): (context: HandlerContext) => Promise<void> {
+  return async (context) => {
+    // Built by serve() when the headers arrived (request-context.ts).
+    const request = requestContext(context);
+    if (!request) throw new ConnectError("request gate: no request context; the gate runs only inside serve()", Code.Internal);
+    const { exchange } = request;
+    const badTimeout = timeoutRefusal(request, context.protocolName);
+    if (badTimeout) throw refused(badTimeout, context, request, opts.logger);
+    if (context.service.typeName === healthService) {
+      if (exchange) endUnreadBody(exchange.req, exchange.res);
+      return;
+    }
+    // The request's path, which named this method (connect-adapter.ts routes by it).
+    request.criticality = opts.criticality(request.procedure, context.requestHeader);
+    try {
+      opts.edgeCheck?.(context, request);
+      // Server reflection is answered while starting and never queued or
+      // shed, like health: a tool asking for the schema costs a table lookup.
+      // It still needs the edge's credentials and counts against its rate limit.
+      if (isReflectionService(context.service.typeName)) return;
+      const waitingFor = opts.waitingFor();
+      if (waitingFor !== undefined) throw new ConnectError(`starting: waiting for ${waitingFor}`, Code.Unavailable);
+      await opts.admission?.admit(context, request);
+    } catch (e) {
+      throw refused(e, context, request, opts.logger);
+    }
+  };
+}
+
+/** The error to answer with (Connect writes it in the caller's protocol), logged as a refusal. */
+function refused(e: unknown, context: HandlerContext, request: RequestContext, logger: Logger): ConnectError {
+  const error = ConnectError.from(e);
+  const { requestId } = request;
+  context.responseHeader.set(requestIdHeader, requestId);
+  request.logged = true;
+  logger.info(
+    {
+      trace_id: refusedRequestTraceId(request),
+      procedure: `/${context.service.typeName}/${context.method.name}`,
+      code: codeLabel(error.code),
+      error: error.rawMessage,
+      requestId,
+      durationMs: Math.round((performance.now() - request.arrivedAt) * 10) / 10,
+    },
+    "rpc refused before the handler",
+  );
+  return error;
+}
