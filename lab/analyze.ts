@@ -2,8 +2,7 @@ import { chainServices as serviceNames, type ChainService as ServiceName } from 
 import type { Attribution } from "./attribution.js";
 import type { Bucket, UserModel } from "./load/protocol.js";
 import type { ReceiptCounts } from "./receipts/receipt-counts.js";
-import type { OpenLoopCapacity } from "./capacity.js";
-import type { RawRun } from "./run-scenario.js";
+import type { CapacityMeasurement, RawRun } from "./run-scenario.js";
 import { sumOf } from "./metrics/prometheus.js";
 import { mean, percentile, ratio, round, sum } from "./stats.js";
 
@@ -64,17 +63,7 @@ export interface RunResult {
   user: Omit<UserModel, "patienceMs">;
   quick: boolean;
   clientTimeoutMs: number;
-  capacity: {
-    /** Closed loop (NaN: not measured in this run). */
-    measuredPerSec: number;
-    /** The open-loop staircase (lab/capacity.ts), where the scenario is sized from it. */
-    openLoop?: OpenLoopCapacity;
-    /** What the rates are fractions of. */
-    referencePerSec: number;
-    concurrency: number;
-    durationMs: number;
-    requestsBefore: number;
-  };
+  capacity: CapacityMeasurement;
   rates: { base: number; during: number };
   /** Seconds from the load's start. `trigger` is when the trigger was actually applied and removed. */
   timeline: { preSec: number; triggerSec: number; postSec: number; trigger: { fromSec: number; toSec: number } };
