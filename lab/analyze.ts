@@ -239,7 +239,8 @@ export function analyze(raw: RawRun): RunResult {
   // run, averages at least 90% of it (a brief spike does not count).
   const perSecond = Math.max(1, Math.round(1 / bucketSec));
   let recoveredAfterSec: number | null = null;
-  for (let i = Math.max(0, Math.ceil(offSec / bucketSec)); i + perSecond <= goodput.length; i++) {
+  // Nothing served before the trigger: nothing to come back to (the run's warnings say why).
+  for (let i = Math.max(0, Math.ceil(offSec / bucketSec)); normal > 0 && i + perSecond <= goodput.length; i++) {
     if (mean(goodput.slice(i, i + perSecond)) >= 0.95 * normal && mean(goodput.slice(i)) >= 0.9 * normal) {
       recoveredAfterSec = round(Math.max(0, i * bucketSec - offSec), 2);
       break;
