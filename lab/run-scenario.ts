@@ -124,7 +124,8 @@ const pinnedAs = (opts: RunOptions) => (opts.cpus === undefined ? {} : { cpus: o
 
 /**
  * One scenario for one profile on a fresh platform: warm up, measure
- * capacity (closed loop), then open-loop load from a separate process with
+ * capacity (closed loop, and open loop where the scenario is sized from
+ * it), then open-loop load from a separate process with
  * the trigger applied and removed on schedule, scraping every service's
  * metrics and watching the database throughout.
  */

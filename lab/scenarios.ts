@@ -70,10 +70,10 @@ export interface Scenario {
   /**
    * Which capacity the rates are fractions of. "closed-loop" (the default):
    * successful requests per second of 64 closed-loop users. "open-loop":
-   * the most an open loop got through, stepped up from the closed loop's
-   * rate until the stack fell behind (lab/capacity.ts). An open loop keeps
-   * more requests in flight than 64 users, and a stack with unbounded
-   * queues serves more that way: sized from the closed loop, "1.5x" was at
+   * the highest rate an open loop had served within the users' patience,
+   * stepped up from the closed loop's rate until the stack fell behind
+   * (lab/capacity.ts). The closed loop understates what a stack with
+   * unbounded queues serves to an open loop: sized from it, "1.5x" was at
    * times no overload at all.
    */
   capacityFrom?: "closed-loop" | "open-loop";
