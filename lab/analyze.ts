@@ -2,7 +2,7 @@ import { chainServices as serviceNames, type ChainService as ServiceName } from 
 import type { Attribution } from "./attribution.js";
 import type { Bucket, UserModel } from "./load/protocol.js";
 import type { ReceiptCounts } from "./receipts/receipt-counts.js";
-import type { RawRun } from "./run-scenario.js";
+import type { CapacityMeasurement, RawRun } from "./run-scenario.js";
 import { sumOf } from "./metrics/prometheus.js";
 import { mean, percentile, ratio, round, sum } from "./stats.js";
 
@@ -63,7 +63,7 @@ export interface RunResult {
   user: Omit<UserModel, "patienceMs">;
   quick: boolean;
   clientTimeoutMs: number;
-  capacity: { measuredPerSec: number; referencePerSec: number; concurrency: number; durationMs: number; requestsBefore: number };
+  capacity: CapacityMeasurement;
   rates: { base: number; during: number };
   /** Seconds from the load's start. `trigger` is when the trigger was actually applied and removed. */
   timeline: { preSec: number; triggerSec: number; postSec: number; trigger: { fromSec: number; toSec: number } };
@@ -125,6 +125,8 @@ export interface RunResult {
   };
   /** Goodput during the trigger / the reference capacity. */
   triggerGoodputVsCapacity: number;
+  /** Did the trigger overload the stack? Scenarios that must (`mustOverload`) only. */
+  overload?: Overload;
   /** Work per user request from the services' logs (scenarios that attribute it). */
   attribution?: Attribution;
   /** Every order's receipt, once the queue drained (the outbox scenario). */
@@ -144,6 +146,29 @@ export interface RunResult {
   settled: boolean;
   /** Reasons to distrust this run's numbers (printed under the table). */
   warnings: string[];
+}
+
+/**
+ * Whether the trigger overloaded the stack, from what the users saw during
+ * it: an overloaded stack refuses work (shedding, intake) or keeps it
+ * queued past the users' patience; either way it serves less than it is
+ * sent. "Less" is below `overloadBelow` of it: a stack that keeps up fails
+ * only the odd request.
+ */
+export interface Overload {
+  /** Goodput during the trigger / requests sent during it (first tries and retries, by send time). */
+  goodputVsSent: number;
+  /** Tries sent during the trigger that ran out of the users' patience, as a share of those sent. */
+  timedOutShare: number;
+  confirmed: boolean;
+}
+
+export const overloadBelow = 0.9;
+
+function overloadOf(bs: readonly Bucket[]): Overload {
+  const sent = sum(bs.map((b) => b.sent ?? b.offered));
+  const goodputVsSent = round(ratio(sum(bs.map((b) => b.succeeded)), sent));
+  return { goodputVsSent, timedOutShare: round(ratio(sum(bs.map((b) => b.timeouts ?? 0)), sent)), confirmed: sent > 0 && goodputVsSent < overloadBelow };
 }
 
 function totalsOf(buckets: readonly Bucket[]) {
@@ -214,12 +239,16 @@ export function analyze(raw: RawRun): RunResult {
   // run, averages at least 90% of it (a brief spike does not count).
   const perSecond = Math.max(1, Math.round(1 / bucketSec));
   let recoveredAfterSec: number | null = null;
-  for (let i = Math.max(0, Math.ceil(offSec / bucketSec)); i + perSecond <= goodput.length; i++) {
+  // Nothing served before the trigger: nothing to come back to (the run's warnings say why).
+  for (let i = Math.max(0, Math.ceil(offSec / bucketSec)); normal > 0 && i + perSecond <= goodput.length; i++) {
     if (mean(goodput.slice(i, i + perSecond)) >= 0.95 * normal && mean(goodput.slice(i)) >= 0.9 * normal) {
       recoveredAfterSec = round(Math.max(0, i * bucketSec - offSec), 2);
       break;
     }
   }
+  const overload = raw.scenario.mustOverload
+    ? overloadOf(buckets.slice(Math.floor(trigger.fromSec / bucketSec), Math.ceil(trigger.toSec / bucketSec)))
+    : undefined;
   const tail = goodput.slice(Math.max(Math.ceil((preSec + triggerSec) / bucketSec), goodput.length - 3 * perSecond));
 
   const delta = (name: string, labels: Record<string, string> = {}) => recorder.deltaAll(first, marks.endAt, name, labels);
@@ -237,6 +266,11 @@ export function analyze(raw: RawRun): RunResult {
   if (pre.offeredPerSec > 0 && pre.goodputPerSec < 0.8 * pre.offeredPerSec) {
     warnings.push(
       `before the trigger only ${Math.round((pre.goodputPerSec / pre.offeredPerSec) * 100)}% of the offered load succeeded: the platform was not healthy at baseline (CPU starved by other work?), so this run says little`,
+    );
+  }
+  if (overload && !overload.confirmed) {
+    warnings.push(
+      `the trigger did not overload the stack (it served ${Math.round(overload.goodputVsSent * 100)}% of what was sent during it): the run is invalid and shows no recovery`,
     );
   }
   for (const e of raw.serviceExits) warnings.push(`${e}: that service's counters restarted from zero, so its counts are too low`);
@@ -265,6 +299,7 @@ export function analyze(raw: RawRun): RunResult {
     clientTimeoutMs: raw.clientTimeoutMs,
     capacity: {
       measuredPerSec: round(raw.capacity.measuredPerSec, 1),
+      ...(raw.capacity.openLoop ? { openLoop: { ...raw.capacity.openLoop, perSec: round(raw.capacity.openLoop.perSec, 1) } } : {}),
       referencePerSec: round(raw.capacity.referencePerSec, 1),
       concurrency: raw.capacity.concurrency,
       durationMs: raw.capacity.durationMs,
@@ -316,6 +351,7 @@ export function analyze(raw: RawRun): RunResult {
       postGoodputRatio: round(ratio(post.goodputPerSec, normal)),
     },
     triggerGoodputVsCapacity: round(ratio(trigger.goodputPerSec, raw.capacity.referencePerSec)),
+    ...(overload ? { overload } : {}),
     ...(raw.attribution ? { attribution: raw.attribution } : {}),
     ...(raw.receipts ? { receipts: raw.receipts } : {}),
     mechanisms: {

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { measureCapacity, type OpenLoopCapacity } from "./capacity.js";
 import { chainServices as serviceNames } from "./chain.js";
 import { DatabaseObserver, type LateStatements, type OrderCounts } from "./db/database-observer.js";
 import { defaultMix, runLoad } from "./load/run-load.js";
@@ -47,6 +48,8 @@ export const bucketMs = 250;
 export interface CapacityMeasurement {
   /** Successful requests/s of a closed loop at `concurrency` users, measured in this run. */
   measuredPerSec: number;
+  /** The open-loop staircase's result (scenarios sized from it: `capacityFrom: "open-loop"`). */
+  openLoop?: OpenLoopCapacity;
   /** What the scenario's rates are fractions of. */
   referencePerSec: number;
   concurrency: number;
@@ -120,54 +123,9 @@ async function waitQuiet(recorder: MetricsRecorder, maxMs: number): Promise<bool
 const pinnedAs = (opts: RunOptions) => (opts.cpus === undefined ? {} : { cpus: opts.cpus });
 
 /**
- * The warm-up before the capacity measurement, ms. Pinned to half the cores
- * (StormOptions.splitCores), twice as long: the JIT's warm-up is CPU time,
- * and with 1.5 s one naive run of fifteen measured 80 req/s, then served 148
- * during its spike.
- */
-export function warmupMs(quick: boolean, pinned: boolean): number {
-  return (quick ? 1500 : 2500) * (pinned ? 2 : 1);
-}
-
-/** Closed-loop users for the capacity measurement: past the knee on 2 cores, below admission limits. */
-const capacityConcurrency = 64;
-
-async function measureCapacity(
-  p: LabPlatform,
-  opts: RunOptions,
-  tag: string,
-): Promise<{ perSec: number; concurrency: number; durationMs: number; requestsBefore: number }> {
-  // JIT, connection pools and HTTP/2 sessions warm up first, in both profiles
-  // alike: a service fresh from start serves at half speed for seconds.
-  const warming = runLoad({
-    gatewayUrl: p.gatewayUrl,
-    ...pinnedAs(opts),
-    // At the measurement's own concurrency: a warm-up at 16 users left the first 64-user seconds ~30% slow.
-    mode: { kind: "closed", concurrency: capacityConcurrency, durationMs: warmupMs(opts.quick, opts.cpus !== undefined) },
-    clientTimeoutMs: opts.clientTimeoutMs,
-    customerPrefix: `warm-${tag}-`,
-  });
-  const concurrency = capacityConcurrency;
-  if (opts.measureCapacity === false && opts.referenceCapacity !== undefined)
-    return { perSec: Number.NaN, concurrency, durationMs: 0, requestsBefore: (await warming).sent };
-  const durationMs = opts.quick ? 2000 : 2500;
-  // Its process starts during the warm-up (nothing is measured then) and its users right after it.
-  const measuring = runLoad({
-    gatewayUrl: p.gatewayUrl,
-    ...pinnedAs(opts),
-    mode: { kind: "closed", concurrency, durationMs },
-    clientTimeoutMs: opts.clientTimeoutMs,
-    customerPrefix: `capacity-${tag}-`,
-    startAfter: warming,
-    startDelayMs: 0,
-  });
-  const [warm, r] = await Promise.all([warming, measuring]);
-  return { perSec: r.succeeded / (durationMs / 1000), concurrency, durationMs, requestsBefore: warm.sent + r.sent };
-}
-
-/**
  * One scenario for one profile on a fresh platform: warm up, measure
- * capacity (closed loop), then open-loop load from a separate process with
+ * capacity (closed loop, and open loop where the scenario is sized from
+ * it), then open-loop load from a separate process with
  * the trigger applied and removed on schedule, scraping every service's
  * metrics and watching the database throughout.
  */
@@ -208,12 +166,20 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
   try {
     // Fixed rates size nothing from a capacity: no warm-up, no measurement (and no warm-up
     // requests banked by the gateway's retry budget).
-    const cap = fixed ? { perSec: Number.NaN, concurrency: 0, durationMs: 0, requestsBefore: 0 } : await measureCapacity(p, opts, tag);
-    const reference = fixed ? Number.NaN : (opts.referenceCapacity ?? cap.perSec);
+    const skip = opts.measureCapacity === false && opts.referenceCapacity !== undefined;
+    const openLoop = scenario.capacityFrom === "open-loop";
+    const cap = fixed
+      ? { closedPerSec: Number.NaN, concurrency: 0, durationMs: 0, requestsBefore: 0 }
+      : await measureCapacity({ gatewayUrl: p.gatewayUrl, quick: opts.quick, clientTimeoutMs: opts.clientTimeoutMs, skip, openLoop, pin: pinnedAs(opts), tag });
+    const measuredReference = openLoop ? (cap.openLoop?.perSec ?? Number.NaN) : cap.closedPerSec;
+    const reference = fixed ? Number.NaN : (opts.referenceCapacity ?? measuredReference);
     if (!fixed && !(reference > 0)) throw new Error(`${profile}: measured capacity is 0 req/s; is the platform serving?`);
-    const spike = opts.quick && scenario.load.duringQuick !== undefined ? scenario.load.duringQuick : scenario.load.during;
-    const rates = fixed ?? { base: scenario.load.base * reference, during: spike * reference };
-    const measured = Number.isNaN(cap.perSec) ? "not measured" : `${cap.perSec.toFixed(0)} req/s (closed loop, ${cap.concurrency} users)`;
+    const rates = fixed ?? { base: scenario.load.base * reference, during: scenario.load.during * reference };
+    const stairs = cap.openLoop;
+    const stepped = stairs
+      ? `; open loop ${stairs.perSec.toFixed(0)} req/s (${stairs.behindAt ? `behind at ${stairs.behindAt.rate.toFixed(0)} req/s sent: ${stairs.behindAt.reason}` : `kept up with every step, up to ${stairs.topRatePerSec.toFixed(0)} req/s`})`
+      : "";
+    const measured = Number.isNaN(cap.closedPerSec) ? "not measured" : `${cap.closedPerSec.toFixed(0)} req/s (closed loop, ${cap.concurrency} users)${stepped}`;
     opts.log(
       `  ${label}: ${fixed ? "fixed rates" : `capacity ${measured}, reference ${reference.toFixed(0)} req/s`}; offered ${rates.base.toFixed(0)} -> ${rates.during.toFixed(0)} -> ${rates.base.toFixed(0)} req/s`,
     );
@@ -350,7 +316,8 @@ export async function runScenario(scenario: Scenario, variant: Variant, opts: Ru
       clientTimeoutMs: opts.clientTimeoutMs,
       timing,
       capacity: {
-        measuredPerSec: cap.perSec,
+        measuredPerSec: cap.closedPerSec,
+        ...(cap.openLoop ? { openLoop: cap.openLoop } : {}),
         referencePerSec: reference,
         concurrency: cap.concurrency,
         durationMs: cap.durationMs,

@@ -2,7 +2,8 @@ import { inspect } from "node:util";
 import { analyze, type RunResult } from "./analyze.js";
 import { coreHalves } from "@platform/test-support";
 import type { Profile } from "./platform/lab-platform.js";
-import { runScenario, type RunOptions, warmupMs } from "./run-scenario.js";
+import { warmupMs } from "./capacity.js";
+import { runScenario, type RunOptions } from "./run-scenario.js";
 import { hasFixedRates, timingOf, type Scenario } from "./scenarios.js";
 import { ablations, naive, platform, platformNoBreakers, type Variant } from "./variants.js";
 
@@ -67,6 +68,8 @@ const overheadMs = { full: 12_500, quick: 13_000 };
 /** A naive retry storm keeps the platform busy after its users have left; the run waits for it (see run-scenario.ts). */
 const naiveSettleMs = { full: 20_000, quick: 8_000 };
 const capacityMs = { full: 3500, quick: 3000 };
+/** The open-loop staircase (lab/capacity.ts) until the stack falls behind, its last tries and the quiet after them: typical, on 2 cores. */
+const staircaseMs = 12_000;
 /** Of overheadMs: the platform's start. */
 const platformStartMs = 4000;
 
@@ -99,6 +102,7 @@ export function planStorm(opts: Pick<StormOptions, "scenarios" | "profiles" | "a
           (runs.length === 0 || runs.at(-1)!.scenario !== scenario || runs.at(-1)!.repetition !== repetition || scenario.sizedPerVariant)
         ) {
           estimateMs += capacityMs[mode];
+          if (scenario.capacityFrom === "open-loop") estimateMs += staircaseMs;
         }
         runs.push({ scenario, variant, repetition, estimateMs });
       }

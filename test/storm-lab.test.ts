@@ -1,9 +1,9 @@
 /**
  * The storm lab in quick mode, inside `npm test`, part two: the metastable
  * spike (platform, then naive), each on a fresh platform, with the lab's
- * users (patience 2 s, 3 tries). Each run measures its platform's capacity
- * and offers load relative to it (0.6x, a 2x spike, 0.6x); every assertion
- * is a ratio measured in the same run, never an absolute time or rate.
+ * users (patience 2 s, 3 tries). Each run measures its platform's open-loop
+ * capacity and offers load relative to it (0.6x, a 1.5x spike, 0.6x); every
+ * assertion is a verdict from the same run's data, never a time or a rate.
  * The outages (fixed rates, counts per request) are test/storm-lab-outages.test.ts.
  *
  * Charts, tables and JSON of this run: reports/storm/test-quick/ (index.html).
@@ -56,36 +56,31 @@ describe("storm lab (quick): metastable", () => {
     assert.equal(p.orders.duplicates, 0, `metastable/platform: ${p.orders.duplicates} duplicate orders`);
   });
 
-  test("metastable: with users who try again, the platform's goodput comes back after the spike and the naive stack's does not", (t) => {
+  test("metastable: the spike overloads both stacks; with users who try again, the platform recovers and the naive stack never does", (t) => {
     const p = result("metastable", "platform");
     const n = result("metastable", "naive");
     for (const w of [...p.warnings, ...n.warnings]) t.diagnostic(w);
     // The spike must really have been sent above capacity: a load generator too starved to
-    // produce it would make "recovers" meaningless (the rate asked for is 2x in quick mode by definition;
+    // produce it would make "recovers" meaningless (the rate asked for is 1.5x by definition;
     // what was sent is measured).
-    assert.ok(
-      p.windows.trigger.sentPerSec > p.capacity.referencePerSec,
-      `platform: ${p.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${p.capacity.referencePerSec}`,
-    );
-    assert.ok(
-      n.windows.trigger.sentPerSec > n.capacity.referencePerSec,
-      `naive: ${n.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${n.capacity.referencePerSec}`,
-    );
-    // And it really overloaded: some users who came during the spike were not served on any
-    // try. If every one was, the machine could do more than its capacity was measured at
-    // (it was busier then) and nothing below says anything.
-    assert.ok(
-      n.windows.trigger.usersServedRatio < 1,
-      `naive served ${Math.round(n.windows.trigger.usersServedRatio * 100)}% of the spike's users: the spike did not overload${context(n)}`,
-    );
-    // The end of the run (its last 3 s): the post-spike window also holds the recovery itself.
-    assert.ok(
-      p.recovery.endGoodputRatio >= 0.8,
-      `platform goodput at the end of the run is ${Math.round(p.recovery.endGoodputRatio * 100)}% of its ${p.recovery.normalGoodputPerSec} req/s before the spike${context(p)}`,
-    );
-    assert.ok(
-      n.recovery.endGoodputRatio < p.recovery.endGoodputRatio,
-      `naive ${Math.round(n.recovery.endGoodputRatio * 100)}% vs platform ${Math.round(p.recovery.endGoodputRatio * 100)}% of goodput before the spike, at the end of the run${context(p, n)}`,
+    for (const r of [p, n]) {
+      assert.ok(
+        r.windows.trigger.sentPerSec > r.capacity.referencePerSec,
+        `${r.variant}: ${r.windows.trigger.sentPerSec} req/s sent during the spike, capacity ${r.capacity.referencePerSec}`,
+      );
+      // And it overloaded the stack (analyze.ts, Overload): a spike the stack served in full
+      // leaves nothing to recover from, and "recovers" would say nothing.
+      assert.equal(
+        r.overload?.confirmed,
+        true,
+        `${r.variant}: the spike did not overload (served ${r.overload?.goodputVsSent} of what was sent during it)${context(r)}`,
+      );
+    }
+    assert.notEqual(p.recovery.recoveredAfterSec, null, `the platform did not recover within the run${context(p)}`);
+    assert.equal(
+      n.recovery.recoveredAfterSec,
+      null,
+      `the naive stack recovered ${n.recovery.recoveredAfterSec} s after the spike (goodput at the end ${Math.round(n.recovery.endGoodputRatio * 100)}% of before)${context(n)}`,
     );
   });
 });

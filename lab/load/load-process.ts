@@ -9,7 +9,7 @@ import { ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
 import { demoSkus, operation, RecentOrders } from "./request-mix.js";
-import type { Bucket, FromLoad, LoadConfig, LoadResult, ToLoad, TryRecord } from "./protocol.js";
+import type { Bucket, FromLoad, LoadConfig, LoadResult, StopWhenBehind, ToLoad, TryRecord } from "./protocol.js";
 import { codeName } from "./code-name.js";
 
 type CheckoutClient = Client<typeof checkoutV1.CheckoutService>;
@@ -39,6 +39,10 @@ class Recorder {
   skipped = 0;
   /** User operations in flight (including their pauses between tries). */
   inFlight = 0;
+  /** Tries sent and not yet ended; tries ended, and those of them that failed. */
+  triesInFlight = 0;
+  triesEnded = 0;
+  triesFailed = 0;
   lastCompletion = 0;
   /** Users who gave up a further try because the run was over (see `endAt`). */
   cutShort = 0;
@@ -52,7 +56,19 @@ class Recorder {
   bucket(at: number): Bucket {
     const i = Math.max(0, Math.floor((at - this.startAt) / this.bucketMs));
     while (this.buckets.length <= i) {
-      this.buckets.push({ offered: 0, sent: 0, succeeded: 0, usersServed: 0, timeouts: 0, orders: 0, readsOffered: 0, reads: 0, failed: {}, latenciesMs: [] });
+      this.buckets.push({
+        offered: 0,
+        sent: 0,
+        succeeded: 0,
+        usersServed: 0,
+        timeouts: 0,
+        orders: 0,
+        readsOffered: 0,
+        reads: 0,
+        failed: {},
+        latenciesMs: [],
+        succeededEnded: 0,
+      });
     }
     return this.buckets[i]!;
   }
@@ -94,12 +110,15 @@ async function operate(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n
       if (op.kind === "placeOrder") headers["idempotency-key"] = `${cfg.customerPrefix}k${n}`;
       b.sent = (b.sent ?? 0) + 1;
       rec.sent++;
+      rec.triesInFlight++;
       const t0 = performance.now();
       let outcome = "ok";
       let pause = 0;
       try {
         const res = await op.call(client, { timeoutMs: cfg.clientTimeoutMs, headers });
         b.succeeded++;
+        const ended = rec.bucket(Date.now());
+        ended.succeededEnded = (ended.succeededEnded ?? 0) + 1;
         b.latenciesMs.push(Math.round((performance.now() - t0) * 10) / 10);
         rec.succeeded++;
         if (op.kind === "getOrder") b.reads++;
@@ -111,6 +130,7 @@ async function operate(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n
         served = true;
       } catch (e) {
         const err = ConnectError.from(e);
+        rec.triesFailed++;
         // The user's own patience ran out (the client's deadline), or the server said so.
         const timedOut = performance.now() - t0 >= cfg.clientTimeoutMs - 5;
         outcome = timedOut ? "timeout" : codeName(err.code);
@@ -120,6 +140,8 @@ async function operate(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n
         const hint = user.honourRetryAfter ? pushbackMs(err) : undefined;
         pause = timedOut ? 0 : hint !== undefined ? Math.min(hint, user.maxRetryAfterMs) : user.errorPauseMs;
       }
+      rec.triesInFlight--;
+      rec.triesEnded++;
       if (cfg.recordTries) rec.tries.push({ id, kind: op.kind, sentAtMs: sentAt - rec.startAt, outcome });
       if (served) break;
       if (attempt < user.maxTries) {
@@ -141,6 +163,13 @@ async function operate(client: CheckoutClient, cfg: LoadConfig, rec: Recorder, n
     rec.inFlight--;
     rec.lastCompletion = Date.now();
   }
+}
+
+/** Why the stack is behind the schedule (see StopWhenBehind), or undefined while it keeps up. */
+function behind(rec: Recorder, stop: StopWhenBehind, rate: number): "failures" | "queue" | undefined {
+  if (rec.triesFailed >= stop.minFailures && rec.triesFailed > stop.failedShare * rec.triesEnded) return "failures";
+  if (rec.triesInFlight > (rate * stop.queueMs) / 1000) return "queue";
+  return undefined;
 }
 
 async function catalogue(client: CheckoutClient): Promise<string[]> {
@@ -186,11 +215,13 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
 
   await sleep(cfg.startAt - Date.now());
   let scheduledMs: number;
+  let stoppedBehind: LoadResult["stoppedBehind"];
   if (cfg.mode.kind === "open") {
     scheduledMs = cfg.mode.phases.reduce((s, p) => s + p.durationMs, 0);
     rec.endAt = cfg.startAt + scheduledMs;
+    const stop = cfg.mode.stopWhenBehind;
     let phaseStart = cfg.startAt;
-    for (const phase of cfg.mode.phases) {
+    schedule: for (const phase of cfg.mode.phases) {
       const phaseEnd = phaseStart + phase.durationMs;
       let started = 0;
       // Arrivals are due at a constant rate from the phase start; a late
@@ -201,6 +232,13 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
         while (started < due) {
           started++;
           fire();
+        }
+        const reason = stop ? behind(rec, stop, phase.rate) : undefined;
+        if (reason) {
+          stoppedBehind = { rate: phase.rate, reason };
+          scheduledMs = now - cfg.startAt;
+          rec.endAt = now;
+          break schedule;
         }
         if (now >= phaseEnd) break;
         await sleep(Math.min(5, phaseEnd - now));
@@ -234,6 +272,7 @@ async function run(cfg: LoadConfig, { clients, skus }: Prepared): Promise<LoadRe
     operationsServed: rec.operationsServed,
     ...(cfg.recordTries ? { tries: rec.tries } : {}),
     skipped: rec.skipped,
+    ...(stoppedBehind ? { stoppedBehind } : {}),
     cutShort: rec.cutShort,
     failedOrderCustomers: rec.failedOrderCustomers,
   };
@@ -255,7 +294,8 @@ process.on("message", (msg: ToLoad) => {
     prepared = prepare(msg.config);
     prepared.then(() => send({ type: "ready" }), fail);
   } else if (msg.type === "start" && prepared && config) {
-    const cfg: LoadConfig = { ...config, startAt: msg.startAt };
+    const mode = msg.phases && config.mode.kind === "open" ? { ...config.mode, phases: msg.phases } : config.mode;
+    const cfg: LoadConfig = { ...config, mode, startAt: msg.startAt };
     prepared
       .then((p) => run(cfg, p))
       .then(async (result) => {

@@ -10,9 +10,21 @@ export interface RatePhase {
   rate: number;
 }
 
+/**
+ * Ends an open-loop schedule early, once the stack has fallen behind: more
+ * than `failedShare` of the tries that ended have failed (and at least
+ * `minFailures`), or the tries in flight exceed what the current rate sends
+ * in `queueMs` (by Little's law, they have waited that long on average).
+ */
+export interface StopWhenBehind {
+  failedShare: number;
+  minFailures: number;
+  queueMs: number;
+}
+
 export type LoadMode =
-  /** Open loop: arrivals follow the schedule, never the responses. */
-  | { kind: "open"; phases: RatePhase[] }
+  /** Open loop: arrivals follow the schedule, never the responses (unless `stopWhenBehind` ends it early). */
+  | { kind: "open"; phases: RatePhase[]; stopWhenBehind?: StopWhenBehind }
   /** Closed loop: `concurrency` users, each sends its next request when the last one ends. */
   | { kind: "closed"; concurrency: number; durationMs: number };
 
@@ -100,14 +112,18 @@ export interface Bucket {
   failed: Record<string, number>;
   /** Client-observed latency (ms) of each successful call. */
   latenciesMs: number[];
+  /** Successful calls that ended in this bucket, whenever they were sent (throughput by completion time). */
+  succeededEnded?: number;
 }
 
 export interface LoadResult {
   /** Epoch ms of the first phase's start, and of the last completion. */
   startedAt: number;
   endedAt: number;
-  /** Length of the schedule (open) or of the run (closed), ms. */
+  /** Length of the schedule (open) or of the run (closed), ms; an open schedule stopped early (`stopWhenBehind`) counts until the stop. */
   scheduledMs: number;
+  /** The open schedule was ended early by `stopWhenBehind`, at this rate (req/s) and for this reason. */
+  stoppedBehind?: { rate: number; reason: "failures" | "queue" };
   bucketMs: number;
   buckets: Bucket[];
   sent: number;
@@ -134,5 +150,8 @@ export interface LoadResult {
  * "start" with the epoch ms of the first arrival, so that the schedule and
  * the runner's fault triggers share one clock and no arrivals are due late.
  */
-export type ToLoad = { type: "prepare"; config: Omit<LoadConfig, "startAt"> } | { type: "start"; startAt: number };
+export type ToLoad =
+  | { type: "prepare"; config: Omit<LoadConfig, "startAt"> }
+  /** `phases`: an open loop's schedule, when it was not known at "prepare" (see run-load.ts, `phasesFrom`). */
+  | { type: "start"; startAt: number; phases?: RatePhase[] };
 export type FromLoad = { type: "ready" } | { type: "result"; result: LoadResult } | { type: "error"; message: string };

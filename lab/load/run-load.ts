@@ -1,7 +1,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { pinProcessTrees } from "@platform/test-support";
-import type { FromLoad, LoadConfig, LoadResult, RequestMix, ToLoad } from "./protocol.js";
+import type { FromLoad, LoadConfig, LoadResult, RatePhase, RequestMix, ToLoad } from "./protocol.js";
 
 const entry = fileURLToPath(new URL("./load-process.ts", import.meta.url));
 
@@ -17,6 +17,12 @@ export type LoadOptions = Omit<LoadConfig, "startAt" | "maxRequests" | "maxInFli
     startAfter?: Promise<unknown>;
     /** Pin the load process to these cores (taskset's list), with the platform it loads (lab-platform.ts, `cpus`). */
     cpus?: string;
+    /**
+     * An open loop's phases, known only later (sized from a measurement that
+     * runs while this process loads its code): they replace `mode.phases`,
+     * and the load starts once they and `startAfter` are there.
+     */
+    phasesFrom?: Promise<RatePhase[]>;
   };
 
 function plannedMs(mode: LoadConfig["mode"]): number {
@@ -33,7 +39,7 @@ const readyTimeoutMs = 60_000;
  * too), and dies with us (IPC disconnect).
  */
 export function runLoad(opts: LoadOptions): Promise<LoadResult> {
-  const { onStart, startDelayMs = 100, startAfter, cpus, ...rest } = opts;
+  const { onStart, startDelayMs = 100, startAfter, cpus, phasesFrom, ...rest } = opts;
   const cfg: Omit<LoadConfig, "startAt"> = {
     maxRequests: 200_000,
     maxInFlight: 5_000,
@@ -70,15 +76,16 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
     arm(readyTimeoutMs, "not ready");
     child.on("message", (m: FromLoad) => {
       if (m.type === "ready") {
-        // The wait for `startAfter` is the caller's to bound; the child waits with it.
-        if (startAfter) clearTimeout(timer);
-        void Promise.resolve(startAfter).then(
-          () => {
+        // The wait for `startAfter` (and `phasesFrom`) is the caller's to bound; the child waits with it.
+        if (startAfter || phasesFrom) clearTimeout(timer);
+        void Promise.all([startAfter, phasesFrom]).then(
+          ([, phases]) => {
             if (settled) return;
             const startAt = Date.now() + startDelayMs;
+            const mode = phases && cfg.mode.kind === "open" ? { ...cfg.mode, phases } : cfg.mode;
             // No try starts after the schedule, and the ones in flight then end within their timeout.
-            arm(startDelayMs + plannedMs(cfg.mode) + cfg.clientTimeoutMs + 30_000, "no result");
-            child.send({ type: "start", startAt } satisfies ToLoad);
+            arm(startDelayMs + plannedMs(mode) + cfg.clientTimeoutMs + 30_000, "no result");
+            child.send({ type: "start", startAt, ...(phases ? { phases } : {}) } satisfies ToLoad);
             onStart?.(startAt);
           },
           (e: unknown) => {

@@ -44,7 +44,9 @@ export function groups(results: readonly RunResult[]): RunResult[][] {
 }
 
 export const columnHelp = [
-  "cap       the reference capacity (req/s, closed loop, measured at the start of each scenario); every rate is a fraction of it",
+  "cap       the reference capacity (req/s); every rate is a fraction of it. The open loop's where one was measured (metastable), else the closed loop's",
+  "cl/ol     capacity measured (req/s): closed loop (64 users, 2.5 s; quick 2 s) / open loop (one-try users at a rate stepped up 10% a second until the stack",
+  "          falls behind; the most it completed in 2 s, per second); '-' where not measured",
   "sent/s    requests actually sent per second before -> during the trigger: new users and their retries (the schedule asks for 0.6x cap new users)",
   "goodput   successful requests per second before / during / after the trigger (by send time)",
   "trig/cap  goodput during the trigger / cap",
@@ -54,9 +56,37 @@ export const columnHelp = [
   "late      handlers finished after their deadline / database transactions that ended more than 0.25 s after their user gave up (from the services' logs; '-' where",
   "          not read: failover, overload, metastable) / orders stored for users who saw every try fail",
   "dup       duplicate orders (more than one order for one user operation)",
-  "recovery  seconds from the trigger's removal until goodput over 1 s is back to 95% of before (and averages 90% from there on), found to 0.25 s; 'never' = not within the run",
+  "overload  whether the trigger overloaded the stack (metastable): goodput during it / requests sent during it, 'yes' below 0.90. A run without it is invalid",
+  "recovery  seconds from the trigger's removal until goodput over 1 s is back to 95% of before (and averages 90% from there on), found to 0.25 s; 'never' = not within the run;",
+  "          'invalid' = the trigger did not overload the stack (nothing to recover from); the other runs' recoveries are shown with the number of invalid ones",
   "With --repeat N each cell is the median over N runs, with [min-max].",
 ];
+
+/** "yes 0.55" (goodput / sent during the trigger), "NO 0.97", over repetitions "yes 0.55 [...]" or "NO in 1/3 ..."; "-" where not checked. */
+function overloadCell(g: readonly RunResult[]): string {
+  const checked = g.filter((x) => x.overload !== undefined);
+  if (checked.length === 0) return "-";
+  const failed = checked.filter((x) => !x.overload!.confirmed).length;
+  const ratios = stat(
+    checked.map((x) => x.overload!.goodputVsSent),
+    2,
+  );
+  if (failed === 0) return `yes ${ratios}`;
+  return checked.length === 1 ? `NO ${ratios}` : `NO in ${failed}/${checked.length} ${ratios}`;
+}
+
+/** The recovery of the valid runs (see overloadCell): "invalid" when none is, "(N invalid)" after it when some are not. */
+function recoveryCell(g: readonly RunResult[]): string {
+  const valid = g.filter((x) => x.overload?.confirmed !== false);
+  const invalid = g.length - valid.length;
+  if (valid.length === 0) return "invalid";
+  const shown = stat(
+    valid.map((x) => x.recovery.recoveredAfterSec),
+    2,
+    " s",
+  );
+  return invalid === 0 ? shown : `${shown} (${invalid} invalid)`;
+}
 
 export function resultsTable(results: readonly RunResult[]): string {
   const rows: string[][] = [
@@ -64,6 +94,7 @@ export function resultsTable(results: readonly RunResult[]): string {
       "scenario",
       "variant",
       "cap",
+      "cl/ol",
       "sent/s pre->trig",
       "goodput pre/trig/post",
       "trig/cap",
@@ -72,6 +103,7 @@ export function resultsTable(results: readonly RunResult[]): string {
       "hops co/or/pr",
       "late dl/tx/orders",
       "dup",
+      "overload",
       "recovery",
     ],
   ];
@@ -82,6 +114,7 @@ export function resultsTable(results: readonly RunResult[]): string {
       r.scenario,
       r.variant ?? r.profile,
       w((x) => x.capacity.referencePerSec),
+      `${w((x) => x.capacity.measuredPerSec)}/${w((x) => x.capacity.openLoop?.perSec ?? Number.NaN)}`,
       `${w((x) => x.windows.pre.sentPerSec)}->${w((x) => x.windows.trigger.sentPerSec)}`,
       `${w((x) => x.windows.pre.goodputPerSec)}/${w((x) => x.windows.trigger.goodputPerSec)}/${w((x) => x.windows.post.goodputPerSec)}`,
       w((x) => x.triggerGoodputVsCapacity, 2),
@@ -94,11 +127,8 @@ export function resultsTable(results: readonly RunResult[]): string {
       `${w((x) => x.amplification.hopsPerRequest.checkout, 2)}/${w((x) => x.amplification.hopsPerRequest.orders, 2)}/${w((x) => x.amplification.hopsPerRequest.pricing, 2)}`,
       `${w((x) => x.lateWork.handlersAfterDeadline)}/${r.lateWork.transactionsAfterCallerLeft === undefined ? "-" : w((x) => x.lateWork.transactionsAfterCallerLeft ?? Number.NaN)}/${w((x) => x.lateWork.ordersForFailedCalls)}`,
       w((x) => x.orders.duplicates),
-      stat(
-        g.map((x) => x.recovery.recoveredAfterSec),
-        2,
-        " s",
-      ),
+      overloadCell(g),
+      recoveryCell(g),
     ]);
   }
   return renderTable(rows);
@@ -215,15 +245,7 @@ export function ablationTable(results: readonly RunResult[]): string {
       stat(b, 2),
       stat(o, 2),
       Number.isFinite(mb) && Number.isFinite(mo) && mb !== 0 ? `x${(mo / mb).toFixed(2)}` : "-",
-      `${stat(
-        base.map((r) => r.recovery.recoveredAfterSec),
-        2,
-        " s",
-      )} / ${stat(
-        off.map((r) => r.recovery.recoveredAfterSec),
-        2,
-        " s",
-      )}`,
+      `${recoveryCell(base)} / ${recoveryCell(off)}`,
     ]);
   }
   return rows.length === 1 ? "" : renderTable(rows);

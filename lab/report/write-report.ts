@@ -31,9 +31,7 @@ export function scenarioChart(scenario: string, title: string, runs: readonly Ru
   const shaded = runs.length > 0 ? [{ from, to, label: `trigger ${from.toFixed(1)}-${to.toFixed(1)} s` }] : [];
   const step = first?.series.bucketSec ?? 1;
   const xMax = Math.max(0, ...runs.map((r) => r.series.offered.length * step));
-  const recov = runs
-    .map((r) => `${r.variant ?? r.profile}: ${r.recovery.recoveredAfterSec === null ? "did not recover" : `recovered in ${r.recovery.recoveredAfterSec} s`}`)
-    .join(", ");
+  const recov = runs.map((r) => `${r.variant ?? r.profile}: ${recoveryOf(r)}`).join(", ");
   return lineChartSvg({
     title,
     subtitle: `${scenario}${first?.quick ? " (quick)" : ""}, patience ${first?.clientTimeoutMs ?? "?"} ms, ${first?.user?.maxTries ?? 1} tries; ${recov}`,
@@ -45,6 +43,11 @@ export function scenarioChart(scenario: string, title: string, runs: readonly Ru
     shaded,
     width: 1100,
   });
+}
+
+function recoveryOf(r: RunResult): string {
+  if (r.overload?.confirmed === false) return "invalid (the trigger did not overload it)";
+  return r.recovery.recoveredAfterSec === null ? "did not recover" : `recovered in ${r.recovery.recoveredAfterSec} s`;
 }
 
 export interface ReportFiles {
