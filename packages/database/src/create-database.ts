@@ -157,6 +157,8 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
         application_name: `${opts.applicationName ?? name} (reconnect probe)`,
         connectionTimeoutMillis: PROBE_CONNECT_TIMEOUT_MS,
       });
+      // A server that ends the session right after start-up would otherwise be an unhandled 'error'.
+      probe.on("error", () => {});
       try {
         await probe.connect();
       } catch (err) {
