@@ -1,6 +1,15 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type CallScope, abortReason, cellsOf, createScope, currentScope, histogramCellsOf, remainingMs, shouldFail } from "@platform/resilience";
-import { defaultDeadlineBudget } from "@platform/resilience";
+import {
+  type CallScope,
+  abortReason,
+  cellsOf,
+  createScope,
+  currentScope,
+  defaultDeadlineBudget,
+  histogramCellsOf,
+  remainingMs,
+  shouldFail,
+} from "@platform/resilience";
 import pg from "pg";
 import { acquireConnection } from "./acquire-connection.js";
 import { type ConnectionLoss, type DatabaseLogger, lossCauses, lossOf, markUse, reportConnectionLoss, watchedClientClass } from "./connection-watch.js";
