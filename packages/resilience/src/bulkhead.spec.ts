@@ -417,6 +417,73 @@ describe("Bulkhead", () => {
       assert.equal(bulkhead.stats().inUse, 2);
     });
 
+    it("while the dependency waits out a restart, the queue holds four times maxQueue; back to maxQueue once the calls held through it are done", async () => {
+      const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 3, classifyStall: async () => "restart" });
+      await history(bulkhead, clock, 5);
+      const running = [await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 }), await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 })];
+      clock.advance(100);
+      await flush();
+      const queued = Array.from({ length: 12 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_000 })));
+      await flush();
+      assert.deepEqual(
+        queued.map((q) => q.state),
+        Array(12).fill("pending"),
+        "a restart's arrivals queue past maxQueue (3), up to 4 x 3",
+      );
+      const thirteenth = await bulkhead.acquire({ deadlineAt: clock.now() + 2_000 }).catch((e: unknown) => e);
+      assertConnectError(thirteenth, Code.Unavailable, /bulkhead full \(2 in use, 12 queued\)/);
+      // The dependency is back: the held calls finish, and the queue drains in slot-sized steps.
+      for (const r of running) r();
+      await flush();
+      assert.equal(bulkhead.stats().queued, 10, "the held calls' slots went to the head of the queue");
+      for (let i = 0; i < 20 && bulkhead.stats().inUse > 0; i++) {
+        clock.advance(50);
+        for (const q of queued) if (q.state === "fulfilled") (q.value as Release)();
+        await flush();
+      }
+      assert.equal(bulkhead.stats().queued, 0, "the backlog drained");
+      assert.equal(bulkhead.stats().inUse, 0);
+      // Nothing is held through a restart any more: a full queue is maxQueue again.
+      const after = [await bulkhead.acquire(), await bulkhead.acquire()];
+      const waiting = Array.from({ length: 3 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_000 })));
+      const refused = await bulkhead.acquire({ deadlineAt: clock.now() + 2_000 }).catch((e: unknown) => e);
+      assertConnectError(refused, Code.Unavailable, /bulkhead full \(2 in use, 3 queued\)/);
+      assert.deepEqual(
+        waiting.map((w) => w.state),
+        ["pending", "pending", "pending"],
+      );
+      for (const r of after) r();
+    });
+
+    it("after a restart, the calls that waited it out are aged from the last one that finished: draining the backlog is no stall", async () => {
+      let kind: "restart" | "stall" = "restart";
+      const { bulkhead, clock } = setup({ maxConcurrent: 4, maxQueue: 10, classifyStall: async () => kind });
+      await history(bulkhead, clock, 50);
+      const held = await Promise.all(Array.from({ length: 4 }, () => bulkhead.acquire({ deadlineAt: clock.now() + 5_000 })));
+      for (let t = 0; t < 1_500; t += 25) {
+        clock.advance(25);
+        await flush();
+      }
+      // The restart is over: the dependency no longer says so, and the backlog drains slowly,
+      // one held call every 200 ms (less than 10 hold times apart, 500 ms).
+      kind = "stall";
+      const behind = Array.from({ length: 4 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_000 })));
+      for (const release of held) {
+        for (let t = 0; t < 200; t += 25) {
+          clock.advance(25);
+          await flush();
+        }
+        release();
+        await flush();
+      }
+      assert.deepEqual(
+        behind.map((b) => b.state),
+        ["fulfilled", "fulfilled", "fulfilled", "fulfilled"],
+        "the calls queued behind the backlog were served, not shed as behind a stall",
+      );
+      assert.equal(bulkhead.stats().rejected, 0);
+    });
+
     it("when the dependency says its calls are stalled, the queue is shed as without a classifier", async () => {
       const { bulkhead, clock } = setup({ maxConcurrent: 1, maxQueue: 10, classifyStall: async () => "stall" });
       await history(bulkhead, clock, 5);

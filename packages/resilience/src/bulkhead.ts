@@ -52,7 +52,13 @@ import { WaitQueue } from "./wait-queue.js";
  * - a restart (the dependency waits, within each call's deadline, for its
  *   database to accept connections again): every running call will finish
  *   at once when it is back. Calls queue and arrive as in normal service,
- *   and those long holds teach the adaptive limit nothing.
+ *   the queue may hold `restartQueueFactor` x `maxQueue` (a restart's
+ *   arrivals wait out its seconds; waiting costs a queue entry, nothing of
+ *   the dependency), and those long holds teach the adaptive limit nothing.
+ *   The calls that waited out the restart are aged from its last
+ *   confirmation, not from their start, and the larger queue holds until
+ *   they are done: draining the backlog after a restart is service, not a
+ *   stall.
  * A stall is confirmed by two answers in a row (see `stallKind`). Without
  * a classifier, overdue calls are a stall at once.
  */
@@ -103,11 +109,14 @@ export interface AcquireOptions {
 /**
  * Releases a slot. Idempotent: calling it again does nothing. The outcome
  * feeds the limiter: "ok" (default) and "dropped" (ran out of time) are
- * latency samples; "ignored" (e.g. an error that came back at once) is not.
+ * latency samples; "ignored" (e.g. an error that came back at once) is not;
+ * "restart" (the call waited out a restart of the dependency's own
+ * dependency, as its answer said) is neither a latency sample nor a hold
+ * time, since it says nothing about how fast the dependency serves.
  */
 export type Release = (outcome?: ReleaseOutcome) => void;
 
-export type ReleaseOutcome = "ok" | "dropped" | "ignored";
+export type ReleaseOutcome = "ok" | "dropped" | "ignored" | "restart";
 
 export type BulkheadRejectReason = "full" | "expected_wait" | "deadline" | "canceled";
 
@@ -145,8 +154,12 @@ export class Bulkhead {
   /** Calls waiting for a slot: FIFO, leaving at their deadline or on abort (the shared primitive). */
   private readonly queue: WaitQueue<Release>;
   private inUse = 0;
-  /** When each running call got its slot. */
-  private readonly running = new Set<{ readonly at: number; readonly deadlineAt: number | undefined }>();
+  /** When each running call got its slot, and whether it waited out a restart of the dependency (aged from `heldMovedAt` then). */
+  private readonly running = new Set<RunningCall>();
+  /** The last sign that the calls held through a restart still move: the dependency saying it waits one out, or one of them finishing. */
+  private heldMovedAt = Number.NEGATIVE_INFINITY;
+  /** Running calls held through a restart (`RunningCall.heldThroughRestart`). */
+  private heldThroughRestart = 0;
   /** Hold times of finished calls, whatever their outcome: how fast slots turn over. */
   private readonly holdTime = new LatencyEstimate({ alpha: 1 / 4 });
   private acquiredCount = 0;
@@ -223,7 +236,7 @@ export class Bulkhead {
     // one that cannot fit its deadline after that long is not made at all.
     const expectedWaitMs = this.expectedWaitMs(this.queue.length + 1, limit, now);
     const serviceMs = this.serviceMs(now);
-    if (this.queue.length >= this.maxQueue) {
+    if (this.queue.length >= this.queueLimit(now)) {
       return Promise.reject(
         this.rejection("full", Code.Unavailable, `bulkhead full (${this.inUse} in use, ${this.queue.length} queued)`, 0, expectedWaitMs + serviceMs),
       );
@@ -317,7 +330,7 @@ export class Bulkhead {
     const hold = this.holdTime.meanMs();
     if (!(hold > 0) || this.running.size === 0) return false;
     let late = 0;
-    for (const r of this.running) if (now - r.at > overdueFactor * hold) late++;
+    for (const r of this.running) if (now - this.startOf(r) > overdueFactor * hold) late++;
     return late * 2 >= this.running.size;
   }
 
@@ -341,12 +354,32 @@ export class Bulkhead {
    * a restart.
    */
   private restarting(now: number): boolean {
-    if (this.stallKind === undefined) return this.classifying;
+    if (this.stallKind === undefined) return this.classifying || this.heldThroughRestart > 0;
     if (this.stallKind.until <= now && !this.overdue(now)) {
       this.stallKind = undefined;
-      return this.classifying;
+      return this.classifying || this.heldThroughRestart > 0;
     }
     return this.stallKind.kind !== "stall";
+  }
+
+  /** The queue's bound now: larger while the dependency waits out a restart and until the calls held through it are done. */
+  private queueLimit(now: number): number {
+    return this.classifyStall !== undefined && this.restarting(now) ? this.maxQueue * restartQueueFactor : this.maxQueue;
+  }
+
+  /** From when a running call's age counts: a call held through a restart, from the last sign that those calls move. */
+  private startOf(r: RunningCall): number {
+    return r.heldThroughRestart ? Math.max(r.at, this.heldMovedAt) : r.at;
+  }
+
+  /** The dependency says it waits out a restart: the calls running now wait with it. */
+  private noteRestart(now: number): void {
+    this.heldMovedAt = now;
+    for (const r of this.running) {
+      if (r.heldThroughRestart) continue;
+      r.heldThroughRestart = true;
+      this.heldThroughRestart++;
+    }
   }
 
   /** Asks the classifier, unless an answer holds or one is pending; sheds the queue when the answer is "stall". */
@@ -365,7 +398,10 @@ export class Bulkhead {
         }
         this.stallKind = { kind, until: at + classifiedForMs };
         if (kind === "stall") this.shedQueue(at);
-        else this.listeners.emit({ type: "stalled", bulkhead: this.name, kind, shed: 0 });
+        else {
+          this.noteRestart(at);
+          this.listeners.emit({ type: "stalled", bulkhead: this.name, kind, shed: 0 });
+        }
       });
   }
 
@@ -416,7 +452,7 @@ export class Bulkhead {
 
   private oldestAgeMs(now: number): number {
     let oldest = now;
-    for (const r of this.running) oldest = Math.min(oldest, r.at);
+    for (const r of this.running) oldest = Math.min(oldest, this.startOf(r));
     return now - oldest;
   }
 
@@ -445,7 +481,10 @@ export class Bulkhead {
   private grant(waitedMs: number, deadlineAt: number | undefined): Release {
     this.inUse++;
     this.acquiredCount++;
-    const slot = { at: this.clock.now(), deadlineAt };
+    const at = this.clock.now();
+    // A call that starts while the dependency waits out a restart waits with it.
+    const slot: RunningCall = { at, deadlineAt, heldThroughRestart: this.stallKind?.kind === "restart" && this.stallKind.until > at };
+    if (slot.heldThroughRestart) this.heldThroughRestart++;
     this.running.add(slot);
     if (this.classifyStall !== undefined) this.armWatch();
     let released = false;
@@ -458,8 +497,13 @@ export class Bulkhead {
       this.inUse--;
       this.running.delete(slot);
       const now = this.clock.now();
+      if (slot.heldThroughRestart) {
+        this.heldThroughRestart--;
+        this.heldMovedAt = now;
+      }
       // A call held through a dependency's restart says nothing about its service time.
-      const throughRestart = this.restarting(now) && heldMs > overdueFactor * Math.max(1, this.holdTime.meanMs());
+      const throughRestart =
+        outcome === "restart" || slot.heldThroughRestart || (this.restarting(now) && heldMs > overdueFactor * Math.max(1, this.holdTime.meanMs()));
       if (!throughRestart) {
         this.holdTime.observe(heldMs);
         if (outcome !== "ignored") this.limiter?.onSample({ durationMs: heldMs, inFlight, dropped: outcome === "dropped" });
@@ -503,6 +547,19 @@ export class Bulkhead {
   }
 }
 
+interface RunningCall {
+  readonly at: number;
+  readonly deadlineAt: number | undefined;
+  heldThroughRestart: boolean;
+}
+
+/**
+ * While the dependency waits out a restart, the queue holds this many times
+ * `maxQueue`: a restart's arrivals are served when it is back, within their
+ * deadlines, and a queue sized for normal service would refuse them in its
+ * first second (at 60 calls/s, a queue of 32 is full in half a second).
+ */
+const restartQueueFactor = 4;
 /** Running calls older than this many mean hold times mean the dependency has stalled. */
 const overdueFactor = 10;
 /** A classification of overdue calls holds this long; the watch asks again after it while they stay overdue. */

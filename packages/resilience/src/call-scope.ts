@@ -44,6 +44,12 @@ export interface CallScope {
    * call it.
    */
   readonly park?: () => () => void;
+  /**
+   * Where the request records that it waited out a restart below it (its
+   * own parking, or a dependency's answer): the runtime's answer then says
+   * so to the caller. Set by the runtime for a request it serves.
+   */
+  readonly restartMark?: { waitedOutRestart: boolean };
 }
 
 /** Why a scope's signal aborted. */
@@ -102,6 +108,8 @@ export interface CreateScopeOptions {
   callsEnd?: AbortSignal;
   /** See CallScope.park. */
   park?: () => () => void;
+  /** See CallScope.restartMark. */
+  restartMark?: { waitedOutRestart: boolean };
   clock?: Clock;
 }
 
@@ -149,6 +157,7 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     ...(opts.criticality ? { criticality: opts.criticality } : {}),
     ...(opts.caller ? { caller: opts.caller } : {}),
     ...(opts.park ? { park: opts.park } : {}),
+    ...(opts.restartMark ? { restartMark: opts.restartMark } : {}),
     dispose() {
       clearTimeout(timer);
       deadlineSignal?.removeEventListener("abort", onDeadline);

@@ -24,5 +24,12 @@ export function timeoutHeaderOf(protocolName: string): TimeoutHeader {
 export const requestIdHeader = "x-request-id";
 /** How expendable the work is under overload ("critical" | "sheddable"); assigned at the edge, propagated inward. */
 export const criticalityHeader = "x-criticality";
+/**
+ * On an answer: the request waited out a restart of a dependency or of the
+ * service's database (it was parked, CallScope.park). Its caller's bulkhead
+ * then takes its hold time for no latency sample (isolation-interceptor.ts),
+ * and passes the mark up in its own answer.
+ */
+export const waitedOutRestartHeader = "x-waited-out-restart";
 /** Identity of the caller, set by the edge only; inner services read it, nobody outside may set it. */
 export const callerHeader = "x-caller-id";

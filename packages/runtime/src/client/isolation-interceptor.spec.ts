@@ -36,7 +36,7 @@ test("a health check of the dependency passes untouched: no slot, no breaker, wh
   const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
     if (req.service.typeName === "grpc.health.v1.Health") {
       healthCalls++;
-      return {} as UnaryResponse;
+      return { header: new Headers() } as UnaryResponse;
     }
     throw new ConnectError("orders: down", Code.Unavailable);
   };
@@ -54,7 +54,7 @@ test("breakers are per method: a failing method is cut off, a working one on the
   const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
     reached.push(req.method.name);
     if (req.method.name === "CreateOrder") throw new ConnectError("orders: stock down", Code.Unavailable);
-    return {} as UnaryResponse;
+    return { header: new Headers() } as UnaryResponse;
   };
   const intercepted = isolationInterceptor("orders-test", config, 0)(next as never);
   for (let i = 0; i < 10; i++) await intercepted(call("CreateOrder")).catch(() => {});
@@ -73,7 +73,7 @@ test("a full bulkhead refuses at once, naming the dependency and class, with a p
   const hold = new Promise<void>((r) => (release = r));
   const next = async (): Promise<UnaryResponse> => {
     await hold;
-    return {} as UnaryResponse;
+    return { header: new Headers() } as UnaryResponse;
   };
   const intercepted = isolationInterceptor("stock-test", { ...config, maxConcurrent: 1, maxQueue: 0 }, 0)(next as never);
   const first = intercepted(read("GetPrices"));
@@ -96,7 +96,7 @@ test("method classes: each method of a dependency has its own slots, so a slow o
   const held: (() => void)[] = [];
   const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
     if (req.method.name === "ListProducts") await new Promise<void>((r) => held.push(r)); // a read behind a slow dependency
-    return {} as UnaryResponse;
+    return { header: new Headers() } as UnaryResponse;
   };
   const intercepted = isolationInterceptor("checkout-classes", { ...config, maxConcurrent: 2, maxQueue: 0 }, 0)(next as never);
   const slow = [intercepted(read("ListProducts")), intercepted(read("ListProducts"))];
@@ -118,7 +118,7 @@ test("methods share a class only when the map says so", async () => {
   const hold = new Promise<void>((r) => (release = r));
   const next = async (): Promise<UnaryResponse> => {
     await hold;
-    return {} as UnaryResponse;
+    return { header: new Headers() } as UnaryResponse;
   };
   const intercepted = isolationInterceptor(
     "shared-class",
@@ -136,7 +136,7 @@ test("a call that cannot get a slot before its deadline is refused before queuei
   const held: (() => void)[] = [];
   const next = async (): Promise<UnaryResponse> => {
     await new Promise<void>((r) => held.push(r));
-    return {} as UnaryResponse;
+    return { header: new Headers() } as UnaryResponse;
   };
   const intercepted = isolationInterceptor("stock-wait", { ...config, limit: "fixed", maxConcurrent: 2, maxQueue: 10 }, 0, { clock, scheduler: clock })(
     next as never,
@@ -164,7 +164,7 @@ test("adaptive (the default): calls that run out of time shrink their class's li
       throw new ConnectError("stock: no answer before the deadline", Code.DeadlineExceeded);
     }
     clock.advance(5);
-    return {} as UnaryResponse;
+    return { header: new Headers() } as UnaryResponse;
   };
   const cfg = { ...config, maxConcurrent: 16, minConcurrent: 2, breaker: { ...config.breaker, volumeThreshold: 100_000 } };
   const intercepted = isolationInterceptor("stock-adaptive", cfg, 0, { clock, scheduler: clock })(next as never);
@@ -246,8 +246,8 @@ test("calls overdue because the dependency waits out a restart are parked in thi
     const hanging: (() => void)[] = [];
     let hang = false;
     const next = (): Promise<UnaryResponse> => {
-      if (!hang) return Promise.resolve({} as UnaryResponse);
-      return new Promise((resolve) => hanging.push(() => resolve({} as UnaryResponse)));
+      if (!hang) return Promise.resolve({ header: new Headers() } as UnaryResponse);
+      return new Promise((resolve) => hanging.push(() => resolve({ header: new Headers() } as UnaryResponse)));
     };
     const health = { serving: async () => false, waitingFor: async () => waitingFor };
     const intercepted = isolationInterceptor(
@@ -282,4 +282,31 @@ test("calls overdue because the dependency waits out a restart are parked in thi
     await Promise.all([...calls, late]);
     assert.equal(unparked, parked, "each parking ends with its call");
   }
+});
+
+test("an answer that says it waited out a restart below is no latency sample, and marks this hop's own request", async () => {
+  const clock = new FakeScheduler(1_000);
+  const next = async (req: UnaryRequest): Promise<UnaryResponse> => {
+    if (req.header.has("x-fast")) {
+      clock.advance(5);
+      return { header: new Headers() } as UnaryResponse;
+    }
+    // Two seconds at a reconnect gate further down, then served (or refused) all the same.
+    clock.advance(2_000);
+    if (req.method.name === "GetPrices") return { header: new Headers({ "x-waited-out-restart": "1" }) } as UnaryResponse;
+    throw new ConnectError("pricing-db: database unavailable", Code.Unavailable, { "x-waited-out-restart": "1" });
+  };
+  const cfg = { ...config, maxConcurrent: 16, minConcurrent: 2, methodClasses: { ListProducts: "GetPrices" } };
+  const intercepted = isolationInterceptor("pricing-restart", cfg, 0, { clock, scheduler: clock })(next as never);
+  for (let i = 0; i < 200; i++) await intercepted(read("GetPrices", true));
+  const latency = () => gauge("bulkhead_latency_seconds", { dependency: "pricing-restart", class: "GetPrices", window: "recent" });
+  assert.equal(await latency(), 0.005);
+  const mark = { waitedOutRestart: false };
+  const scope = { ...scopeUntil(clock, clock.now() + 10_000), restartMark: mark };
+  await runInScope(scope, () => intercepted(read("GetPrices")));
+  assert.equal(mark.waitedOutRestart, true, "this hop's answer will say so too");
+  const refused = await runInScope({ ...scope, deadlineAt: clock.now() + 10_000 }, () => intercepted(read("ListProducts"))).catch((e: unknown) => ConnectError.from(e));
+  assert.ok(refused instanceof ConnectError && refused.code === Code.Unavailable);
+  assert.equal(await latency(), 0.005, "two seconds waited out a restart: not the dependency's latency");
+  assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-restart", class: "GetPrices" }), 16);
 });

@@ -18,6 +18,7 @@ import {
   type StallKind,
 } from "@platform/resilience";
 import { noteDependencyRestarting } from "./restart-signal.js";
+import { waitedOutRestartHeader } from "../headers.js";
 import { isolationMetrics } from "../observability/metrics.js";
 import { histogramCellsOf } from "../observability/metric-cells.js";
 
@@ -235,10 +236,13 @@ export function isolationInterceptor(
       // A free slot is taken without a promise; a wait or a refusal goes through acquire().
       release = bulkhead.tryAcquire(slot) ?? (await bulkhead.acquire(slot).catch(withPushback));
       const res = await breaker.execute(call);
-      outcome = "ok";
+      outcome = res.header.has(waitedOutRestartHeader) ? waitedOutRestart(scope) : "ok";
       return res;
     } catch (e) {
-      if (release) outcome = ranOutOfTime(e, scope?.signal) ? "dropped" : "ignored";
+      if (release) {
+        if (e instanceof ConnectError && e.metadata.has(waitedOutRestartHeader)) outcome = waitedOutRestart(scope);
+        else outcome = ranOutOfTime(e, scope?.signal) ? "dropped" : "ignored";
+      }
       return withPushback(e);
     } finally {
       release?.(outcome);
@@ -257,6 +261,16 @@ export function isolationInterceptor(
  */
 export function classOf(method: { name: string }, methodClasses: Record<string, string> | undefined): string {
   return methodClasses?.[method.name] ?? method.name;
+}
+
+/**
+ * The dependency answered that the call waited out a restart below it: no
+ * latency sample; and this hop's own request did too, so its answer says
+ * so to its caller.
+ */
+function waitedOutRestart(scope: CallScope | undefined): ReleaseOutcome {
+  if (scope?.restartMark) scope.restartMark.waitedOutRestart = true;
+  return "restart";
 }
 
 /**

@@ -63,6 +63,7 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     criticality: context.criticality,
     caller: context.caller,
     ...(context.park ? { park: context.park } : {}),
+    restartMark: context,
     parentSignals,
   });
   if (!serverSpanNeeded()) setScopeTelemetry(scope, requestTraceContext(context));

@@ -70,7 +70,11 @@ export function createAdmissionGate(opts: {
       }
       admitted.cell(criticality).value++;
       queueWait.observe(o.waitedMs / 1000);
-      request.park = o.park;
+      const park = o.park;
+      request.park = () => {
+        request.waitedOutRestart = true;
+        return park();
+      };
       // The handler is done (or the deadline passed, or the caller left):
       // Connect aborts the context's signal in every case.
       if (context.signal.aborted) o.release();

@@ -92,6 +92,8 @@ export interface RequestContext {
   caller: string | undefined;
   /** Parks the request in admission control while it waits on a dependency (CallScope.park); set when admitted. */
   park?: () => () => void;
+  /** True once the request was parked: it waited out a restart, and its answer says so (waitedOutRestartHeader). */
+  waitedOutRestart: boolean;
   /** True once this request's log line is owned by someone (the gate's refusal, or the request log interceptor). */
   logged: boolean;
   /** The handler's call scope, once the deadline interceptor made it (for the interceptors outside it: the log line's trace ids). */
@@ -175,6 +177,7 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     tracestate: input.header("tracestate"),
     caller: input.trustCaller ? input.header(callerHeader) : undefined,
     logged: false,
+    waitedOutRestart: false,
     scope: undefined,
     exchange: input.exchange,
     shutdownInSignal: false,
