@@ -305,7 +305,9 @@ test("an answer that says it waited out a restart below is no latency sample, an
   const scope = { ...scopeUntil(clock, clock.now() + 10_000), restartMark: mark };
   await runInScope(scope, () => intercepted(read("GetPrices")));
   assert.equal(mark.waitedOutRestart, true, "this hop's answer will say so too");
-  const refused = await runInScope({ ...scope, deadlineAt: clock.now() + 10_000 }, () => intercepted(read("ListProducts"))).catch((e: unknown) => ConnectError.from(e));
+  const refused = await runInScope({ ...scope, deadlineAt: clock.now() + 10_000 }, () => intercepted(read("ListProducts"))).catch((e: unknown) =>
+    ConnectError.from(e),
+  );
   assert.ok(refused instanceof ConnectError && refused.code === Code.Unavailable);
   assert.equal(await latency(), 0.005, "two seconds waited out a restart: not the dependency's latency");
   assert.equal(await gauge("bulkhead_limit", { dependency: "pricing-restart", class: "GetPrices" }), 16);
