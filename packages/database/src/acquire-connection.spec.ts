@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import type pg from "pg";
 import { acquireConnection } from "./acquire-connection.js";
 import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
+import { ReconnectGate } from "./reconnect-gate.js";
 
 /** A pool whose connect() settles only when the test says so (a hung connect). */
 function hangingPool() {
@@ -51,5 +52,37 @@ describe("acquireConnection", () => {
     fail();
     await assert.rejects(pending, /ECONNREFUSED/);
     await slots.acquire(new AbortController().signal, 0);
+  });
+
+  it("behind a gate that is down, the wait for a slot is parked too, until the slot is there", async () => {
+    const { pool, arrive } = hangingPool();
+    const slots = new ConnectionSlots(1);
+    let serverUp!: () => void;
+    const gate = new ReconnectGate({ probe: () => new Promise<void>((resolve) => (serverUp = resolve)) });
+    gate.reportRefused(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }));
+    assert.equal(gate.down, true);
+    const parked = new Set<string>();
+    const park = (who: string) => () => {
+      parked.add(who);
+      return () => parked.delete(who);
+    };
+    const signal = new AbortController().signal;
+    // The first holds the only slot and waits at the gate; the second waits for the slot.
+    const first = acquireConnection(pool, slots, signal, 10_000, gate, park("first"));
+    const second = acquireConnection(pool, slots, signal, 10_000, gate, park("second"));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual([...parked].sort(), ["first", "second"], "both wait out the restart, neither counts in admission");
+    serverUp();
+    await new Promise((r) => setTimeout(r, 10));
+    arrive();
+    const client = await first;
+    assert.deepEqual([...parked], ["second"], "the second waits on in the restart's backlog");
+    client.release();
+    slots.release();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual([...parked], [], "back at work once it has its slot");
+    arrive();
+    (await second).release();
+    gate.close();
   });
 });

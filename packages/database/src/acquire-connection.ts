@@ -8,10 +8,10 @@ import type { ReconnectGate } from "./reconnect-gate.js";
  * pool's error when connecting fails. While `gate` is down (the server
  * refuses connections), the slot's holder waits there before it connects,
  * rejecting with a `ReconnectWaitError` when it gives up: the slots queue
- * everyone else, so only the probe connects meanwhile. That wait is parked
- * (`park`, the request's CallScope.park): a request waiting out its
- * database's restart uses nothing of its server, and its server's
- * admission does not count it.
+ * everyone else, so only the probe connects meanwhile. That wait, and the
+ * wait for a slot behind a gate that is down, are parked (`park`, the
+ * request's CallScope.park): a request waiting out its database's restart
+ * uses nothing of its server, and its server's admission does not count it.
  *
  * pg-pool's `connect()` cannot be cancelled, and opening a new connection
  * can hang (a blackholed server). When we stop waiting for one, the slot
@@ -28,17 +28,23 @@ export async function acquireConnection(
   park?: () => () => void,
 ): Promise<pg.PoolClient> {
   const started = performance.now();
-  await slots.acquire(signal, waitBudgetMs);
-  if (gate?.down) {
-    const unpark = park?.();
-    try {
-      await gate.wait(signal, waitBudgetMs - (performance.now() - started));
-    } catch (err) {
-      slots.release();
-      throw err;
-    } finally {
-      unpark?.();
+  // Behind a gate that is down, the wait for a slot is part of the restart's
+  // wait too: the slots' holders wait at the gate, and this request behind
+  // them, until it has its slot (the restart's backlog drains first).
+  let unpark = gate?.down ? park?.() : undefined;
+  try {
+    await slots.acquire(signal, waitBudgetMs);
+    if (gate?.down) {
+      unpark ??= park?.();
+      try {
+        await gate.wait(signal, waitBudgetMs - (performance.now() - started));
+      } catch (err) {
+        slots.release();
+        throw err;
+      }
     }
+  } finally {
+    unpark?.();
   }
   const connecting = pool.connect();
   const left = waitBudgetMs - (performance.now() - started);
