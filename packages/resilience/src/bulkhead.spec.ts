@@ -501,6 +501,24 @@ describe("Bulkhead", () => {
       assertConnectError(arrival, Code.Unavailable, /expected wait for a slot/);
     });
 
+    it("old running calls while others still finish well are a backlog, not a stall: the wait is estimated from service times, not the running calls' deadlines", async () => {
+      const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 10 });
+      await history(bulkhead, clock, 10);
+      const old = await bulkhead.acquire({ deadlineAt: clock.now() + 5_000 });
+      for (let i = 0; i < 30; i++) {
+        const served = await bulkhead.acquire();
+        clock.advance(20);
+        served();
+      }
+      await bulkhead.acquire();
+      // Service time: the old call's 600 ms age. Position 1 of 2: 300 ms + 600 ms fits 2 s; behind a stall it would be 4.4 s.
+      const behind = watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_000 }));
+      await flush();
+      assert.equal(behind.state, "pending");
+      assert.equal(bulkhead.stats().rejected, 0);
+      old();
+    });
+
     it("one slow call among running ones that move is the tail of a busy dependency, not a stall: the wait is still estimated from service times", async () => {
       const { bulkhead, clock } = setup({ maxConcurrent: 4, maxQueue: 4 });
       await history(bulkhead, clock, 10);

@@ -160,6 +160,8 @@ export class Bulkhead {
   private heldMovedAt = Number.NEGATIVE_INFINITY;
   /** Running calls held through a restart (`RunningCall.heldThroughRestart`). */
   private heldThroughRestart = 0;
+  /** When a call last finished well (released "ok" or "restart"): a stalled dependency serves none. */
+  private servedAt = Number.NEGATIVE_INFINITY;
   /** Hold times of finished calls, whatever their outcome: how fast slots turn over. */
   private readonly holdTime = new LatencyEstimate({ alpha: 1 / 4 });
   private acquiredCount = 0;
@@ -321,14 +323,18 @@ export class Bulkhead {
 
   /**
    * At least half the running calls have run more than `overdueFactor` x
-   * the mean hold time. One slow call is the tail of a busy dependency (a
-   * saturated 2-core machine shows several per second), not a stall:
-   * treating it as one refused calls that would have been served in time.
-   * In a stall every running call ages together.
+   * the mean hold time, and no call has finished well for as long. One slow
+   * call is the tail of a busy dependency (a saturated 2-core machine shows
+   * several per second), not a stall: treating it as one refused calls that
+   * would have been served in time. In a stall every running call ages
+   * together, and none is served; calls that still finish well are a
+   * backlog being worked off (after a restart, or in overload), for which
+   * the expected wait is the estimate from service times.
    */
   private overdue(now: number): boolean {
     const hold = this.holdTime.meanMs();
     if (!(hold > 0) || this.running.size === 0) return false;
+    if (now - this.servedAt <= overdueFactor * hold) return false;
     let late = 0;
     for (const r of this.running) if (now - this.startOf(r) > overdueFactor * hold) late++;
     return late * 2 >= this.running.size;
@@ -497,6 +503,7 @@ export class Bulkhead {
       this.inUse--;
       this.running.delete(slot);
       const now = this.clock.now();
+      if (outcome === "ok" || outcome === "restart") this.servedAt = now;
       if (slot.heldThroughRestart) {
         this.heldThroughRestart--;
         this.heldMovedAt = now;
