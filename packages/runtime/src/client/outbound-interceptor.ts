@@ -21,6 +21,7 @@ import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeade
 import { attemptKey } from "./retry-interceptor.js";
 import { clientSpanNeeded, endSpan, startClientSpan } from "../observability/tracing.js";
 import { codeLabel } from "../observability/code-label.js";
+import { onStreamEnd } from "../server/stream-messages.js";
 
 export interface OutboundOptions {
   /** Dependency name used in messages and metric labels, e.g. "stock". */
@@ -142,6 +143,12 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
         throw new ConnectError(`injected fault: response from ${opts.dependency} lost`, Code.Unavailable);
       }
       okCalls.cell(opts.dependency, procedure).value++;
+      if (res.stream) {
+        // A stream is open, not over: it stays linked to our caller and our deadline until its messages end.
+        const unlink = release;
+        release = () => {};
+        return onStreamEnd(res, unlink);
+      }
       return res;
     } catch (e) {
       const mapped = mapDownstreamError(e, {

@@ -1,4 +1,4 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { type Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { isServerFault } from "@platform/resilience";
 import type { Logger } from "./logger.js";
 import type { DeadlineConfig } from "../config/server-config.js";
@@ -7,6 +7,7 @@ import { rpcServerMetrics } from "./metrics.js";
 import { codeLabel } from "./code-label.js";
 import { requestContextOf } from "../server/request-context.js";
 import { traceFields } from "./tracing.js";
+import { isStream, onStreamEnd } from "../server/stream-messages.js";
 
 /**
  * The request's one log line and its RPC metrics (requests, duration, in
@@ -33,23 +34,14 @@ export function requestLogInterceptor(opts: {
     const started = performance.now();
     const inFlight = inFlightCells.cell(procedure);
     inFlight.value++;
-    let code: Code | "ok" = Code.Unknown;
-    let error: ConnectError | undefined;
-    try {
-      const res = await next(req);
-      code = "ok";
-      return res;
-    } catch (e) {
-      error = ConnectError.from(e);
-      code = error.code;
-      throw e;
-    } finally {
+    const finish = (code: Code | "ok", error: ConnectError | undefined, stream: boolean) => {
       if (built) context.dispose();
       inFlight.value--;
       const codeName = codeLabel(code);
       const seconds = (performance.now() - started) / 1000;
       requestCells.cell(procedure, codeName).value++;
-      opts.onOutcome?.(code, seconds * 1000);
+      // A stream's duration is how long it was watched, not how long work took: no latency sample for the intake controller.
+      if (!stream) opts.onOutcome?.(code, seconds * 1000);
       durationCells.cell(procedure, codeName).observe(seconds);
       // Built by assignment, in the order the line has always had: object spreads cost an
       // allocation and a copy each, on every request at every hop.
@@ -61,6 +53,23 @@ export function requestLogInterceptor(opts: {
       if (error) line.error = error.rawMessage;
       if (error && isServerFault(error.code)) opts.logger.warn(line, "rpc");
       else opts.logger.info(line, "rpc");
+    };
+    let res: Awaited<ReturnType<typeof next>>;
+    try {
+      res = await next(req);
+    } catch (e) {
+      const error = ConnectError.from(e);
+      finish(error.code, error, req.stream);
+      throw e;
     }
+    if (!isStream(res)) {
+      finish("ok", undefined, false);
+      return res;
+    }
+    // A stream's line is written when it ends (stream-messages.ts).
+    return onStreamEnd(res, (e) => {
+      const error = e === undefined ? undefined : ConnectError.from(e);
+      finish(error ? error.code : "ok", error, true);
+    });
   };
 }

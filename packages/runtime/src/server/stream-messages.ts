@@ -1,0 +1,30 @@
+import type { StreamResponse, UnaryResponse } from "@connectrpc/connect";
+
+/**
+ * Server streams through interceptors: `next(req)` answers a stream as soon
+ * as the handler has started, long before its last message, so whatever an
+ * interceptor does "when the call is over" (end the call scope, write the log
+ * line, release a link to the caller's signal) must wait for the messages'
+ * end instead. These helpers run that once the stream is over, however it
+ * ends: its last message, an error, or its consumer leaving.
+ */
+export function isStream(res: UnaryResponse | StreamResponse): res is StreamResponse {
+  return res.stream;
+}
+
+/** `res` whose messages run `onEnd` once they are over, with the error that ended them, if any. */
+export function onStreamEnd<T extends StreamResponse>(res: T, onEnd: (error: unknown) => void): T {
+  return { ...res, message: ended(res.message, onEnd) };
+}
+
+async function* ended<M>(messages: AsyncIterable<M>, onEnd: (error: unknown) => void): AsyncGenerator<M> {
+  let error: unknown;
+  try {
+    yield* messages;
+  } catch (e) {
+    error = e;
+    throw e;
+  } finally {
+    onEnd(error);
+  }
+}
