@@ -1,0 +1,157 @@
+/**
+ * WatchOrder end to end, through gateway -> checkout -> orders on the
+ * platform as `npm start` runs it: a placed order's receipt seen turning
+ * from PENDING to SENT live; a held order (its receipt not due for an hour,
+ * written here under ids of this file's own) whose change this file commits
+ * itself; every hop's stream gone, and orders' LISTEN connection closed,
+ * once the client leaves or the deadline passes (counted on the servers:
+ * their open-stream gauges and pg_stat_activity); a resumed stream that
+ * misses and repeats nothing.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { checkoutV1 } from "@platform/proto";
+import { eventually, metricValue, protocols, sharedPlatform, type SharedPlatform } from "@platform/test-support";
+
+let p: SharedPlatform;
+before(async () => {
+  p = await sharedPlatform();
+});
+after(async () => {
+  await p?.close();
+});
+
+const hops = ["gateway", "checkout", "orders"] as const;
+
+/** Streams open at each hop, from its own gauge. */
+async function openStreams(): Promise<number[]> {
+  return Promise.all(hops.map(async (s) => metricValue(await p.metrics(s), "rpc_server_streams_open")));
+}
+
+/** orders' LISTEN connections (order-change-feed.ts names its one so). */
+async function listeners(): Promise<number> {
+  const rows = await p.sql<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'orders-change-feed'");
+  return rows[0]!.n;
+}
+
+async function nothingLeftOpen(what: string): Promise<void> {
+  await eventually(async () => (await openStreams()).every((n) => n === 0) && (await listeners()) === 0, what);
+}
+
+/** An order of this file's own whose receipt is pending and not due for an hour: nothing changes it but this file. */
+async function heldOrder(): Promise<string> {
+  const id = randomUUID();
+  await p.sql(
+    `WITH o AS (INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
+                VALUES ($1, 'watch-e2e', 'PLACED', 'USD', 1200, now())),
+          i AS (INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
+                VALUES ($1, 1, 'MUG-CERAMIC', 'Ceramic mug', 1, 'USD', 1200, 1200))
+     INSERT INTO receipts.receipts (order_id, due_at) VALUES ($1, now() + interval '1 hour')`,
+    [id],
+  );
+  return id;
+}
+
+/** The held order's receipt sent, as the relay records it. */
+async function sendReceipt(id: string): Promise<void> {
+  await p.sql("UPDATE receipts.receipts SET state = 'sent', attempts = 1, message_id = 'watch-e2e', sent_at = now() WHERE order_id = $1", [id]);
+}
+
+const states = (msgs: checkoutV1.WatchOrderResponse[]) =>
+  msgs.filter((m) => m.order).map((m) => [m.position, checkoutV1.ReceiptState[m.order!.receipt!.state]]);
+
+describe("WatchOrder through every hop", () => {
+  for (const protocol of protocols) {
+    test(`${protocol}: a placed order's receipt turns from PENDING to SENT, then the stream ends OK`, async () => {
+      const placed = await p.client(protocol).placeOrder({ customerId: "watch-e2e", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 5000 });
+      const seen: checkoutV1.WatchOrderResponse[] = [];
+      for await (const m of p.client(protocol).watchOrder({ orderId: placed.order!.id }, { timeoutMs: 30_000 })) seen.push(m);
+      const positions = seen.filter((m) => m.order).map((m) => m.position);
+      const last = seen.at(-1)!;
+      assert.equal(checkoutV1.ReceiptState[last.order!.receipt!.state], "SENT");
+      assert.equal(last.position, 2n);
+      // The first message is the order as placed (already SENT if the relay was quicker than the watch).
+      assert.deepEqual(positions, positions[0] === 1n ? [1n, 2n] : [2n]);
+      assert.equal(seen[0]!.order!.id, placed.order!.id);
+    });
+  }
+
+  test("a held order: the order as GetOrder shows it first, then the committed change, then the end", async () => {
+    const id = await heldOrder();
+    const it = p.client("grpc").watchOrder({ orderId: id }, { timeoutMs: 30_000 })[Symbol.asyncIterator]();
+    const first = (await it.next()).value as checkoutV1.WatchOrderResponse;
+    const got = await p.client("grpc").getOrder({ orderId: id });
+    assert.deepEqual(first.order, got.order);
+    assert.equal(first.position, 1n);
+    await sendReceipt(id);
+    const second = (await it.next()).value as checkoutV1.WatchOrderResponse;
+    assert.deepEqual(states([second]), [[2n, "SENT"]]);
+    assert.equal((await it.next()).done, true);
+    await nothingLeftOpen("no stream at any hop, orders' LISTEN connection closed");
+  });
+
+  test("the client leaves: every hop's stream ends and orders leaves LISTEN", async () => {
+    const id = await heldOrder();
+    const abort = new AbortController();
+    const it = p.client("grpc").watchOrder({ orderId: id }, { signal: abort.signal })[Symbol.asyncIterator]();
+    assert.equal(((await it.next()).value as checkoutV1.WatchOrderResponse).position, 1n);
+    assert.deepEqual(await openStreams(), [1, 1, 1], "one stream open at each hop");
+    assert.equal(await listeners(), 1, "one LISTEN connection for the process's watchers");
+    abort.abort();
+    await assert.rejects(it.next(), (e) => ConnectError.from(e).code === Code.Canceled);
+    await nothingLeftOpen("no stream at any hop, orders' LISTEN connection closed");
+  });
+
+  test("the caller's deadline ends the stream at every hop with DEADLINE_EXCEEDED", async () => {
+    const id = await heldOrder();
+    const seen: bigint[] = [];
+    const err = await (async () => {
+      try {
+        for await (const m of p.client("grpc").watchOrder({ orderId: id }, { timeoutMs: 1500 })) seen.push(m.position);
+      } catch (e) {
+        return ConnectError.from(e);
+      }
+      return undefined;
+    })();
+    assert.deepEqual(seen, [1n]);
+    assert.equal(err?.code, Code.DeadlineExceeded, `${err?.code} ${err?.rawMessage}`);
+    // Whichever ends first, the caller's own timer or the hops below (each a hop reserve earlier), the code is the same.
+    await nothingLeftOpen("no stream at any hop after the deadline");
+  });
+
+  test("a stream resumed after the last position it received misses nothing and repeats nothing", async () => {
+    const id = await heldOrder();
+    const abort = new AbortController();
+    const it = p.client("connect-binary").watchOrder({ orderId: id }, { signal: abort.signal })[Symbol.asyncIterator]();
+    const first = (await it.next()).value as checkoutV1.WatchOrderResponse;
+    abort.abort();
+    await it.next().catch(() => {});
+    // The change happens while nobody watches.
+    await sendReceipt(id);
+    const resumed: checkoutV1.WatchOrderResponse[] = [];
+    for await (const m of p.client("connect-binary").watchOrder({ orderId: id, resumeAfter: first.position }, { timeoutMs: 10_000 })) resumed.push(m);
+    assert.deepEqual(states([first, ...resumed]), [
+      [1n, "PENDING"],
+      [2n, "SENT"],
+    ]);
+    // Resumed after the last position: nothing more to send, and the stream ends OK.
+    const after: checkoutV1.WatchOrderResponse[] = [];
+    for await (const m of p.client("connect-binary").watchOrder({ orderId: id, resumeAfter: 2n }, { timeoutMs: 10_000 })) after.push(m);
+    assert.deepEqual(after, []);
+  });
+
+  test("bad requests: INVALID_ARGUMENT and NOT_FOUND, from orders through every hop", async () => {
+    const drain = async (req: { orderId: string; resumeAfter?: bigint }) => {
+      for await (const _ of p.client("grpc").watchOrder(req, { timeoutMs: 5000 })) {
+      }
+    };
+    await assert.rejects(
+      drain({ orderId: "nope" }),
+      (e) => ConnectError.from(e).code === Code.InvalidArgument && /order_id must be a UUID/.test(ConnectError.from(e).rawMessage),
+    );
+    await assert.rejects(drain({ orderId: randomUUID() }), (e) => ConnectError.from(e).code === Code.NotFound);
+    await assert.rejects(drain({ orderId: randomUUID(), resumeAfter: 3n }), (e) => ConnectError.from(e).code === Code.InvalidArgument);
+  });
+});
