@@ -12,6 +12,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { watchOrder, type OrderWatcher } from "@platform/client";
 import { checkoutV1 } from "@platform/proto";
 import { eventually, metricValue, protocols, sharedPlatform, type SharedPlatform } from "@platform/test-support";
 
@@ -153,5 +154,34 @@ describe("WatchOrder through every hop", () => {
     );
     await assert.rejects(drain({ orderId: randomUUID() }), (e) => ConnectError.from(e).code === Code.NotFound);
     await assert.rejects(drain({ orderId: randomUUID(), resumeAfter: 3n }), (e) => ConnectError.from(e).code === Code.InvalidArgument);
+  });
+
+  test("@platform/client's watchOrder resumes a stream cut after its first message: each change once, then the end", async () => {
+    const id = await heldOrder();
+    const real = p.client("connect-binary");
+    const requests: bigint[] = [];
+    // The first stream's connection is lost after its first message (as a proxy or a restart would cut it).
+    const cutOnce: OrderWatcher = {
+      watchOrder: (req, options) => {
+        requests.push(req.resumeAfter ?? 0n);
+        if (requests.length > 1) return real.watchOrder(req, options);
+        return (async function* () {
+          const abort = new AbortController();
+          for await (const m of real.watchOrder(req, { signal: abort.signal })) {
+            yield m;
+            abort.abort();
+            await sendReceipt(id);
+            throw new ConnectError("connection lost", Code.Unavailable);
+          }
+        })();
+      },
+    };
+    const seen: checkoutV1.WatchOrderResponse[] = [];
+    for await (const m of watchOrder(cutOnce, id, { reconnectDelayMs: 10 })) seen.push(m);
+    assert.deepEqual(states(seen), [
+      [1n, "PENDING"],
+      [2n, "SENT"],
+    ]);
+    assert.deepEqual(requests, [0n, 1n], "resumed after the last position received");
   });
 });
