@@ -125,3 +125,18 @@ test("a shutdown ends open streams at once with UNAVAILABLE and a resume hint, l
   await shutdown;
   assert.equal(impl.open(), 0);
 });
+
+test("a stream's handler failing after its first message: the caller gets INTERNAL without internals, after the message", async () => {
+  const impl = {
+    ...watcher(1, 1),
+    async *watchOrder() {
+      yield { position: 1n };
+      throw new Error("relation orders.secret does not exist");
+    },
+  };
+  const { client } = await start({}, impl);
+  const { positions, error } = await drain(client.watchOrder({ orderId }));
+  assert.deepEqual(positions, [1n]);
+  assert.equal(error?.code, Code.Internal);
+  assert.match(error!.rawMessage, /^internal error \(request id [\w-]+\)$/);
+});
