@@ -15,6 +15,7 @@ import { retryMetrics } from "../observability/metrics.js";
 import { histogramCellsOf } from "../observability/metric-cells.js";
 import { wasNeverProcessed } from "./downstream-error.js";
 import { idempotencyKeyHeader } from "../headers.js";
+import { withFirstMessage } from "../server/stream-messages.js";
 
 /** The attempt number of a call (1 = first), for the client span of each attempt. */
 export const attemptKey = createContextKey(1, { description: "retry attempt" });
@@ -66,9 +67,10 @@ export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
       const started = clock.now();
       req.contextValues.set(attemptKey, attempt);
       try {
-        // A stream is retried only until it is answered (its headers, before the first
-        // message): from then on a failure reaches the caller, who resumes (docs/streams.md).
-        const res = await next(sent && req.stream ? { ...req, message: replay(sent) } : req);
+        // A stream is retried only until its first message: from then on a failure
+        // reaches the caller, who resumes (docs/streams.md).
+        const answered = await next(sent && req.stream ? { ...req, message: replay(sent) } : req);
+        const res = answered.stream ? await withFirstMessage(answered) : answered;
         latency.observe(clock.now() - started);
         attempts.observe(attempt);
         return res;

@@ -28,3 +28,21 @@ async function* ended<M>(messages: AsyncIterable<M>, onEnd: (error: unknown) => 
     onEnd(error);
   }
 }
+
+/**
+ * `res` once its first message has arrived (or its end): a failure before it
+ * is thrown here, where a retry loop sees it, rather than while the caller
+ * reads. gRPC sends a failure before any message as trailers only, after
+ * the call has already "answered".
+ */
+export async function withFirstMessage<T extends StreamResponse>(res: T): Promise<T> {
+  const it = res.message[Symbol.asyncIterator]();
+  const first = await it.next();
+  return { ...res, message: startingWith(first, it) };
+}
+
+async function* startingWith<M>(first: IteratorResult<M>, rest: AsyncIterator<M>): AsyncGenerator<M> {
+  if (first.done) return;
+  yield first.value;
+  yield* { [Symbol.asyncIterator]: () => rest };
+}
