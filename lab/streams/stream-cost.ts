@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
-import { metricValue, startTestPlatform, type TestPlatform } from "@platform/test-support";
+import { insertHeldOrders, metricValue, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 const { values } = parseArgs({
   options: { streams: { type: "string", default: "1000" }, "idle-s": { type: "string", default: "30" }, repeat: { type: "string", default: "2" } },
@@ -67,14 +67,7 @@ async function run(round: number): Promise<void> {
   const p = await startTestPlatform({ serviceEnv: { gateway: env, checkout: env, orders: env } });
   try {
     const id = randomUUID();
-    await p.sql(
-      `WITH o AS (INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
-                  VALUES ($1, 'stream-cost', 'PLACED', 'USD', 1200, now())),
-            i AS (INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-                  VALUES ($1, 1, 'MUG-CERAMIC', 'Ceramic mug', 1, 'USD', 1200, 1200))
-       INSERT INTO receipts.receipts (order_id, due_at) VALUES ($1, now() + interval '1 hour')`,
-      [id],
-    );
+    await insertHeldOrders(p.sql, [id], "stream-cost");
     const client = createClient(checkoutV1.CheckoutService, createGrpcTransport({ baseUrl: p.gatewayUrl }));
     const abort = new AbortController();
     const open = async (n: number) => {

@@ -3,6 +3,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
 import pg from "pg";
+import { insertHeldOrders } from "@platform/test-support";
 import type { LabPlatform } from "../platform/lab-platform.js";
 
 /**
@@ -30,14 +31,7 @@ export function openWatchers(count: number): {
       await db.connect();
       const ids = Array.from({ length: count }, () => randomUUID());
       try {
-        await db.query(
-          `WITH o AS (INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
-                      SELECT id, 'storm-watcher', 'PLACED', 'USD', 1200, now() FROM unnest($1::uuid[]) AS id),
-                i AS (INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-                      SELECT id, 1, 'MUG-CERAMIC', 'Ceramic mug', 1, 'USD', 1200, 1200 FROM unnest($1::uuid[]) AS id)
-           INSERT INTO receipts.receipts (order_id, due_at) SELECT id, now() + interval '1 hour' FROM unnest($1::uuid[]) AS id`,
-          [ids],
-        );
+        await insertHeldOrders((text, values) => db.query(text, values), ids, "storm-watcher");
       } finally {
         await db.end();
       }

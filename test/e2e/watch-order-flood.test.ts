@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { checkoutV1 } from "@platform/proto";
-import { eventually, metricValue, startTestPlatform, type TestPlatform } from "@platform/test-support";
+import { eventually, insertHeldOrders, metricValue, startTestPlatform, type TestPlatform } from "@platform/test-support";
 
 let p: TestPlatform;
 before(async () => {
@@ -28,14 +28,7 @@ const openStreams = () => Promise.all(hops.map(async (s) => metricValue(await p.
 
 test("150 watchers from one client: 100 open at every hop, 50 refused with pushback, and every unary call meanwhile succeeds", async () => {
   const id = randomUUID();
-  await p.sql(
-    `WITH o AS (INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
-                VALUES ($1, 'watch-flood', 'PLACED', 'USD', 1200, now())),
-          i AS (INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-                VALUES ($1, 1, 'MUG-CERAMIC', 'Ceramic mug', 1, 'USD', 1200, 1200))
-     INSERT INTO receipts.receipts (order_id, due_at) VALUES ($1, now() + interval '1 hour')`,
-    [id],
-  );
+  await insertHeldOrders(p.sql, [id], "watch-flood");
   // The watchers on their own connection, as another browser tab would be.
   const watchers = createClient(checkoutV1.CheckoutService, createGrpcTransport({ baseUrl: p.gatewayUrl }));
   const abort = new AbortController();

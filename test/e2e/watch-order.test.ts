@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { watchOrder, type OrderWatcher } from "@platform/client";
 import { checkoutV1 } from "@platform/proto";
-import { eventually, metricValue, protocols, sharedPlatform, type SharedPlatform } from "@platform/test-support";
+import { eventually, insertHeldOrders, metricValue, protocols, sendHeldReceipt, sharedPlatform, type SharedPlatform } from "@platform/test-support";
 
 let p: SharedPlatform;
 before(async () => {
@@ -44,21 +44,12 @@ async function nothingLeftOpen(what: string): Promise<void> {
 /** An order of this file's own whose receipt is pending and not due for an hour: nothing changes it but this file. */
 async function heldOrder(): Promise<string> {
   const id = randomUUID();
-  await p.sql(
-    `WITH o AS (INSERT INTO orders.orders (id, customer_id, status, currency_code, total_minor, created_at)
-                VALUES ($1, 'watch-e2e', 'PLACED', 'USD', 1200, now())),
-          i AS (INSERT INTO orders.order_items (order_id, line_no, sku, name, quantity, currency_code, unit_price_minor, line_total_minor)
-                VALUES ($1, 1, 'MUG-CERAMIC', 'Ceramic mug', 1, 'USD', 1200, 1200))
-     INSERT INTO receipts.receipts (order_id, due_at) VALUES ($1, now() + interval '1 hour')`,
-    [id],
-  );
+  await insertHeldOrders(p.sql, [id], "watch-e2e");
   return id;
 }
 
 /** The held order's receipt sent, as the relay records it. */
-async function sendReceipt(id: string): Promise<void> {
-  await p.sql("UPDATE receipts.receipts SET state = 'sent', attempts = 1, message_id = 'watch-e2e', sent_at = now() WHERE order_id = $1", [id]);
-}
+const sendReceipt = (id: string) => sendHeldReceipt(p.sql, id);
 
 const states = (msgs: checkoutV1.WatchOrderResponse[]) =>
   msgs.filter((m) => m.order).map((m) => [m.position, checkoutV1.ReceiptState[m.order!.receipt!.state]]);
