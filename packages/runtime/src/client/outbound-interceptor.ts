@@ -21,7 +21,7 @@ import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeade
 import { attemptKey } from "./retry-interceptor.js";
 import { clientSpanNeeded, endSpan, startClientSpan } from "../observability/tracing.js";
 import { codeLabel } from "../observability/code-label.js";
-import { onStreamEnd } from "../server/stream-messages.js";
+import { mapStreamFailure, onStreamEnd } from "../server/stream-messages.js";
 
 export interface OutboundOptions {
   /** Dependency name used in messages and metric labels, e.g. "stock". */
@@ -131,6 +131,17 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
     }
     let outcome: Code | "ok" = "ok";
     let failure: string | undefined;
+    const failed = (e: unknown): ConnectError => {
+      const mapped = mapDownstreamError(e, {
+        dependency: opts.dependency,
+        ownDeadlinePassed: callsEnd?.aborted === true || (scope !== undefined && abortReason(scope) === "deadline"),
+        callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
+      });
+      client.calls.inc({ dependency: opts.dependency, procedure, code: codeLabel(mapped.code) });
+      outcome = mapped.code;
+      failure = mapped.rawMessage;
+      return mapped;
+    };
     try {
       const spec = currentFaults().dependencies?.[opts.dependency];
       const fault = faultApplies(spec) ? spec : undefined;
@@ -144,22 +155,15 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       }
       okCalls.cell(opts.dependency, procedure).value++;
       if (res.stream) {
-        // A stream is open, not over: it stays linked to our caller and our deadline until its messages end.
+        // A stream is open, not over: it stays linked to our caller and our deadline until its
+        // messages end, and a failure while they are read is mapped as one before them.
         const unlink = release;
         release = () => {};
-        return onStreamEnd(res, unlink);
+        return onStreamEnd(mapStreamFailure(res, failed), unlink);
       }
       return res;
     } catch (e) {
-      const mapped = mapDownstreamError(e, {
-        dependency: opts.dependency,
-        ownDeadlinePassed: callsEnd?.aborted === true || (scope !== undefined && abortReason(scope) === "deadline"),
-        callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
-      });
-      client.calls.inc({ dependency: opts.dependency, procedure, code: codeLabel(mapped.code) });
-      outcome = mapped.code;
-      failure = mapped.rawMessage;
-      throw mapped;
+      throw failed(e);
     } finally {
       release();
       if (span) endSpan(span, outcome, failure);

@@ -3,7 +3,7 @@ import { currentScope } from "@platform/resilience";
 import type { Logger } from "../observability/logger.js";
 import { grpcRetryPushbackHeader, failedDependencyHeader, retryAfterHeader } from "../headers.js";
 import { scopeEndedError, streamResumeHeader } from "../deadline/deadline-interceptor.js";
-import { isStream } from "./stream-messages.js";
+import { isStream, mapStreamFailure } from "./stream-messages.js";
 import { requestContext } from "./request-context.js";
 
 /**
@@ -31,17 +31,9 @@ export function errorInterceptor(opts: { logger: Logger }): Interceptor {
       throw new ConnectError(`internal error (request id ${requestId})`, Code.Internal);
     };
     // A stream's failure comes while its messages are read, after this returned: mapped there too.
-    if (req.stream) pending = pending.then((res) => (isStream(res) ? { ...res, message: failingDeliberately(res.message, deliberate) } : res));
+    if (req.stream) pending = pending.then((res) => (isStream(res) ? mapStreamFailure(res, deliberate) : res));
     return pending.catch(deliberate);
   };
-}
-
-async function* failingDeliberately<M>(messages: AsyncIterable<M>, deliberate: (e: unknown) => never): AsyncGenerator<M> {
-  try {
-    yield* messages;
-  } catch (e) {
-    deliberate(e);
-  }
 }
 
 /**

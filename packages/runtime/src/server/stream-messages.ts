@@ -29,6 +29,19 @@ async function* ended<M>(messages: AsyncIterable<M>, onEnd: (error: unknown) => 
   }
 }
 
+/** `res` whose failure, while its messages are read, is `map(error)` instead. */
+export function mapStreamFailure<T extends StreamResponse>(res: T, map: (error: unknown) => unknown): T {
+  return { ...res, message: failingAs(res.message, map) };
+}
+
+async function* failingAs<M>(messages: AsyncIterable<M>, map: (error: unknown) => unknown): AsyncGenerator<M> {
+  try {
+    yield* messages;
+  } catch (e) {
+    throw map(e);
+  }
+}
+
 /**
  * `res` once its first message has arrived (or its end): a failure before it
  * is thrown here, where a retry loop sees it, rather than while the caller
