@@ -6,16 +6,23 @@
  * itself; every hop's stream gone, and orders' LISTEN connection closed,
  * once the client leaves or the deadline passes (counted on the servers:
  * their open-stream gauges and pg_stat_activity); a resumed stream that
- * misses and repeats nothing.
+ * misses and repeats nothing; `buf curl` and grpc-js receive the stream.
+ * One file, so that the open-stream counts are this file's alone on the
+ * run's shared platform.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { watchOrder, type OrderWatcher } from "@platform/client";
 import { checkoutV1 } from "@platform/proto";
 import { eventually, insertHeldOrders, metricValue, protocols, sendHeldReceipt, sharedPlatform, type SharedPlatform } from "@platform/test-support";
 
+const run = promisify(execFile);
 let p: SharedPlatform;
 before(async () => {
   p = await sharedPlatform();
@@ -175,4 +182,79 @@ describe("WatchOrder through every hop", () => {
     ]);
     assert.deepEqual(requests, [0n, 1n], "resumed after the last position received");
   });
+});
+
+/* Outside clients: buf curl (gRPC over h2c, with the proto schema) and @grpc/grpc-js (messages encoded by @bufbuild/protobuf). */
+
+async function placeOrder(): Promise<string> {
+  const res = await p.client("grpc").placeOrder({ customerId: "watch-e2e", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }, { timeoutMs: 5000 });
+  return res.order!.id;
+}
+
+/** The receipt states of a stream's messages in order, with their positions. */
+function changes(messages: { position?: string | bigint; order?: { receipt?: { state?: string | number } } }[]): [string, string][] {
+  return messages.map((m) => [
+    String(m.position),
+    typeof m.order?.receipt?.state === "number" ? String(checkoutV1.ReceiptState[m.order.receipt.state]) : String(m.order?.receipt?.state),
+  ]);
+}
+
+function assertPendingThenSent(seen: [string, string][]): void {
+  const sent: [string, string] = ["2", "SENT"];
+  assert.deepEqual(seen, seen.length === 2 ? [["1", "PENDING"], sent] : [sent]);
+}
+
+test("buf curl streams a new order's receipt, PENDING then SENT, and exits 0 when the stream ends", async () => {
+  const orderId = await placeOrder();
+  const { stdout } = await run(
+    "npx",
+    [
+      "buf",
+      "curl",
+      "--schema",
+      "proto",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-d",
+      JSON.stringify({ orderId }),
+      `${p.gatewayUrl}/checkout.v1.CheckoutService/WatchOrder`,
+    ],
+    { cwd: process.cwd(), timeout: 60_000 },
+  );
+  // buf curl prints each message as a JSON document, one after another.
+  const messages = stdout
+    .split(/\n(?=\{)/)
+    .filter((s) => s.trim() !== "")
+    .map((s) => JSON.parse(s) as { position?: string; order?: { id: string; receipt?: { state?: string } } });
+  assert.ok(messages.every((m) => m.order?.id === orderId));
+  assertPendingThenSent(changes(messages).map(([pos, state]) => [pos, state.replace("RECEIPT_STATE_", "")]));
+});
+
+test("grpc-js receives the stream of a new order and its OK status", async () => {
+  const orderId = await placeOrder();
+  const client = new grpc.Client(new URL(p.gatewayUrl).host, grpc.credentials.createInsecure());
+  try {
+    const { messages, status } = await new Promise<{ messages: checkoutV1.WatchOrderResponse[]; status: grpc.StatusObject }>((resolve, reject) => {
+      const messages: checkoutV1.WatchOrderResponse[] = [];
+      const call = client.makeServerStreamRequest(
+        "/checkout.v1.CheckoutService/WatchOrder",
+        (m: checkoutV1.WatchOrderRequest) => Buffer.from(toBinary(checkoutV1.WatchOrderRequestSchema, m)),
+        (b: Buffer) => fromBinary(checkoutV1.WatchOrderResponseSchema, b),
+        create(checkoutV1.WatchOrderRequestSchema, { orderId }),
+        new grpc.Metadata(),
+        { deadline: Date.now() + 30_000 },
+      );
+      call.on("data", (m: checkoutV1.WatchOrderResponse) => messages.push(m));
+      call.on("error", () => {});
+      call.on("status", (status: grpc.StatusObject) => resolve({ messages, status }));
+      call.on("close", () => {});
+      setTimeout(() => reject(new Error("no status within 30 s")), 30_000).unref();
+    });
+    assert.equal(status.code, grpc.status.OK, status.details);
+    assert.ok(messages.every((m) => m.order?.id === orderId));
+    assertPendingThenSent(changes(messages));
+  } finally {
+    client.close();
+  }
 });
