@@ -131,17 +131,6 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
     }
     let outcome: Code | "ok" = "ok";
     let failure: string | undefined;
-    const failed = (e: unknown): ConnectError => {
-      const mapped = mapDownstreamError(e, {
-        dependency: opts.dependency,
-        ownDeadlinePassed: callsEnd?.aborted === true || (scope !== undefined && abortReason(scope) === "deadline"),
-        callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
-      });
-      client.calls.inc({ dependency: opts.dependency, procedure, code: codeLabel(mapped.code) });
-      outcome = mapped.code;
-      failure = mapped.rawMessage;
-      return mapped;
-    };
     try {
       const spec = currentFaults().dependencies?.[opts.dependency];
       const fault = faultApplies(spec) ? spec : undefined;
@@ -159,17 +148,41 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
         // messages end, and a failure while they are read is mapped as one before them.
         const unlink = release;
         release = () => {};
-        return onStreamEnd(mapStreamFailure(res, failed), unlink);
+        return onStreamEnd(
+          mapStreamFailure(res, (e) => failedCall(e, opts.dependency, procedure, scope, callsEnd, client.calls)),
+          unlink,
+        );
       }
       return res;
     } catch (e) {
-      throw failed(e);
+      const mapped = failedCall(e, opts.dependency, procedure, scope, callsEnd, client.calls);
+      outcome = mapped.code;
+      failure = mapped.rawMessage;
+      throw mapped;
     } finally {
       release();
       if (span) endSpan(span, outcome, failure);
       durations.cell(opts.dependency, procedure).observe((performance.now() - started) / 1000);
     }
   };
+}
+
+/** A failed call's error as this hop's caller is to see it (mapDownstreamError), counted. */
+function failedCall(
+  e: unknown,
+  dependency: string,
+  procedure: string,
+  scope: CallScope | undefined,
+  callsEnd: AbortSignal | undefined,
+  calls: ReturnType<typeof rpcClientMetrics>["calls"],
+): ConnectError {
+  const mapped = mapDownstreamError(e, {
+    dependency,
+    ownDeadlinePassed: callsEnd?.aborted === true || (scope !== undefined && abortReason(scope) === "deadline"),
+    callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
+  });
+  calls.inc({ dependency, procedure, code: codeLabel(mapped.code) });
+  return mapped;
 }
 
 const procedures = new WeakMap<object, string>();

@@ -45,18 +45,24 @@ export function deadlineInterceptor(opts: DeadlineInterceptorOptions): Intercept
     if (req.stream && opts.streamsEndSignal) parents.push(opts.streamsEndSignal);
     const scope = scopeFor(context, parents);
     count(context);
-    const end = () => {
-      scope.dispose();
-      if (built) context.dispose();
-    };
     let streaming = false;
     try {
       const res = await runInScope(scope, () => raceScope(next(req), scope, () => late.inc({ procedure: context.procedure })));
       if (!isStream(res)) return res;
+      // A stream's scope lasts until its last message.
       streaming = true;
-      return { ...res, message: messagesInScope(res.message, scope, end) };
+      return {
+        ...res,
+        message: messagesInScope(res.message, scope, () => {
+          scope.dispose();
+          if (built) context.dispose();
+        }),
+      };
     } finally {
-      if (!streaming) end();
+      if (!streaming) {
+        scope.dispose();
+        if (built) context.dispose();
+      }
     }
   };
 }
