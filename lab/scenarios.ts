@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { LabPlatform } from "./platform/lab-platform.js";
+import { openWatchers } from "./streams/watchers.js";
 
 export interface ScenarioTiming {
   /** Steady load before the trigger. */
@@ -96,6 +97,9 @@ export interface Scenario {
 }
 
 const noop = async () => {};
+
+/** WatchOrder streams open in normal times, for the watchers scenario: about one per order of the last few seconds at 0.6x capacity. */
+const usualWatchers = 60;
 
 /** Both databases behind pricing and orders: they share the one PostgreSQL. */
 const databaseServices = ["pricing", "orders"] as const;
@@ -229,6 +233,14 @@ export const scenarios: readonly Scenario[] = [
     receipts: { maxDrainMs: { full: 120_000, quick: 30_000 } },
     // The outbox is the same code in both profiles: the naive run would repeat the platform's.
     profiles: ["platform"],
+  },
+  {
+    name: "watchers",
+    title: "8. Watchers: 5x the usual WatchOrder streams during normal load",
+    summary: `Under steady load (0.6x capacity), ${5 * usualWatchers} WatchOrder streams (5x the usual ${usualWatchers}) are opened through the gateway, 25 at a time, and held open, idle, for the trigger window. Unary goodput must not move: the platform's streams take slots of their own class at every hop (beyond its limit per caller, 100, they are refused with pushback) (docs/streams.md).`,
+    timing: timing(8000, 6000),
+    load: { base: 0.6, during: 0.6 },
+    trigger: openWatchers(5 * usualWatchers),
   },
 ];
 

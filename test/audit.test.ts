@@ -97,6 +97,17 @@ test("npm run audit passes the defaults, the compose file and every Kubernetes o
     assert.ok(composeGraph.includes(hop), `the order path's hop ${hop}: ${composeGraph.join(", ")}`);
   assert.equal((out.match(/^pass {2}\d\. /gm) ?? []).length, 7 * (2 + overlays.length), "seven answers per configuration");
   assert.match(out, /rehearsed in CI: test\/e2e\/overload\.test\.ts cuts intake to 0 through PUT \/admin\/intake/);
+  // Stream limits and lifetimes, per service, in every configuration.
+  for (const service of ["gateway", "checkout", "orders"]) {
+    assert.match(
+      out,
+      new RegExp(
+        `^ +${service} streams: their own class, at most 2000 open \\(100 per caller\\), never queued \\(refused with pushback\\), each at most 600 s`,
+        "m",
+      ),
+    );
+  }
+  assert.match(out, /gateway streams: .*, a heartbeat after 20 s idle$/m);
   assert.match(out, /^audit: PASS$/m);
 });
 

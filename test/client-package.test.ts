@@ -45,6 +45,7 @@ test("plain node imports the built package: the service descriptor and its messa
       ["ListProducts", 1],
       ["PlaceOrder", 2],
       ["GetOrder", 1],
+      ["WatchOrder", 1],
     ],
     header: "Idempotency-Key",
     schema: "checkout.v1.PlaceOrderRequest",
@@ -59,9 +60,11 @@ test("npm pack ships the JavaScript, the declarations and the README, no sources
     "README.md",
     "dist/gen/checkout/v1/checkout_pb.js",
     "dist/index.js",
+    "dist/watch-order.js",
     "package.json",
     "types/gen/checkout/v1/checkout_pb.d.ts",
     "types/index.d.ts",
+    "types/watch-order.d.ts",
   ]);
   const manifest = JSON.parse(readFileSync("packages/client/package.json", "utf8")) as { private?: boolean; exports: Record<string, Record<string, string>> };
   assert.equal(manifest.private, undefined, "publishable");

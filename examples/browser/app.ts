@@ -2,13 +2,16 @@
  * The browser example: Connect-Web (fetch) against the gateway, which lets
  * this page's origin in through CORS_ALLOWED_ORIGINS. Lists the products
  * (an HTTP GET: ListProducts has no side effects), places an order with an
- * idempotency key and a deadline, and shows how an error code is handled.
+ * idempotency key and a deadline, watches its receipt turn from PENDING to
+ * SENT live (WatchOrder, a Connect server stream over fetch, resumed by
+ * @platform/client's watchOrder if it is cut), and shows how an error code
+ * is handled.
  * The outcome is also left in `window.exampleResult` for the headless
  * browser test (test/e2e/browser-client.test.ts).
  */
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { CheckoutService, idempotencyKeyHeader } from "@platform/client";
+import { CheckoutService, ReceiptState, idempotencyKeyHeader, watchOrder } from "@platform/client";
 import { adviceFor } from "../shared/checkout-errors.js";
 import type { ExampleResult } from "./result.js";
 
@@ -20,7 +23,7 @@ declare global {
 
 const gateway = new URLSearchParams(location.search).get("gateway") ?? "http://127.0.0.1:8080";
 const checkout = createClient(CheckoutService, createConnectTransport({ baseUrl: gateway, useHttpGet: true }));
-const result: ExampleResult = { done: false, products: [], errors: [] };
+const result: ExampleResult = { done: false, products: [], receiptStates: [], errors: [] };
 window.exampleResult = result;
 
 const el = (id: string) => document.getElementById(id)!;
@@ -61,8 +64,20 @@ async function main(): Promise<void> {
     ),
   );
   if (placed?.order) {
-    result.order = { id: placed.order.id, total: placed.order.total?.amountMinor.toString() ?? "" };
-    log(`order placed: ${placed.order.id}`);
+    const order = placed.order;
+    result.order = { id: order.id, total: order.total?.amountMinor.toString() ?? "" };
+    log(`order placed: ${order.id}`);
+    // The receipt as placed (PENDING), then each change as it happens, until it is final.
+    const receipt = (state: ReceiptState | undefined) => {
+      const name = ReceiptState[state ?? ReceiptState.UNSPECIFIED];
+      if (result.receiptStates.at(-1) === name) return;
+      result.receiptStates.push(name);
+      log(`receipt: ${name}`);
+    };
+    receipt(order.receipt?.state);
+    await attempt("WatchOrder", async () => {
+      for await (const change of watchOrder(checkout, order.id)) receipt(change.order?.receipt?.state);
+    });
   }
   await attempt("unknown SKU", () =>
     checkout.placeOrder(

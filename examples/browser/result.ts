@@ -5,6 +5,8 @@ export interface ExampleResult {
   /** The SKUs listed. */
   products: string[];
   order?: { id: string; total: string };
+  /** The placed order's receipt states as the page saw them, in order: PENDING (as placed), then SENT (live). */
+  receiptStates: string[];
   /** Each failed call with its code's wire name and the advice shown. */
   errors: { what: string; code: string; advice: string }[];
 }

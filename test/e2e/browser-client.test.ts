@@ -68,7 +68,9 @@ async function runPage(origin: string): Promise<{ result: ExampleResult; calls: 
   }
 }
 
-test("the page lists the products, places an order and maps an error code, over Connect-Web from an allowed origin", { skip }, async (t) => {
+test("the page lists the products, places an order, watches its receipt turn SENT and maps an error code, over Connect-Web from an allowed origin", {
+  skip,
+}, async (t) => {
   assert.ok(executablePath, "chromium is not installed: .ci/run installs it");
   const { result, calls, text } = await runPage(page.origin);
   assert.deepEqual(result.products, ["COFFEE-BEANS-1KG", "FILTER-PAPER-100", "GRINDER-BURR", "KETTLE-GOOSENECK", "MUG-CERAMIC"]);
@@ -76,6 +78,9 @@ test("the page lists the products, places an order and maps an error code, over 
   assert.ok(result.order, JSON.stringify(result));
   assert.equal(result.order.total, "2450");
   assert.deepEqual(await p.sql("SELECT id FROM orders.orders WHERE customer_id = 'browser-example'"), [{ id: result.order.id }]);
+  // Its receipt, PENDING as placed, turned SENT on the page while it watched (a Connect server stream over fetch).
+  assert.deepEqual(result.receiptStates, ["PENDING", "SENT"]);
+  assert.match(text, /receipt: PENDING\nreceipt: SENT/);
   assert.deepEqual(result.errors, [
     { what: "unknown SKU", code: "invalid_argument", advice: 'the request is wrong (unknown sku "NO-SUCH-SKU"): fix it, do not retry' },
   ]);
@@ -85,6 +90,7 @@ test("the page lists the products, places an order and maps an error code, over 
   assert.deepEqual(rpc, [
     { method: "GET", path: "/checkout.v1.CheckoutService/ListProducts" },
     { method: "POST", path: "/checkout.v1.CheckoutService/PlaceOrder" },
+    { method: "POST", path: "/checkout.v1.CheckoutService/WatchOrder" },
     { method: "POST", path: "/checkout.v1.CheckoutService/PlaceOrder" },
   ]);
   t.diagnostic(`preflights: ${calls.filter((c) => c.method === "OPTIONS").length}`);

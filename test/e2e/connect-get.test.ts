@@ -25,13 +25,14 @@ after(async () => {
 const getUrl = (method: string, query: Record<string, string>) =>
   `${p.gatewayUrl}/checkout.v1.CheckoutService/${method}?${new URLSearchParams({ connect: "v1", ...query })}`;
 
-test("ListProducts and GetOrder are the read methods (NO_SIDE_EFFECTS); PlaceOrder is not", () => {
+test("ListProducts and GetOrder are the unary read methods (NO_SIDE_EFFECTS); PlaceOrder is not; WatchOrder reads but streams (no GET)", () => {
   assert.deepEqual(
-    checkoutV1.CheckoutService.methods.map((m) => [m.name, IdempotencyLevel[m.idempotency]]),
+    checkoutV1.CheckoutService.methods.map((m) => [m.name, IdempotencyLevel[m.idempotency], m.methodKind]),
     [
-      ["ListProducts", "NO_SIDE_EFFECTS"],
-      ["PlaceOrder", "IDEMPOTENT"],
-      ["GetOrder", "NO_SIDE_EFFECTS"],
+      ["ListProducts", "NO_SIDE_EFFECTS", "unary"],
+      ["PlaceOrder", "IDEMPOTENT", "unary"],
+      ["GetOrder", "NO_SIDE_EFFECTS", "unary"],
+      ["WatchOrder", "NO_SIDE_EFFECTS", "server_streaming"],
     ],
   );
 });

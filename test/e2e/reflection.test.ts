@@ -66,6 +66,7 @@ describe("buf curl without --schema", () => {
       "checkout.v1.CheckoutService/GetOrder",
       "checkout.v1.CheckoutService/ListProducts",
       "checkout.v1.CheckoutService/PlaceOrder",
+      "checkout.v1.CheckoutService/WatchOrder",
     ]);
     assert.ok(methods.includes("grpc.health.v1.Health/Check"));
     assert.deepEqual(
@@ -254,6 +255,7 @@ describe("an independent grpc-js reflection client", () => {
           ["ListProducts", ".checkout.v1.ListProductsRequest", ".checkout.v1.ListProductsResponse"],
           ["PlaceOrder", ".checkout.v1.PlaceOrderRequest", ".checkout.v1.PlaceOrderResponse"],
           ["GetOrder", ".checkout.v1.GetOrderRequest", ".checkout.v1.GetOrderResponse"],
+          ["WatchOrder", ".checkout.v1.WatchOrderRequest", ".checkout.v1.WatchOrderResponse"],
         ],
       );
       assert.ok(file.messageType.some((m) => m.name === "Money"));

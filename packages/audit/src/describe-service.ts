@@ -133,6 +133,16 @@ export function describeService(name: string, configJson: unknown, wired?: Wired
           },
         }
       : {}),
+    ...(isObject(server["streams"])
+      ? {
+          streams: {
+            maxLifetimeMs: num(server["streams"]["maxLifetimeMs"], "streams.maxLifetimeMs"),
+            maxConcurrent: num(server["streams"]["maxConcurrent"], "streams.maxConcurrent"),
+            maxPerCaller: num(server["streams"]["maxPerCaller"], "streams.maxPerCaller"),
+            heartbeatMs: num(server["streams"]["heartbeatMs"], "streams.heartbeatMs"),
+          },
+        }
+      : {}),
     dependencies,
     ...("databaseUrl" in configJson ? { database: { poolMax: typeof configJson["dbPoolMax"] === "number" ? configJson["dbPoolMax"] : undefined } } : {}),
     ...(isObject(intake) && typeof intake["enabled"] === "boolean"

@@ -81,6 +81,8 @@ export interface ServiceDescription {
   deadline: { defaultMs: number; maxMs: number; hopReserveMs: number; minBudgetMs: number };
   /** Undefined when nothing bounds the server's queue (a plug-in took admission control out). */
   admission?: { maxConcurrent: number; maxQueue: number; maxQueueWaitMs: number };
+  /** Server streams' own admission class and lifetime (undefined for a configuration from before streams). */
+  streams?: { maxLifetimeMs: number; maxConcurrent: number; maxPerCaller: number; heartbeatMs: number };
   dependencies: DependencyDescription[];
   database?: { poolMax: number | undefined };
   intake?: { enabled: boolean; minSuccessRate: number; cutFraction: number; stepFraction: number; stepIntervalMs: number };

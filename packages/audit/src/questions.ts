@@ -198,6 +198,12 @@ export function queuesBounded(graph: CallGraph): Answer {
       });
       continue;
     }
+    if (s.streams) {
+      const st = s.streams;
+      facts.push(
+        `${s.name} streams: their own class, at most ${st.maxConcurrent} open (${st.maxPerCaller} per caller), never queued (refused with pushback), each at most ${st.maxLifetimeMs / 1000} s (the default and cap of a stream's deadline)${s.edge && st.heartbeatMs > 0 ? `, a heartbeat after ${st.heartbeatMs / 1000} s idle` : ""}`,
+      );
+    }
     const drainable = Math.floor((a.maxConcurrent * a.maxQueueWaitMs) / fastestServiceMs);
     facts.push(
       `${s.name} admission: ${a.maxConcurrent} running + ${a.maxQueue} queued, at most ${a.maxQueueWaitMs} ms in the queue; expired requests are dropped before any work`,

@@ -13,3 +13,5 @@ export * from "./gen/checkout/v1/checkout_pb.js";
  * call fails with `already_exists`. 1-255 printable ASCII characters.
  */
 export const idempotencyKeyHeader = "Idempotency-Key";
+
+export { watchOrder, type OrderWatcher, type WatchOrderOptions } from "./watch-order.js";

@@ -14,6 +14,8 @@ export { createLogger, type Logger } from "./observability/logger.js";
 export { register, rpcServerMetrics, rpcClientMetrics, deadlineMetrics, serviceCounter } from "./observability/metrics.js";
 export { HealthState, type OwnResources } from "./server/health.js";
 export { serve, type ServeOptions, type RunningServer } from "./server/serve.js";
+export { withHeartbeat } from "./server/heartbeat.js";
+export { streamResumeHeader } from "./deadline/deadline-interceptor.js";
 export {
   usePlugin,
   loadPlugins,

@@ -39,4 +39,11 @@ export class CheckoutService implements ServiceImpl<typeof checkoutV1.CheckoutSe
     const res = await this.deps.orders.getOrder({ orderId: req.orderId });
     return create(checkoutV1.GetOrderResponseSchema, { order: res.order && publicOrder(res.order) });
   }
+
+  /** orders' stream of the order, each message mapped to the public types as it comes. */
+  async *watchOrder(req: checkoutV1.WatchOrderRequest): AsyncGenerator<checkoutV1.WatchOrderResponse> {
+    for await (const res of this.deps.orders.watchOrder({ orderId: req.orderId, resumeAfter: req.resumeAfter })) {
+      yield create(checkoutV1.WatchOrderResponseSchema, { order: res.order && publicOrder(res.order), position: res.position });
+    }
+  }
 }

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import type { DescService } from "@bufbuild/protobuf";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { Code, ConnectError, type Client, type HandlerContext } from "@connectrpc/connect";
-import { checkoutV1, ordersV1 } from "@platform/proto";
+import { checkoutV1, exampleNotesV1 } from "@platform/proto";
 import { apiRoutes, createDependencyClient, createLogger, forwardService, serve, type RunningServer, type ServiceRoute } from "@platform/runtime";
 import { expectCode, CallLog, grpcClient, inMemoryClient, startDownstream, untilAborted, type Downstream, type Routes } from "@platform/test-support";
 import { defaults, loadConfig } from "./config.js";
@@ -147,24 +147,26 @@ describe("GatewayService, served in memory", () => {
 
 /**
  * An internal API the gateway publishes unchanged (forwarded-apis.ts),
- * here orders.v1 (CreateOrder is IDEMPOTENT, GetOrder NO_SIDE_EFFECTS in
- * its proto), forwarded with the gateway's key rule as main.ts forwards
- * it, to an in-memory OrdersService.
+ * here example_notes.v1 (PutNote is IDEMPOTENT, GetNote NO_SIDE_EFFECTS in
+ * its proto; an API with a streaming method cannot be forwarded), forwarded
+ * with the gateway's key rule as main.ts forwards it, to an in-memory
+ * ExampleNotesService.
  */
 describe("a forwarded API, served in memory", () => {
-  const createOrder = new CallLog<ordersV1.CreateOrderRequest>();
-  const getOrder = new CallLog<ordersV1.GetOrderRequest>();
+  const putNote = new CallLog<exampleNotesV1.PutNoteRequest>();
+  const getNote = new CallLog<exampleNotesV1.GetNoteRequest>();
+  const note = { id: "n-1", text: "hello" };
   // Typed as forwarded-apis.ts types it: any service.
-  const api: DescService = ordersV1.OrdersService;
+  const api: DescService = exampleNotesV1.ExampleNotesService;
   const internal = inMemoryClient(api, (router) =>
-    router.service(ordersV1.OrdersService, {
-      createOrder: (req, ctx) => {
-        createOrder.record(req, ctx);
-        return { order, replayed: false };
+    router.service(exampleNotesV1.ExampleNotesService, {
+      putNote: (req, ctx) => {
+        putNote.record(req, ctx);
+        return { note };
       },
-      getOrder: (req, ctx) => {
-        getOrder.record(req, ctx);
-        return { order };
+      getNote: (req, ctx) => {
+        getNote.record(req, ctx);
+        return { note };
       },
     }),
   );
@@ -175,44 +177,44 @@ describe("a forwarded API, served in memory", () => {
     },
   ];
   const served = apiRoutes(defaults.apis, new GatewayService(inMemoryClient(checkoutV1.CheckoutService, new FakeCheckout().routes)), forwarded);
-  const edge = inMemoryClient(ordersV1.OrdersService, served.routes);
+  const edge = inMemoryClient(exampleNotesV1.ExampleNotesService, served.routes);
   beforeEach(() => {
-    createOrder.clear();
-    getOrder.clear();
+    putNote.clear();
+    getNote.clear();
   });
 
   test("the gateway serves checkout's API and then each forwarded one", () => {
     assert.deepEqual(
       served.services.map((s) => s.typeName),
-      ["checkout.v1.CheckoutService", "orders.v1.OrdersService"],
+      ["checkout.v1.CheckoutService", "example_notes.v1.ExampleNotesService"],
     );
   });
 
   test("an IDEMPOTENT method always carries a key downstream: the client's, else one minted", async () => {
-    await edge.createOrder({ customerId: "c-1" }, { headers: { "Idempotency-Key": "fwd-1" } });
-    await edge.createOrder({ customerId: "c-1" });
-    const keys = createOrder.calls.map((c) => c.headers.get("idempotency-key"));
+    await edge.putNote({ note }, { headers: { "Idempotency-Key": "fwd-1" } });
+    await edge.putNote({ note });
+    const keys = putNote.calls.map((c) => c.headers.get("idempotency-key"));
     assert.equal(keys[0], "fwd-1");
     assert.match(keys[1] ?? "", uuid);
   });
 
   test("a method without side effects carries the client's key if it sent one, and none otherwise", async () => {
-    await edge.getOrder({ orderId: order.id }, { headers: { "Idempotency-Key": "fwd-2" } });
-    await edge.getOrder({ orderId: order.id });
+    await edge.getNote({ id: note.id }, { headers: { "Idempotency-Key": "fwd-2" } });
+    await edge.getNote({ id: note.id });
     assert.deepEqual(
-      getOrder.calls.map((c) => c.headers.get("idempotency-key")),
+      getNote.calls.map((c) => c.headers.get("idempotency-key")),
       ["fwd-2", null],
     );
   });
 
   test("a bad key is refused on a forwarded method too, before the call", async () => {
     await expectCode(
-      edge.getOrder({ orderId: order.id }, { headers: { "Idempotency-Key": "k".repeat(256) } }),
+      edge.getNote({ id: note.id }, { headers: { "Idempotency-Key": "k".repeat(256) } }),
       Code.InvalidArgument,
       /^Idempotency-Key must be at most 255 characters, got 256$/,
     );
-    await expectCode(edge.createOrder({ customerId: "c-1" }, { headers: { "Idempotency-Key": "" } }), Code.InvalidArgument, /^Idempotency-Key is empty/);
-    assert.equal(getOrder.calls.length + createOrder.calls.length, 0);
+    await expectCode(edge.putNote({ note }, { headers: { "Idempotency-Key": "" } }), Code.InvalidArgument, /^Idempotency-Key is empty/);
+    assert.equal(getNote.calls.length + putNote.calls.length, 0);
   });
 });
 

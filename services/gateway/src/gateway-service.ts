@@ -1,5 +1,7 @@
+import { create } from "@bufbuild/protobuf";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { checkoutV1 } from "@platform/proto";
+import { checkoutV1 } from "@platform/proto";
+import { withHeartbeat } from "@platform/runtime";
 import { edgeIdempotencyKey, idempotencyKeyHeader } from "./idempotency-key.js";
 
 /**
@@ -8,7 +10,11 @@ import { edgeIdempotencyKey, idempotencyKeyHeader } from "./idempotency-key.js";
  * retries); the business lives in checkout.
  */
 export class GatewayService implements ServiceImpl<typeof checkoutV1.CheckoutService> {
-  constructor(private readonly checkout: Client<typeof checkoutV1.CheckoutService>) {}
+  constructor(
+    private readonly checkout: Client<typeof checkoutV1.CheckoutService>,
+    /** An idle WatchOrder gets an empty message this often (STREAM_HEARTBEAT_MS; 0: never). */
+    private readonly heartbeatMs = 0,
+  ) {}
 
   listProducts(req: checkoutV1.ListProductsRequest) {
     return this.checkout.listProducts(req);
@@ -21,5 +27,10 @@ export class GatewayService implements ServiceImpl<typeof checkoutV1.CheckoutSer
 
   getOrder(req: checkoutV1.GetOrderRequest) {
     return this.checkout.getOrder(req);
+  }
+
+  /** checkout's stream, with an empty message (no order, position 0) whenever it is idle for heartbeatMs. */
+  watchOrder(req: checkoutV1.WatchOrderRequest) {
+    return withHeartbeat(this.checkout.watchOrder(req), this.heartbeatMs, () => create(checkoutV1.WatchOrderResponseSchema));
   }
 }

@@ -37,7 +37,7 @@ runMain("gateway", async () => {
   return serve({
     config: config.server,
     // checkout.v1 answered here, then every forwarded api.
-    ...apiRoutes(defaults.apis, new GatewayService(checkout), forwarded),
+    ...apiRoutes(defaults.apis, new GatewayService(checkout, config.server.streams.heartbeatMs), forwarded),
     http1: true,
     // The public edge: CORS, API keys, rate limit per client, criticality per method, intake control.
     edge: createEdge({ ...config.edge, intake: config.intake, criticality: (procedure) => (critical.has(procedure) ? "critical" : "sheddable") }),

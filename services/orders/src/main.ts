@@ -2,6 +2,7 @@ import { databaseResources, startServiceDatabase } from "@platform/database";
 import { pricingV1 } from "@platform/proto";
 import { apiRoutes, createDependencyClient, createLogger, databaseDeadlineOptions, runMain, serve } from "@platform/runtime";
 import { defaults, loadConfig } from "./config.js";
+import { OrderChangeFeed } from "./order-change-feed.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
 import { waitForReceiptsInterface } from "./receipts-interface.js";
@@ -26,7 +27,8 @@ runMain("orders", async () => {
     retry: "none",
   });
   const store = new OrderStore(db);
-  const impl = new OrdersService({ store, pricing, idempotencyRetentionHours: config.idempotencyRetentionHours });
+  const changes = new OrderChangeFeed(config.databaseUrl, logger);
+  const impl = new OrdersService({ store, changes, pricing, idempotencyRetentionHours: config.idempotencyRetentionHours });
   // Expired keys no longer protect anything; lookups already ignore them.
   const purge = setInterval(() => {
     store.purgeExpiredKeys().then(
@@ -46,6 +48,7 @@ runMain("orders", async () => {
       startup.cancel();
       stopWaiting.abort(new Error("shutting down"));
       clearInterval(purge);
+      await changes.close();
       await db.close();
     },
   });

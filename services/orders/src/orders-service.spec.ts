@@ -31,6 +31,7 @@ import {
   type Routes,
 } from "@platform/test-support";
 import { defaults, loadConfig } from "./config.js";
+import { OrderChangeFeed } from "./order-change-feed.js";
 import { OrderStore } from "./order-store.js";
 import { OrdersService } from "./orders-service.js";
 
@@ -125,6 +126,7 @@ const keyRows = (key: string) =>
     [key],
   );
 /** A customer id no other test uses, so that its rows are this test's alone. */
+const quietLogger = { info() {}, warn() {} };
 const newCustomer = () => `c-${randomUUID()}`;
 
 async function idempotencyCount(outcome: "created" | "replayed" | "rejected"): Promise<number> {
@@ -140,6 +142,7 @@ describe("OrdersService, served in memory on a real database", () => {
   before(() => {
     const impl = new OrdersService({
       store: new OrderStore(db),
+      changes: new OrderChangeFeed(server.url, quietLogger),
       pricing: inMemoryClient(pricingV1.PricingService, pricing.routes),
       idempotencyRetentionHours: retentionHours,
     });
@@ -187,6 +190,7 @@ describe("OrdersService, served in memory on a real database", () => {
       // A pricing that knows every sku, at 1 EUR.
       const impl = new OrdersService({
         store: new OrderStore(db),
+        changes: new OrderChangeFeed(server.url, quietLogger),
         pricing: inMemoryClient(pricingV1.PricingService, (router) =>
           router.service(pricingV1.PricingService, {
             getPrices: (req) => ({ products: req.skus.map((sku) => ({ sku, name: sku, unitPrice: { currencyCode: "EUR", amountMinor: 1n } })) }),
@@ -447,7 +451,12 @@ describe("OrdersService wired as main.ts wires it", () => {
       applicationName: "orders-wired",
     });
     const client = createDependencyClient(pricingV1.PricingService, { dependency: config.pricing, server: config.server, retry: "none" });
-    const impl = new OrdersService({ store: new OrderStore(wiredDb), pricing: client, idempotencyRetentionHours: config.idempotencyRetentionHours });
+    const impl = new OrdersService({
+      store: new OrderStore(wiredDb),
+      changes: new OrderChangeFeed(config.databaseUrl, quietLogger),
+      pricing: client,
+      idempotencyRetentionHours: config.idempotencyRetentionHours,
+    });
     running = await serve({ config: config.server, logger: createLogger("orders", "silent"), ...apiRoutes(defaults.apis, impl) });
     await running.ready;
     orders = grpcClient(ordersV1.OrdersService, running.port);

@@ -1,14 +1,18 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type Client, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { ordersV1, type pricingV1 } from "@platform/proto";
 import { serviceCounter } from "@platform/runtime";
 import type { OrderStore, IdempotencyRecord } from "./order-store.js";
 import { priceOrder } from "./price-order.js";
 import { requestHash } from "./request-hash.js";
 import { validateIdempotencyKey, validateOrderId, validateOrderInput } from "./validate.js";
+import type { OrderChangeFeed } from "./order-change-feed.js";
+import { finalReceipt, lastWatchPosition, watchPosition } from "./watch-position.js";
 
 export interface OrdersDeps {
   store: OrderStore;
+  /** The process's one LISTEN connection, shared by every WatchOrder. */
+  changes: Pick<OrderChangeFeed, "subscribe">;
   pricing: Client<typeof pricingV1.PricingService>;
   idempotencyRetentionHours: number;
 }
@@ -73,5 +77,37 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
     const order = await this.deps.store.get(req.orderId.toLowerCase());
     if (!order) throw new ConnectError(`order ${req.orderId} not found`, Code.NotFound);
     return create(ordersV1.GetOrderResponseSchema, { order });
+  }
+
+  /**
+   * The order, then the order again at each change of its status or
+   * receipt state, each with its position (watch-position.ts); over once
+   * the receipt is final. Subscribed before the first read, so a change
+   * committed after any read wakes the next one. Holds no pool connection
+   * between reads: a watcher waits on the process's one LISTEN connection.
+   */
+  async *watchOrder(req: ordersV1.WatchOrderRequest, ctx: HandlerContext): AsyncGenerator<ordersV1.WatchOrderResponse> {
+    validateOrderId(req.orderId);
+    if (req.resumeAfter > lastWatchPosition) {
+      throw new ConnectError(`resume_after ${req.resumeAfter} is past an order's last position (${lastWatchPosition})`, Code.InvalidArgument);
+    }
+    const id = req.orderId.toLowerCase();
+    const subscription = await this.deps.changes.subscribe(id);
+    try {
+      let last = req.resumeAfter;
+      for (;;) {
+        const order = await this.deps.store.get(id);
+        if (!order) throw new ConnectError(`order ${req.orderId} not found`, Code.NotFound);
+        const position = watchPosition(order);
+        if (position > last) {
+          yield create(ordersV1.WatchOrderResponseSchema, { order, position });
+          last = position;
+        }
+        if (finalReceipt(order)) return;
+        await subscription.changed(ctx.signal);
+      }
+    } finally {
+      subscription.close();
+    }
   }
 }

@@ -21,6 +21,7 @@ import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeade
 import { attemptKey } from "./retry-interceptor.js";
 import { clientSpanNeeded, endSpan, startClientSpan } from "../observability/tracing.js";
 import { codeLabel } from "../observability/code-label.js";
+import { mapStreamFailure, onStreamEnd } from "../server/stream-messages.js";
 
 export interface OutboundOptions {
   /** Dependency name used in messages and metric labels, e.g. "stock". */
@@ -142,14 +143,19 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
         throw new ConnectError(`injected fault: response from ${opts.dependency} lost`, Code.Unavailable);
       }
       okCalls.cell(opts.dependency, procedure).value++;
+      if (res.stream) {
+        // A stream is open, not over: it stays linked to our caller and our deadline until its
+        // messages end, and a failure while they are read is mapped as one before them.
+        const unlink = release;
+        release = () => {};
+        return onStreamEnd(
+          mapStreamFailure(res, (e) => failedCall(e, opts.dependency, procedure, scope, callsEnd, client.calls)),
+          unlink,
+        );
+      }
       return res;
     } catch (e) {
-      const mapped = mapDownstreamError(e, {
-        dependency: opts.dependency,
-        ownDeadlinePassed: callsEnd?.aborted === true || (scope !== undefined && abortReason(scope) === "deadline"),
-        callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
-      });
-      client.calls.inc({ dependency: opts.dependency, procedure, code: codeLabel(mapped.code) });
+      const mapped = failedCall(e, opts.dependency, procedure, scope, callsEnd, client.calls);
       outcome = mapped.code;
       failure = mapped.rawMessage;
       throw mapped;
@@ -159,6 +165,24 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       durations.cell(opts.dependency, procedure).observe((performance.now() - started) / 1000);
     }
   };
+}
+
+/** A failed call's error as this hop's caller is to see it (mapDownstreamError), counted. */
+function failedCall(
+  e: unknown,
+  dependency: string,
+  procedure: string,
+  scope: CallScope | undefined,
+  callsEnd: AbortSignal | undefined,
+  calls: ReturnType<typeof rpcClientMetrics>["calls"],
+): ConnectError {
+  const mapped = mapDownstreamError(e, {
+    dependency,
+    ownDeadlinePassed: callsEnd?.aborted === true || (scope !== undefined && abortReason(scope) === "deadline"),
+    callerCancelled: scope !== undefined && (abortReason(scope) === "cancelled" || abortReason(scope) === "shutdown"),
+  });
+  calls.inc({ dependency, procedure, code: codeLabel(mapped.code) });
+  return mapped;
 }
 
 const procedures = new WeakMap<object, string>();

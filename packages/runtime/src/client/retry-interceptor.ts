@@ -15,6 +15,7 @@ import { retryMetrics } from "../observability/metrics.js";
 import { histogramCellsOf } from "../observability/metric-cells.js";
 import { wasNeverProcessed } from "./downstream-error.js";
 import { idempotencyKeyHeader } from "../headers.js";
+import { withFirstMessage } from "../server/stream-messages.js";
 
 /** The attempt number of a call (1 = first), for the client span of each attempt. */
 export const attemptKey = createContextKey(1, { description: "retry attempt" });
@@ -60,11 +61,16 @@ export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
       req.method.idempotency === IdempotencyLevel.NO_SIDE_EFFECTS ||
       (req.method.idempotency === IdempotencyLevel.IDEMPOTENT && req.header.has(idempotencyKeyHeader));
     opts.budget.deposit();
+    // A stream's request messages can be read once: read here, each attempt sends them again.
+    const sent = req.stream ? await readAll(req.message) : undefined;
     for (let attempt = 1; ; attempt++) {
       const started = clock.now();
       req.contextValues.set(attemptKey, attempt);
       try {
-        const res = await next(req);
+        // A stream is retried only until its first message: from then on a failure
+        // reaches the caller, who resumes (docs/streams.md).
+        const answered = await next(sent && req.stream ? { ...req, message: replay(sent) } : req);
+        const res = answered.stream ? await withFirstMessage(answered) : answered;
         latency.observe(clock.now() - started);
         attempts.observe(attempt);
         return res;
@@ -99,6 +105,16 @@ export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
       }
     }
   };
+}
+
+async function readAll<M>(messages: AsyncIterable<M>): Promise<M[]> {
+  const all: M[] = [];
+  for await (const m of messages) all.push(m);
+  return all;
+}
+
+async function* replay<M>(messages: readonly M[]): AsyncGenerator<M> {
+  yield* messages;
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -19,6 +19,7 @@ export interface ServerConfig {
   drainTimeoutMs: number;
   deadline: DeadlineConfig;
   admission: AdmissionConfig;
+  streams: StreamConfig;
   /** OTLP/HTTP collector base URL (OTEL_EXPORTER_OTLP_ENDPOINT); tracing exports nothing without it. */
   otlpEndpoint: string | undefined;
   /** Whether /admin/faults may inject faults, with its token and the faults from start (docs/faults.md). Off by default. */
@@ -47,6 +48,22 @@ export interface AdmissionConfig {
   /** Tolerable wait x throughput. */
   maxQueue: number;
   maxQueueWaitMs: number;
+}
+
+/**
+ * Server-streaming calls (docs/streams.md): their own admission class,
+ * apart from the unary calls' slots, and their own lifetime in place of the
+ * unary deadline's default and cap.
+ */
+export interface StreamConfig {
+  /** The deadline of a stream that brings none, and the cap of one that does. */
+  maxLifetimeMs: number;
+  /** Streams open at once in this process; beyond it a new one is refused RESOURCE_EXHAUSTED. */
+  maxConcurrent: number;
+  /** Streams open at once per caller (the edge's authenticated caller, or its address). */
+  maxPerCaller: number;
+  /** How long the edge lets a stream go without a message before it sends an empty one (0: never). */
+  heartbeatMs: number;
 }
 
 export interface ServerDefaults {
@@ -86,6 +103,13 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
       maxConcurrent: r.int("ADMISSION_MAX_CONCURRENT", 64, { min: 1, max: 100_000 }),
       maxQueue: r.int("ADMISSION_MAX_QUEUE", 128, { min: 0, max: 1_000_000 }),
       maxQueueWaitMs: r.int("ADMISSION_MAX_QUEUE_WAIT_MS", 500, { min: 1, max: 600_000 }),
+    },
+    streams: {
+      maxLifetimeMs: r.int("STREAM_MAX_LIFETIME_MS", 600_000, { min: 1000, max: 86_400_000 }),
+      maxConcurrent: r.int("STREAM_MAX_CONCURRENT", 2000, { min: 1, max: 1_000_000 }),
+      maxPerCaller: r.int("STREAM_MAX_PER_CALLER", 100, { min: 1, max: 1_000_000 }),
+      // Under the 60 s idle timeout of nginx, AWS ALB and most others, with room for a late timer.
+      heartbeatMs: r.int("STREAM_HEARTBEAT_MS", 20_000, { min: 0, max: 600_000 }),
     },
     faultInjection: readFaultInjectionConfig(r),
     otlpEndpoint: r.optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),

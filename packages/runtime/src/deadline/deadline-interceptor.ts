@@ -6,12 +6,19 @@ import { deadlineMetrics } from "../observability/metrics.js";
 import { cellsOf, histogramCellsOf } from "../observability/metric-cells.js";
 import { requestContextOf, type RequestContext } from "../server/request-context.js";
 import { requestTraceContext, serverSpanNeeded, traceFields } from "../observability/tracing.js";
+import { isStream } from "../server/stream-messages.js";
 
 export interface DeadlineInterceptorOptions {
   deadline: Pick<DeadlineConfig, "edge" | "defaultMs" | "maxMs">;
   logger: Logger;
   /** Aborts every in-flight request when the drain period of a shutdown ends. */
   shutdownSignal: AbortSignal;
+  /**
+   * Aborts when a shutdown starts: server streams end then, with a resume
+   * hint, rather than run into the drain deadline (streams never drain by
+   * themselves).
+   */
+  streamsEndSignal?: AbortSignal;
 }
 
 /**
@@ -34,15 +41,57 @@ export function deadlineInterceptor(opts: DeadlineInterceptorOptions): Intercept
     const { context, built } = requestContextOf(req, opts.deadline);
     // Through serve(), Connect's signal already aborts at shutdown (connect-adapter.ts): a
     // listener per request on the one shutdown signal would cost a walk of all the others'.
-    const scope = scopeFor(context, context.shutdownInSignal ? [req.signal] : [req.signal, opts.shutdownSignal]);
+    const parents = context.shutdownInSignal ? [req.signal] : [req.signal, opts.shutdownSignal];
+    if (req.stream && opts.streamsEndSignal) parents.push(opts.streamsEndSignal);
+    const scope = scopeFor(context, parents);
     count(context);
+    let streaming = false;
     try {
-      return await runInScope(scope, () => raceScope(next(req), scope, () => late.inc({ procedure: context.procedure })));
+      const res = await runInScope(scope, () => raceScope(next(req), scope, () => late.inc({ procedure: context.procedure })));
+      if (!isStream(res)) return res;
+      // A stream's scope lasts until its last message.
+      streaming = true;
+      return {
+        ...res,
+        message: messagesInScope(res.message, scope, () => {
+          scope.dispose();
+          if (built) context.dispose();
+        }),
+      };
     } finally {
-      scope.dispose();
-      if (built) context.dispose();
+      if (!streaming) {
+        scope.dispose();
+        if (built) context.dispose();
+      }
     }
   };
+}
+
+/**
+ * A server stream's messages, each produced in the call scope (the
+ * handler's generator runs when Connect asks for its next message, outside
+ * the interceptor: without this it would see no deadline, no request id, no
+ * cancellation) and raced against it, as a unary handler is: at the
+ * deadline, when the caller leaves or the server shuts down, the stream ends
+ * at once with the scope's error, whatever the handler is waiting for.
+ */
+async function* messagesInScope<M>(messages: AsyncIterable<M>, scope: CallScope, end: () => void): AsyncGenerator<M> {
+  const it = runInScope(scope, () => messages[Symbol.asyncIterator]());
+  let finished = false;
+  try {
+    for (;;) {
+      const r = await runInScope(scope, () => raceScope(it.next(), scope, () => {}, streamEndedError));
+      if (r.done) {
+        finished = true;
+        return;
+      }
+      yield r.value;
+    }
+  } finally {
+    end();
+    // Ends the handler's generator (its finally blocks run) once its pending step settles: it watches its signal.
+    if (!finished) it.return?.(undefined).catch(() => {});
+  }
 }
 
 /**
@@ -111,16 +160,16 @@ export function inboundDeadlineCounter(opts: Pick<DeadlineInterceptorOptions, "d
  * UNAVAILABLE as soon as the scope aborts, whichever is first. `onLate` is
  * told when the handler finished after that (or past the deadline anyway).
  */
-function raceScope<T>(work: Promise<T>, scope: CallScope, onLate: () => void): Promise<T> {
+function raceScope<T>(work: Promise<T>, scope: CallScope, onLate: () => void, ended: (scope: CallScope) => ConnectError = scopeEndedError): Promise<T> {
   if (scope.signal.aborted) {
     work.catch(() => {});
-    return Promise.reject(scopeEndedError(scope));
+    return Promise.reject(ended(scope));
   }
   return new Promise<T>((resolve, reject) => {
     let answered = false;
     const onAbort = () => {
       answered = true;
-      reject(scopeEndedError(scope));
+      reject(ended(scope));
     };
     scope.signal.addEventListener("abort", onAbort, { once: true });
     const settle = () => {
@@ -139,6 +188,31 @@ function raceScope<T>(work: Promise<T>, scope: CallScope, onLate: () => void): P
     );
   });
 }
+
+/**
+ * What a stream's caller is told when its scope ended before the stream
+ * did: with a resume hint (the `stream-resume` trailer, and the message), as
+ * a stream with no deadline of its own ends at its lifetime's end, and every
+ * stream at a shutdown.
+ */
+export function streamEndedError(scope: CallScope): ConnectError {
+  const resume = { [streamResumeHeader]: "resume-after-last-position" };
+  switch (abortReason(scope)) {
+    case "deadline":
+      return new ConnectError(
+        "stream deadline reached (the caller's deadline or the stream lifetime); reconnect and resume after the last position received",
+        Code.DeadlineExceeded,
+        resume,
+      );
+    case "shutdown":
+      return new ConnectError("server is shutting down; reconnect and resume after the last position received", Code.Unavailable, resume);
+    default:
+      return new ConnectError("stream cancelled by the caller", Code.Canceled);
+  }
+}
+
+/** The trailer that tells a stream's caller it may reconnect and resume where it was (docs/streams.md). */
+export const streamResumeHeader = "stream-resume";
 
 /** What the caller is told when the scope ended before the handler did. */
 export function scopeEndedError(scope: CallScope): ConnectError {

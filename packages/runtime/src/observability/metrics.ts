@@ -399,3 +399,29 @@ export function intakeMetrics() {
 export function serviceCounter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
   return once(name, () => new Counter({ name, help, labelNames }));
 }
+
+/** Server streams at this hop: open now, and refused by their own admission class (stream-admission.ts). */
+export function streamMetrics(open: () => number) {
+  return {
+    open: once(
+      "rpc_server_streams_open",
+      () =>
+        new Gauge({
+          name: "rpc_server_streams_open",
+          help: "Server-streaming calls open now (their own admission class, apart from unary calls).",
+          collect() {
+            this.set(open());
+          },
+        }),
+    ),
+    refused: once(
+      "rpc_server_streams_refused_total",
+      () =>
+        new Counter({
+          name: "rpc_server_streams_refused_total",
+          help: "Server-streaming calls refused by the stream limits, by reason (process, caller).",
+          labelNames: ["reason"],
+        }),
+    ),
+  };
+}

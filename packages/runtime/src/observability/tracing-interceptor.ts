@@ -2,6 +2,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { currentScope, remainingMs } from "@platform/resilience";
 import { requestContext } from "../server/request-context.js";
 import { endSpan, serverSpanNeeded, startServerSpan, withServerSpanActive } from "./tracing.js";
+import { isStream, onStreamEnd } from "../server/stream-messages.js";
 
 /**
  * The request's server span (OpenTelemetry; exported only when
@@ -21,17 +22,24 @@ export function tracingInterceptor(): Interceptor {
     });
     let code: Code | "ok" = Code.Unknown;
     let message: string | undefined;
+    let streaming = false;
     try {
       const res = await withServerSpanActive(scope, () => next(req));
       code = "ok";
-      return res;
+      if (!isStream(res)) return res;
+      // A stream's span lasts until its last message.
+      streaming = true;
+      return onStreamEnd(res, (e) => {
+        const error = e === undefined ? undefined : ConnectError.from(e);
+        endSpan(span, error ? error.code : "ok", error?.rawMessage);
+      });
     } catch (e) {
       const error = ConnectError.from(e);
       code = error.code;
       message = error.rawMessage;
       throw e;
     } finally {
-      endSpan(span, code, message);
+      if (!streaming) endSpan(span, code, message);
     }
   };
 }

@@ -6,6 +6,7 @@ import { watchRequest } from "./request-watchdog.js";
 import type { RequestContext } from "./request-context.js";
 import type { AdmissionConfig } from "../config/server-config.js";
 import { criticalityHeader } from "../headers.js";
+import type { StreamAdmission } from "./stream-admission.js";
 
 /** Decides a request's criticality from its procedure and headers. */
 export type CriticalityPolicy = (procedure: string, headers: Headers) => Criticality;
@@ -44,6 +45,11 @@ export function createAdmissionGate(opts: {
   intake?: IntakeController;
   /** Told about every request our own queue refused (an overload signal for the intake controller). */
   onShed?: () => void;
+  /**
+   * Server streams' own class (stream-admission.ts), and who a stream's
+   * caller is for its per-caller limit (undefined: only the process limit).
+   */
+  streams?: { admission: StreamAdmission; callerOf: (request: RequestContext) => string | undefined };
 }): AdmissionGate {
   const controller = new AdmissionController(opts.config);
   const metrics = admissionMetrics(controller);
@@ -59,6 +65,7 @@ export function createAdmissionGate(opts: {
         metrics.shed.inc({ reason: "intake", criticality });
         throw new ConnectError("overloaded: intake reduced while the system recovers; retry later", Code.Unavailable, pushbackHeaders(1000));
       }
+      if (opts.streams && context.method.methodKind === "server_streaming") return admitStream(opts.streams, context, request);
       // Admitted (or refused as expired) at once, without a promise, a listener and a
       // microtask when nothing is queued: the common case; else through the queue.
       const o = controller.admitNow(deadline) ?? (await queued(controller, criticality, deadline, context.signal));
@@ -86,6 +93,22 @@ export function createAdmissionGate(opts: {
       }
     },
   };
+}
+
+/**
+ * A stream takes a slot of its own class, never a unary one, for as long as
+ * it is open. The watchdog bounds it by the stream's own deadline (its
+ * lifetime when the caller gave none), so it never cuts a healthy stream.
+ */
+function admitStream(streams: NonNullable<Parameters<typeof createAdmissionGate>[0]["streams"]>, context: HandlerContext, request: RequestContext): void {
+  const release = streams.admission.admit(streams.callerOf(request));
+  if (context.signal.aborted) release();
+  else context.signal.addEventListener("abort", release, { once: true });
+  const { exchange } = request;
+  if (exchange) {
+    exchange.res.once("close", release);
+    watchRequest(exchange.req, exchange.res, request.deadline);
+  }
 }
 
 /** A place in the admission queue, given up when the caller leaves or the server shuts down. */

@@ -15,6 +15,7 @@ import { createAdmissionGate, propagatedCriticality } from "./admission-gate.js"
 import type { ServerEdge } from "../edge/edge.js";
 import type { Intake } from "../edge/intake.js";
 import { createRequestGate } from "./request-gate.js";
+import { StreamAdmission } from "./stream-admission.js";
 import { createRequestContext, nodeHeader, type RequestContextInput } from "./request-context.js";
 import { createRpcAdapter } from "./connect-adapter.js";
 import { checkConnectPatch } from "./connect-compat.js";
@@ -112,6 +113,13 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
     opts.ownResources,
   );
   const shutdownController = new AbortController();
+  // Ended when a shutdown starts: streams end with a resume hint then, not at the drain deadline.
+  const streamsEnd = new AbortController();
+  // Server streams get the stream lifetime as their deadline's default and cap (docs/streams.md).
+  const streamDeadline = { ...config.deadline, defaultMs: config.streams.maxLifetimeMs, maxMs: config.streams.maxLifetimeMs };
+  const streamProcedures = new Set(
+    opts.services.flatMap((s) => s.methods.filter((m) => m.methodKind === "server_streaming").map((m) => `/${s.typeName}/${m.name}`)),
+  );
   // The edge's intake controller, started below once the composition says whether it runs.
   let intake: Intake | undefined;
   let composition: ServerComposition = {
@@ -119,6 +127,7 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
       deadline: config.deadline,
       logger,
       shutdownSignal: shutdownController.signal,
+      streamsEndSignal: streamsEnd.signal,
       onOutcome: (code, ms) => intake?.record(code, ms),
     }),
     admission: true,
@@ -136,6 +145,11 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
     ? createAdmissionGate({
         ...(intake ? { intake: intake.controller, onShed: () => intake?.record(Code.ResourceExhausted, 0) } : {}),
         config: config.admission,
+        streams: {
+          admission: new StreamAdmission(config.streams),
+          // At the edge, the authenticated caller or the client's address; inside, the caller the edge named (else the process limit only).
+          callerOf: (request) => request.caller ?? (opts.edge ? request.exchange?.req.socket?.remoteAddress : undefined),
+        },
       })
     : undefined;
   const adapter = createRpcAdapter({
@@ -180,7 +194,7 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
         header: nodeHeader(req),
         procedure,
         arrivedAt,
-        deadline: config.deadline,
+        deadline: streamProcedures.has(procedure) ? streamDeadline : config.deadline,
         trustCaller: !config.deadline.edge,
         exchange: { req, res },
         parse: hooks.parseTimeout,
@@ -253,6 +267,7 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
       const bound = sleep(config.drainTimeoutMs + shutdownGraceMs);
       health.setAll(false);
       main.stopAccepting();
+      streamsEnd.abort("shutdown");
       if (inFlight > 0) {
         await new Promise<void>((resolve) => {
           drained = resolve;

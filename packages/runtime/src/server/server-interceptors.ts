@@ -43,6 +43,8 @@ export interface ServerInterceptorOptions {
   logger: Logger;
   /** Aborts every in-flight request when the drain period of a shutdown ends. */
   shutdownSignal: AbortSignal;
+  /** Aborts when a shutdown starts: server streams end then, with a resume hint (deadline-interceptor.ts). */
+  streamsEndSignal?: AbortSignal;
   /** Told every request's outcome (the edge's intake controller listens). */
   onOutcome?: (code: Code | "ok", durationMs: number) => void;
 }
@@ -52,7 +54,12 @@ export function serverInterceptors(opts: ServerInterceptorOptions): ServerInterc
   return {
     requestLog: requestLogInterceptor({ logger: opts.logger, deadline: opts.deadline, ...(opts.onOutcome ? { onOutcome: opts.onOutcome } : {}) }),
     requestId: requestIdInterceptor(),
-    deadline: deadlineInterceptor({ deadline: opts.deadline, logger: opts.logger, shutdownSignal: opts.shutdownSignal }),
+    deadline: deadlineInterceptor({
+      deadline: opts.deadline,
+      logger: opts.logger,
+      shutdownSignal: opts.shutdownSignal,
+      ...(opts.streamsEndSignal ? { streamsEndSignal: opts.streamsEndSignal } : {}),
+    }),
     tracing: tracingInterceptor(),
     errors: errorInterceptor({ logger: opts.logger }),
     faults: faultInterceptor(),

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file checkout/v1/checkout.proto.
  */
 export const file_checkout_v1_checkout: GenFile = /*@__PURE__*/
-  fileDesc("ChpjaGVja291dC92MS9jaGVja291dC5wcm90bxILY2hlY2tvdXQudjEiNAoFTW9uZXkSFQoNY3VycmVuY3lfY29kZRgBIAEoCRIUCgxhbW91bnRfbWlub3IYAiABKAMiTAoHUHJvZHVjdBILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRImCgp1bml0X3ByaWNlGAMgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCI+ChRMaXN0UHJvZHVjdHNSZXNwb25zZRImCghwcm9kdWN0cxgBIAMoCzIULmNoZWNrb3V0LnYxLlByb2R1Y3QiMQoQT3JkZXJJdGVtUmVxdWVzdBILCgNza3UYASABKAkSEAoIcXVhbnRpdHkYAiABKAUiVgoRUGxhY2VPcmRlclJlcXVlc3QSEwoLY3VzdG9tZXJfaWQYASABKAkSLAoFaXRlbXMYAiADKAsyHS5jaGVja291dC52MS5PcmRlckl0ZW1SZXF1ZXN0IjcKElBsYWNlT3JkZXJSZXNwb25zZRIhCgVvcmRlchgBIAEoCzISLmNoZWNrb3V0LnYxLk9yZGVyIiMKD0dldE9yZGVyUmVxdWVzdBIQCghvcmRlcl9pZBgBIAEoCSI1ChBHZXRPcmRlclJlc3BvbnNlEiEKBW9yZGVyGAEgASgLMhIuY2hlY2tvdXQudjEuT3JkZXIiiAEKCU9yZGVySXRlbRILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRIQCghxdWFudGl0eRgDIAEoBRImCgp1bml0X3ByaWNlGAQgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkSJgoKbGluZV90b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5ItcBCgVPcmRlchIKCgJpZBgBIAEoCRIoCgZzdGF0dXMYAiABKA4yGC5jaGVja291dC52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIlCgVpdGVtcxgEIAMoCzIWLmNoZWNrb3V0LnYxLk9yZGVySXRlbRIhCgV0b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5EhIKCmNyZWF0ZWRfYXQYBiABKAkSJQoHcmVjZWlwdBgHIAEoCzIULmNoZWNrb3V0LnYxLlJlY2VpcHQiRQoHUmVjZWlwdBIoCgVzdGF0ZRgBIAEoDjIZLmNoZWNrb3V0LnYxLlJlY2VpcHRTdGF0ZRIQCghhdHRlbXB0cxgCIAEoDSpECgtPcmRlclN0YXR1cxIcChhPUkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNPUkRFUl9TVEFUVVNfUExBQ0VEEAEqegoMUmVjZWlwdFN0YXRlEh0KGVJFQ0VJUFRfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSRUNFSVBUX1NUQVRFX1BFTkRJTkcQARIWChJSRUNFSVBUX1NUQVRFX1NFTlQQAhIYChRSRUNFSVBUX1NUQVRFX0ZBSUxFRBADMo0CCg9DaGVja291dFNlcnZpY2USWAoMTGlzdFByb2R1Y3RzEiAuY2hlY2tvdXQudjEuTGlzdFByb2R1Y3RzUmVxdWVzdBohLmNoZWNrb3V0LnYxLkxpc3RQcm9kdWN0c1Jlc3BvbnNlIgOQAgESUgoKUGxhY2VPcmRlchIeLmNoZWNrb3V0LnYxLlBsYWNlT3JkZXJSZXF1ZXN0Gh8uY2hlY2tvdXQudjEuUGxhY2VPcmRlclJlc3BvbnNlIgOQAgISTAoIR2V0T3JkZXISHC5jaGVja291dC52MS5HZXRPcmRlclJlcXVlc3QaHS5jaGVja291dC52MS5HZXRPcmRlclJlc3BvbnNlIgOQAgFiBnByb3RvMw");
+  fileDesc("ChpjaGVja291dC92MS9jaGVja291dC5wcm90bxILY2hlY2tvdXQudjEiNAoFTW9uZXkSFQoNY3VycmVuY3lfY29kZRgBIAEoCRIUCgxhbW91bnRfbWlub3IYAiABKAMiTAoHUHJvZHVjdBILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRImCgp1bml0X3ByaWNlGAMgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCI+ChRMaXN0UHJvZHVjdHNSZXNwb25zZRImCghwcm9kdWN0cxgBIAMoCzIULmNoZWNrb3V0LnYxLlByb2R1Y3QiMQoQT3JkZXJJdGVtUmVxdWVzdBILCgNza3UYASABKAkSEAoIcXVhbnRpdHkYAiABKAUiVgoRUGxhY2VPcmRlclJlcXVlc3QSEwoLY3VzdG9tZXJfaWQYASABKAkSLAoFaXRlbXMYAiADKAsyHS5jaGVja291dC52MS5PcmRlckl0ZW1SZXF1ZXN0IjcKElBsYWNlT3JkZXJSZXNwb25zZRIhCgVvcmRlchgBIAEoCzISLmNoZWNrb3V0LnYxLk9yZGVyIiMKD0dldE9yZGVyUmVxdWVzdBIQCghvcmRlcl9pZBgBIAEoCSI1ChBHZXRPcmRlclJlc3BvbnNlEiEKBW9yZGVyGAEgASgLMhIuY2hlY2tvdXQudjEuT3JkZXIiOwoRV2F0Y2hPcmRlclJlcXVlc3QSEAoIb3JkZXJfaWQYASABKAkSFAoMcmVzdW1lX2FmdGVyGAIgASgEIkkKEldhdGNoT3JkZXJSZXNwb25zZRIhCgVvcmRlchgBIAEoCzISLmNoZWNrb3V0LnYxLk9yZGVyEhAKCHBvc2l0aW9uGAIgASgEIogBCglPcmRlckl0ZW0SCwoDc2t1GAEgASgJEgwKBG5hbWUYAiABKAkSEAoIcXVhbnRpdHkYAyABKAUSJgoKdW5pdF9wcmljZRgEIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5EiYKCmxpbmVfdG90YWwYBSABKAsyEi5jaGVja291dC52MS5Nb25leSLXAQoFT3JkZXISCgoCaWQYASABKAkSKAoGc3RhdHVzGAIgASgOMhguY2hlY2tvdXQudjEuT3JkZXJTdGF0dXMSEwoLY3VzdG9tZXJfaWQYAyABKAkSJQoFaXRlbXMYBCADKAsyFi5jaGVja291dC52MS5PcmRlckl0ZW0SIQoFdG90YWwYBSABKAsyEi5jaGVja291dC52MS5Nb25leRISCgpjcmVhdGVkX2F0GAYgASgJEiUKB3JlY2VpcHQYByABKAsyFC5jaGVja291dC52MS5SZWNlaXB0IkUKB1JlY2VpcHQSKAoFc3RhdGUYASABKA4yGS5jaGVja291dC52MS5SZWNlaXB0U3RhdGUSEAoIYXR0ZW1wdHMYAiABKA0qRAoLT3JkZXJTdGF0dXMSHAoYT1JERVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTT1JERVJfU1RBVFVTX1BMQUNFRBABKnoKDFJlY2VpcHRTdGF0ZRIdChlSRUNFSVBUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGQoVUkVDRUlQVF9TVEFURV9QRU5ESU5HEAESFgoSUkVDRUlQVF9TVEFURV9TRU5UEAISGAoUUkVDRUlQVF9TVEFURV9GQUlMRUQQAzLjAgoPQ2hlY2tvdXRTZXJ2aWNlElgKDExpc3RQcm9kdWN0cxIgLmNoZWNrb3V0LnYxLkxpc3RQcm9kdWN0c1JlcXVlc3QaIS5jaGVja291dC52MS5MaXN0UHJvZHVjdHNSZXNwb25zZSIDkAIBElIKClBsYWNlT3JkZXISHi5jaGVja291dC52MS5QbGFjZU9yZGVyUmVxdWVzdBofLmNoZWNrb3V0LnYxLlBsYWNlT3JkZXJSZXNwb25zZSIDkAICEkwKCEdldE9yZGVyEhwuY2hlY2tvdXQudjEuR2V0T3JkZXJSZXF1ZXN0Gh0uY2hlY2tvdXQudjEuR2V0T3JkZXJSZXNwb25zZSIDkAIBElQKCldhdGNoT3JkZXISHi5jaGVja291dC52MS5XYXRjaE9yZGVyUmVxdWVzdBofLmNoZWNrb3V0LnYxLldhdGNoT3JkZXJSZXNwb25zZSIDkAIBMAFiBnByb3RvMw");
 
 /**
  * An amount of money in a currency's minor units (cents for USD), so that
@@ -194,6 +194,58 @@ export const GetOrderResponseSchema: GenMessage<GetOrderResponse> = /*@__PURE__*
   messageDesc(file_checkout_v1_checkout, 8);
 
 /**
+ * @generated from message checkout.v1.WatchOrderRequest
+ */
+export type WatchOrderRequest = Message<"checkout.v1.WatchOrderRequest"> & {
+  /**
+   * @generated from field: string order_id = 1;
+   */
+  orderId: string;
+
+  /**
+   * The `position` of the last message received, to resume a stream; 0
+   * (absent) starts with the order as it is now.
+   *
+   * @generated from field: uint64 resume_after = 2;
+   */
+  resumeAfter: bigint;
+};
+
+/**
+ * Describes the message checkout.v1.WatchOrderRequest.
+ * Use `create(WatchOrderRequestSchema)` to create a new message.
+ */
+export const WatchOrderRequestSchema: GenMessage<WatchOrderRequest> = /*@__PURE__*/
+  messageDesc(file_checkout_v1_checkout, 9);
+
+/**
+ * @generated from message checkout.v1.WatchOrderResponse
+ */
+export type WatchOrderResponse = Message<"checkout.v1.WatchOrderResponse"> & {
+  /**
+   * The order as it is after this change.
+   *
+   * @generated from field: checkout.v1.Order order = 1;
+   */
+  order?: Order | undefined;
+
+  /**
+   * Where this change stands in the order's life, increasing by message:
+   * the value to resume after.
+   *
+   * @generated from field: uint64 position = 2;
+   */
+  position: bigint;
+};
+
+/**
+ * Describes the message checkout.v1.WatchOrderResponse.
+ * Use `create(WatchOrderResponseSchema)` to create a new message.
+ */
+export const WatchOrderResponseSchema: GenMessage<WatchOrderResponse> = /*@__PURE__*/
+  messageDesc(file_checkout_v1_checkout, 10);
+
+/**
  * @generated from message checkout.v1.OrderItem
  */
 export type OrderItem = Message<"checkout.v1.OrderItem"> & {
@@ -228,7 +280,7 @@ export type OrderItem = Message<"checkout.v1.OrderItem"> & {
  * Use `create(OrderItemSchema)` to create a new message.
  */
 export const OrderItemSchema: GenMessage<OrderItem> = /*@__PURE__*/
-  messageDesc(file_checkout_v1_checkout, 9);
+  messageDesc(file_checkout_v1_checkout, 11);
 
 /**
  * @generated from message checkout.v1.Order
@@ -281,7 +333,7 @@ export type Order = Message<"checkout.v1.Order"> & {
  * Use `create(OrderSchema)` to create a new message.
  */
 export const OrderSchema: GenMessage<Order> = /*@__PURE__*/
-  messageDesc(file_checkout_v1_checkout, 10);
+  messageDesc(file_checkout_v1_checkout, 12);
 
 /**
  * The receipt of an order, as the receipts worker last recorded it.
@@ -307,7 +359,7 @@ export type Receipt = Message<"checkout.v1.Receipt"> & {
  * Use `create(ReceiptSchema)` to create a new message.
  */
 export const ReceiptSchema: GenMessage<Receipt> = /*@__PURE__*/
-  messageDesc(file_checkout_v1_checkout, 11);
+  messageDesc(file_checkout_v1_checkout, 13);
 
 /**
  * @generated from enum checkout.v1.OrderStatus
@@ -407,6 +459,21 @@ export const CheckoutService: GenService<{
     methodKind: "unary";
     input: typeof GetOrderRequestSchema;
     output: typeof GetOrderResponseSchema;
+  },
+  /**
+   * Streams one order: first the order as GetOrder returns it, then one
+   * message per change of its status or its receipt's state. Ends with OK
+   * once the receipt is final (SENT or FAILED). A stream cut short (its
+   * deadline or lifetime, a restart, a lost connection) is resumed with
+   * `resume_after` set to the last `position` received: nothing is missed,
+   * nothing is sent twice (docs/streams.md).
+   *
+   * @generated from rpc checkout.v1.CheckoutService.WatchOrder
+   */
+  watchOrder: {
+    methodKind: "server_streaming";
+    input: typeof WatchOrderRequestSchema;
+    output: typeof WatchOrderResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_checkout_v1_checkout, 0);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file orders/v1/orders.proto.
  */
 export const file_orders_v1_orders: GenFile = /*@__PURE__*/
-  fileDesc("ChZvcmRlcnMvdjEvb3JkZXJzLnByb3RvEglvcmRlcnMudjEidwoSQ3JlYXRlT3JkZXJSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIzCgVpdGVtcxgDIAMoCzIkLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmVSZXF1ZXN0IkgKE0NyZWF0ZU9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXISEAoIcmVwbGF5ZWQYAiABKAgiIwoPR2V0T3JkZXJSZXF1ZXN0EhAKCG9yZGVyX2lkGAEgASgJIjMKEEdldE9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXIi4QEKBU9yZGVyEgoKAmlkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLm9yZGVycy52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIsCgVpdGVtcxgEIAMoCzIdLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmUSKAoFdG90YWwYBSABKAsyGS5wbGF0Zm9ybS5jb21tb24udjEuTW9uZXkSEgoKY3JlYXRlZF9hdBgGIAEoCRIjCgdyZWNlaXB0GAcgASgLMhIub3JkZXJzLnYxLlJlY2VpcHQiQwoHUmVjZWlwdBImCgVzdGF0ZRgBIAEoDjIXLm9yZGVycy52MS5SZWNlaXB0U3RhdGUSEAoIYXR0ZW1wdHMYAiABKA0qRAoLT3JkZXJTdGF0dXMSHAoYT1JERVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTT1JERVJfU1RBVFVTX1BMQUNFRBABKnoKDFJlY2VpcHRTdGF0ZRIdChlSRUNFSVBUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGQoVUkVDRUlQVF9TVEFURV9QRU5ESU5HEAESFgoSUkVDRUlQVF9TVEFURV9TRU5UEAISGAoUUkVDRUlQVF9TVEFURV9GQUlMRUQQAzKsAQoNT3JkZXJzU2VydmljZRJRCgtDcmVhdGVPcmRlchIdLm9yZGVycy52MS5DcmVhdGVPcmRlclJlcXVlc3QaHi5vcmRlcnMudjEuQ3JlYXRlT3JkZXJSZXNwb25zZSIDkAICEkgKCEdldE9yZGVyEhoub3JkZXJzLnYxLkdldE9yZGVyUmVxdWVzdBobLm9yZGVycy52MS5HZXRPcmRlclJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_platform_common_v1_common]);
+  fileDesc("ChZvcmRlcnMvdjEvb3JkZXJzLnByb3RvEglvcmRlcnMudjEidwoSQ3JlYXRlT3JkZXJSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIzCgVpdGVtcxgDIAMoCzIkLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmVSZXF1ZXN0IkgKE0NyZWF0ZU9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXISEAoIcmVwbGF5ZWQYAiABKAgiIwoPR2V0T3JkZXJSZXF1ZXN0EhAKCG9yZGVyX2lkGAEgASgJIjMKEEdldE9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXIiOwoRV2F0Y2hPcmRlclJlcXVlc3QSEAoIb3JkZXJfaWQYASABKAkSFAoMcmVzdW1lX2FmdGVyGAIgASgEIkcKEldhdGNoT3JkZXJSZXNwb25zZRIfCgVvcmRlchgBIAEoCzIQLm9yZGVycy52MS5PcmRlchIQCghwb3NpdGlvbhgCIAEoBCLhAQoFT3JkZXISCgoCaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYub3JkZXJzLnYxLk9yZGVyU3RhdHVzEhMKC2N1c3RvbWVyX2lkGAMgASgJEiwKBWl0ZW1zGAQgAygLMh0ucGxhdGZvcm0uY29tbW9uLnYxLk9yZGVyTGluZRIoCgV0b3RhbBgFIAEoCzIZLnBsYXRmb3JtLmNvbW1vbi52MS5Nb25leRISCgpjcmVhdGVkX2F0GAYgASgJEiMKB3JlY2VpcHQYByABKAsyEi5vcmRlcnMudjEuUmVjZWlwdCJDCgdSZWNlaXB0EiYKBXN0YXRlGAEgASgOMhcub3JkZXJzLnYxLlJlY2VpcHRTdGF0ZRIQCghhdHRlbXB0cxgCIAEoDSpECgtPcmRlclN0YXR1cxIcChhPUkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNPUkRFUl9TVEFUVVNfUExBQ0VEEAEqegoMUmVjZWlwdFN0YXRlEh0KGVJFQ0VJUFRfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSRUNFSVBUX1NUQVRFX1BFTkRJTkcQARIWChJSRUNFSVBUX1NUQVRFX1NFTlQQAhIYChRSRUNFSVBUX1NUQVRFX0ZBSUxFRBADMv4BCg1PcmRlcnNTZXJ2aWNlElEKC0NyZWF0ZU9yZGVyEh0ub3JkZXJzLnYxLkNyZWF0ZU9yZGVyUmVxdWVzdBoeLm9yZGVycy52MS5DcmVhdGVPcmRlclJlc3BvbnNlIgOQAgISSAoIR2V0T3JkZXISGi5vcmRlcnMudjEuR2V0T3JkZXJSZXF1ZXN0Ghsub3JkZXJzLnYxLkdldE9yZGVyUmVzcG9uc2UiA5ACARJQCgpXYXRjaE9yZGVyEhwub3JkZXJzLnYxLldhdGNoT3JkZXJSZXF1ZXN0Gh0ub3JkZXJzLnYxLldhdGNoT3JkZXJSZXNwb25zZSIDkAIBMAFiBnByb3RvMw", [file_platform_common_v1_common]);
 
 /**
  * @generated from message orders.v1.CreateOrderRequest
@@ -103,6 +103,54 @@ export const GetOrderResponseSchema: GenMessage<GetOrderResponse> = /*@__PURE__*
   messageDesc(file_orders_v1_orders, 3);
 
 /**
+ * The twin of checkout.v1.WatchOrderRequest.
+ *
+ * @generated from message orders.v1.WatchOrderRequest
+ */
+export type WatchOrderRequest = Message<"orders.v1.WatchOrderRequest"> & {
+  /**
+   * @generated from field: string order_id = 1;
+   */
+  orderId: string;
+
+  /**
+   * @generated from field: uint64 resume_after = 2;
+   */
+  resumeAfter: bigint;
+};
+
+/**
+ * Describes the message orders.v1.WatchOrderRequest.
+ * Use `create(WatchOrderRequestSchema)` to create a new message.
+ */
+export const WatchOrderRequestSchema: GenMessage<WatchOrderRequest> = /*@__PURE__*/
+  messageDesc(file_orders_v1_orders, 4);
+
+/**
+ * The twin of checkout.v1.WatchOrderResponse.
+ *
+ * @generated from message orders.v1.WatchOrderResponse
+ */
+export type WatchOrderResponse = Message<"orders.v1.WatchOrderResponse"> & {
+  /**
+   * @generated from field: orders.v1.Order order = 1;
+   */
+  order?: Order | undefined;
+
+  /**
+   * @generated from field: uint64 position = 2;
+   */
+  position: bigint;
+};
+
+/**
+ * Describes the message orders.v1.WatchOrderResponse.
+ * Use `create(WatchOrderResponseSchema)` to create a new message.
+ */
+export const WatchOrderResponseSchema: GenMessage<WatchOrderResponse> = /*@__PURE__*/
+  messageDesc(file_orders_v1_orders, 5);
+
+/**
  * An order as orders owns and stores it (the bytes in orders.response).
  * Same field numbers and types as the public checkout.v1.Order, so rows
  * written when orders stored checkout.v1.Order decode unchanged.
@@ -155,7 +203,7 @@ export type Order = Message<"orders.v1.Order"> & {
  * Use `create(OrderSchema)` to create a new message.
  */
 export const OrderSchema: GenMessage<Order> = /*@__PURE__*/
-  messageDesc(file_orders_v1_orders, 4);
+  messageDesc(file_orders_v1_orders, 6);
 
 /**
  * The receipt of an order, as the receipts worker last recorded it; the twin of checkout.v1.Receipt.
@@ -181,7 +229,7 @@ export type Receipt = Message<"orders.v1.Receipt"> & {
  * Use `create(ReceiptSchema)` to create a new message.
  */
 export const ReceiptSchema: GenMessage<Receipt> = /*@__PURE__*/
-  messageDesc(file_orders_v1_orders, 5);
+  messageDesc(file_orders_v1_orders, 7);
 
 /**
  * @generated from enum orders.v1.OrderStatus
@@ -267,6 +315,17 @@ export const OrdersService: GenService<{
     methodKind: "unary";
     input: typeof GetOrderRequestSchema;
     output: typeof GetOrderResponseSchema;
+  },
+  /**
+   * The order, then one message per change of its status or receipt state,
+   * learnt from PostgreSQL (LISTEN/NOTIFY); ends once the receipt is final.
+   *
+   * @generated from rpc orders.v1.OrdersService.WatchOrder
+   */
+  watchOrder: {
+    methodKind: "server_streaming";
+    input: typeof WatchOrderRequestSchema;
+    output: typeof WatchOrderResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orders_v1_orders, 0);
