@@ -1,9 +1,9 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
 import { RetryBudget, minAttemptMs, runOutsideScope, systemClock, type RetryPolicy } from "@platform/resilience";
 import type { DependencyConfig } from "./dependency-config.js";
+import { createBalancedTransport } from "./balancer/balanced-transport.js";
 import { type DependencyHealth, isolationInterceptor } from "./isolation-interceptor.js";
 import { waitingForRestartHeader } from "./restart-signal.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
@@ -39,8 +39,9 @@ export interface DependencyClientOptions {
  * A client for a downstream service over gRPC on h2c. Every call goes
  * through, outermost first: the retry loop (the gateway only), the
  * minimum-budget check, the dependency's circuit breaker and bulkhead, then deadline propagation,
- * request-id forwarding, error mapping and metrics; the connection is
- * checked with HTTP/2 PING (dependency-config.ts `KeepaliveConfig`). Every service calls its
+ * request-id forwarding, error mapping and metrics; last, each attempt goes
+ * to one of the dependency's replicas (balancer/), over that replica's
+ * connection, checked with HTTP/2 PING (dependency-config.ts `KeepaliveConfig`). Every service calls its
  * dependencies through this, so a new service gets the same behaviour by
  * construction.
  */
@@ -84,9 +85,14 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
     if (plugin.dependencyClient) composition = plugin.dependencyClient(composition, { dependency: opts.dependency, server: opts.server });
   }
   const ping = composition.keepalive;
-  const transport = createGrpcTransport({
+  const { balancing } = opts.dependency;
+  const { transport } = createBalancedTransport({
+    dependency: name,
     baseUrl: opts.dependency.baseUrl,
-    ...(ping ? { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } : {}),
+    ...(balancing.addresses ? { addresses: balancing.addresses } : {}),
+    resolveIntervalMs: balancing.resolveIntervalMs,
+    outlierDetection: balancing.outlierDetection,
+    ...(ping ? { ping: { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } } : {}),
     interceptors: composition.interceptors,
   });
   health = createClient(healthV1.Health, transport);

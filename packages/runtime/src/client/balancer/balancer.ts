@@ -1,0 +1,150 @@
+import type { Clock } from "@platform/resilience";
+import { Endpoint, type Closable } from "./endpoint.js";
+import { OutlierDetector, type OutlierDetectionConfig, type ReplicaOutcome } from "./outlier-detector.js";
+import { pickOfTwo } from "./pick.js";
+import type { Resolver } from "./resolver.js";
+
+export interface BalancerOptions<C extends Closable> {
+  /** Names the dependency in errors. */
+  dependency: string;
+  resolver: Resolver;
+  /** Opens the connection to one address. */
+  connect: (origin: string) => C;
+  clock: Clock;
+  random: () => number;
+  outlierDetection: OutlierDetectionConfig;
+  /** A failed resolution is retried no sooner than this after the last one. */
+  minResolveGapMs?: number;
+}
+
+/**
+ * A dependency's replicas and the choice among them for each call. The
+ * address list comes from the resolver: at start, on every `refresh()` (a
+ * timer calls it every few seconds), and soon after a replica fails a
+ * connection or sends GOAWAY (`resolveSoon()`). New addresses join at once;
+ * vanished ones are drained. Each call goes to the cheaper of two random
+ * available replicas (pick.ts); outlier detection takes a failing one out
+ * for a while (outlier-detector.ts).
+ */
+export class Balancer<C extends Closable> {
+  private readonly endpoints = new Map<string, Endpoint<C>>();
+  private readonly outliers: OutlierDetector;
+  private resolving: Promise<void> | undefined;
+  private lastResolveAt = -Infinity;
+  private lastError: unknown;
+  private closed = false;
+
+  constructor(private readonly opts: BalancerOptions<C>) {
+    this.outliers = new OutlierDetector(opts.clock, opts.outlierDetection);
+  }
+
+  /** Resolves the addresses again; the list is kept as it is when the resolver fails or answers nothing. */
+  refresh(): Promise<void> {
+    this.resolving ??= this.resolveOnce().finally(() => {
+      this.resolving = undefined;
+    });
+    return this.resolving;
+  }
+
+  /** A refresh now, unless one ran a moment ago (many calls failing together ask once). */
+  resolveSoon(): void {
+    if (this.opts.clock.now() - this.lastResolveAt >= (this.opts.minResolveGapMs ?? 250)) void this.refresh();
+  }
+
+  /** Waits for the first resolution when there is no address yet. */
+  async ready(): Promise<void> {
+    if (this.liveCount() === 0) await this.refresh();
+  }
+
+  /**
+   * The replica for the next call, avoiding `tried` (a retry's or hedge's
+   * earlier replicas) while any other is available; undefined when there is
+   * no address at all.
+   */
+  pick(tried?: ReadonlySet<string>): Endpoint<C> | undefined {
+    const live = [...this.endpoints.values()].filter((e) => !e.draining);
+    const available = live.filter((e) => this.outliers.available(e.origin));
+    const untried = tried === undefined || tried.size === 0 ? available : available.filter((e) => !tried.has(e.origin));
+    return pickOfTwo(untried.length > 0 ? untried : available.length > 0 ? available : live, this.opts.random);
+  }
+
+  /** The endpoint for an address a call was sent to (draining ones included). */
+  endpoint(origin: string): Endpoint<C> | undefined {
+    return this.endpoints.get(origin);
+  }
+
+  /** Records how a call ended on a replica; an ejection or a refused connection triggers a re-resolution. */
+  record(endpoint: Endpoint<C>, outcome: ReplicaOutcome, latencyMs?: number): void {
+    if (outcome === "success" && latencyMs !== undefined) endpoint.latency.observe(latencyMs);
+    const ejected = this.outliers.record(endpoint.origin, outcome);
+    if (ejected) endpoint.latency.reset();
+    if (ejected || outcome === "refused") this.resolveSoon();
+    this.closeIfDrained(endpoint);
+  }
+
+  /** A call ended without saying anything about the replica (cancelled by its caller). */
+  release(endpoint: Endpoint<C>): void {
+    this.closeIfDrained(endpoint);
+  }
+
+  /** The addresses calls may go to now, for errors and metrics. */
+  addresses(): string[] {
+    return [...this.endpoints.values()].filter((e) => !e.draining).map((e) => e.origin);
+  }
+
+  ejectedCount(): number {
+    return this.outliers.ejectedCount();
+  }
+
+  /** Why the last resolution failed, for the error a call gets when there is no address. */
+  resolveError(): unknown {
+    return this.lastError;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const e of this.endpoints.values()) e.close();
+    this.endpoints.clear();
+  }
+
+  private liveCount(): number {
+    let n = 0;
+    for (const e of this.endpoints.values()) if (!e.draining) n++;
+    return n;
+  }
+
+  private async resolveOnce(): Promise<void> {
+    this.lastResolveAt = this.opts.clock.now();
+    let origins: string[];
+    try {
+      origins = await this.opts.resolver();
+      this.lastError = undefined;
+    } catch (e) {
+      this.lastError = e;
+      return;
+    }
+    if (this.closed || origins.length === 0) return;
+    const wanted = new Set(origins);
+    for (const origin of wanted) {
+      const known = this.endpoints.get(origin);
+      if (known) {
+        known.draining = false;
+        continue;
+      }
+      this.endpoints.set(origin, new Endpoint(origin, this.opts.clock, this.opts.connect));
+      this.outliers.add(origin);
+    }
+    for (const e of this.endpoints.values()) {
+      if (wanted.has(e.origin)) continue;
+      e.draining = true;
+      this.closeIfDrained(e);
+    }
+  }
+
+  private closeIfDrained(e: Endpoint<C>): void {
+    if (!e.draining || e.outstanding > 0) return;
+    e.close();
+    this.endpoints.delete(e.origin);
+    this.outliers.remove(e.origin);
+  }
+}
