@@ -7,7 +7,7 @@ import { systemClock } from "@platform/resilience";
 import { Balancer } from "./balancer.js";
 import { balancerInterceptor } from "./balancer-interceptor.js";
 import type { OutlierDetectionConfig } from "./outlier-detector.js";
-import { dnsResolver, staticResolver } from "./resolver.js";
+import { dnsResolver, staticResolver, type Resolver } from "./resolver.js";
 
 export interface BalancedTransportOptions {
   dependency: string;
@@ -15,6 +15,8 @@ export interface BalancedTransportOptions {
   baseUrl: string;
   /** A fixed list of origins instead of resolving `baseUrl` (local runs, tests). */
   addresses?: readonly string[];
+  /** Or any other source of addresses. */
+  resolver?: Resolver;
   /** How often the addresses are resolved again. */
   resolveIntervalMs: number;
   outlierDetection: OutlierDetectionConfig;
@@ -35,7 +37,7 @@ export function createBalancedTransport(opts: BalancedTransportOptions): { trans
   const nodeOptions: ClientSessionOptions | SecureClientSessionOptions = opts.baseUrl.startsWith("https:") ? { servername: hostname } : {};
   const balancer: Balancer<ReplicaConnection> = new Balancer({
     dependency: opts.dependency,
-    resolver: opts.addresses !== undefined && opts.addresses.length > 0 ? staticResolver(opts.addresses) : dnsResolver(opts.baseUrl),
+    resolver: opts.resolver ?? (opts.addresses !== undefined && opts.addresses.length > 0 ? staticResolver(opts.addresses) : dnsResolver(opts.baseUrl)),
     connect: (origin) => new ReplicaConnection(origin, opts.ping ?? {}, nodeOptions, () => balancer.resolveSoon()),
     clock: systemClock,
     random: Math.random,
