@@ -37,6 +37,24 @@ test("equal replicas share the calls evenly", async () => {
   for (const o of ["a", "b", "c"]) assert.ok(Math.abs(counts.get(o)! / 3000 - 1 / 3) < 0.1, `${o}: ${counts.get(o)}`);
 });
 
+test("equal replicas called one call at a time share evenly, although each one's first call was slow (its connection opening)", async () => {
+  const { b, clock } = balancer({ origins: ["a", "b", "c"] });
+  await b.refresh();
+  const jitter = seededRandom(9);
+  const seen = new Set<string>();
+  const counts = new Map<string, number>();
+  for (let i = 0; i < 3000; i++) {
+    const e = b.pick()!;
+    counts.set(e.origin, (counts.get(e.origin) ?? 0) + 1);
+    const end = e.begin();
+    clock.advance(seen.has(e.origin) ? 4 + 2 * jitter() : 20);
+    seen.add(e.origin);
+    b.record(e, "success", end());
+    clock.advance(10);
+  }
+  for (const o of ["a", "b", "c"]) assert.ok(Math.abs(counts.get(o)! / 3000 - 1 / 3) < 0.1, `${o}: ${[...counts.values()].join(", ")}`);
+});
+
 test("a slow replica gets few calls: peak EWMA times outstanding", async () => {
   const { b, clock } = balancer({ origins: ["a", "b", "c"] });
   await b.refresh();

@@ -37,3 +37,11 @@ test("reset forgets the samples", () => {
   e.reset();
   assert.equal(e.estimateMs, undefined);
 });
+
+test("between samples the estimate decays toward zero, so an avoided replica is tried again", () => {
+  const clock = new FakeClock();
+  const e = new PeakEwma(clock, 5_000);
+  e.observe(100);
+  clock.advance(5_000);
+  assert.ok(Math.abs(e.estimateMs! - 100 * Math.exp(-1)) < 1e-9, `one tau without samples: ${e.estimateMs}`);
+});
