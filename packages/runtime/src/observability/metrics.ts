@@ -157,10 +157,14 @@ export function deadlineMetrics() {
 export const eventLoopSampleMs = 50;
 
 let defaultsCollected = false;
-/** Process metrics (CPU, memory, event loop lag, handles): collected once per process. */
-export function collectProcessMetrics(): void {
+/**
+ * Process metrics (CPU, memory, event loop lag, handles): collected once per
+ * process. A replica's name, when it has one, labels every metric.
+ */
+export function collectProcessMetrics(replica?: string): void {
   if (defaultsCollected) return;
   defaultsCollected = true;
+  if (replica !== undefined) register.setDefaultLabels({ replica });
   collectDefaultMetrics({ eventLoopMonitoringPrecision: eventLoopSampleMs });
 }
 
