@@ -56,6 +56,41 @@ export function rpcServerMetrics() {
   };
 }
 
+/** One replica's call counts by outcome, as a balancer keeps them. */
+export interface ReplicaCallCounts {
+  dependency: string;
+  replica: string;
+  outcomes: Readonly<Record<string, number>>;
+}
+
+const replicaSources: (() => Iterable<ReplicaCallCounts>)[] = [];
+
+/**
+ * Calls per replica of a dependency, by outcome (ok: it answered; failure;
+ * refused: its connection was; cancelled: by the caller). The balancers
+ * count in plain fields on the call path; the counter reads them on scrape.
+ */
+export function replicaCallMetrics(source: () => Iterable<ReplicaCallCounts>): void {
+  replicaSources.push(source);
+  once(
+    "rpc_client_replica_calls_total",
+    () =>
+      new Counter({
+        name: "rpc_client_replica_calls_total",
+        help: "Call attempts per replica of a dependency, by outcome (ok, failure, refused, cancelled).",
+        labelNames: ["dependency", "replica", "outcome"],
+        collect() {
+          this.reset();
+          for (const read of replicaSources) {
+            for (const { dependency, replica, outcomes } of read()) {
+              for (const [outcome, n] of Object.entries(outcomes)) this.inc({ dependency, replica, outcome }, n);
+            }
+          }
+        },
+      }),
+  );
+}
+
 export function rpcClientMetrics() {
   return {
     calls: once(

@@ -5,6 +5,7 @@ import { createTransport } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip, createNodeHttpClient, Http2SessionManager, type Http2SessionOptions } from "@connectrpc/connect-node";
 import { systemClock } from "@platform/resilience";
 import { Balancer } from "./balancer.js";
+import { replicaCallMetrics } from "../../observability/metrics.js";
 import { balancerInterceptor } from "./balancer-interceptor.js";
 import type { OutlierDetectionConfig } from "./outlier-detector.js";
 import { dnsResolver, staticResolver, type Resolver } from "./resolver.js";
@@ -43,6 +44,7 @@ export function createBalancedTransport(opts: BalancedTransportOptions): { trans
     random: Math.random,
     outlierDetection: opts.outlierDetection,
   });
+  replicaCallMetrics(() => balancer.callCounts());
   void balancer.refresh();
   setInterval(() => void balancer.refresh(), opts.resolveIntervalMs).unref();
   const httpClient = createNodeHttpClient({

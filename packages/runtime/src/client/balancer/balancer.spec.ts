@@ -117,6 +117,8 @@ test("a grown list is used from the next resolution; a vanished replica is drain
   b.record(inFlight, "success", end());
   assert.deepEqual(closed, ["a"], "closed once its last call ended");
   assert.deepEqual(b.addresses().sort(), ["b", "c"]);
+  const counted = [...b.callCounts()].find((c) => c.replica === "a")!;
+  assert.ok(counted.outcomes.ok > 0, "a drained replica's calls stay counted");
 });
 
 test("a failed or empty resolution keeps the list it had", async () => {

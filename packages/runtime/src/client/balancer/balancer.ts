@@ -3,6 +3,7 @@ import { Endpoint, type Closable } from "./endpoint.js";
 import { OutlierDetector, type OutlierDetectionConfig, type ReplicaOutcome } from "./outlier-detector.js";
 import { pickOfTwo } from "./pick.js";
 import type { Resolver } from "./resolver.js";
+import type { ReplicaCallCounts } from "../../observability/metrics.js";
 
 export interface BalancerOptions<C extends Closable> {
   /** Names the dependency in errors. */
@@ -28,6 +29,8 @@ export interface BalancerOptions<C extends Closable> {
  */
 export class Balancer<C extends Closable> {
   private readonly endpoints = new Map<string, Endpoint<C>>();
+  /** The counts of drained replicas. */
+  private readonly retired = new Map<string, Endpoint<C>["outcomes"]>();
   private readonly outliers: OutlierDetector;
   private resolving: Promise<void> | undefined;
   private lastResolveAt = -Infinity;
@@ -75,6 +78,7 @@ export class Balancer<C extends Closable> {
 
   /** Records how a call ended on a replica; an ejection or a refused connection triggers a re-resolution. */
   record(endpoint: Endpoint<C>, outcome: ReplicaOutcome, latencyMs?: number): void {
+    endpoint.outcomes[outcome === "success" ? "ok" : outcome]++;
     if (outcome === "success" && latencyMs !== undefined) endpoint.latency.observe(latencyMs);
     const ejected = this.outliers.record(endpoint.origin, outcome);
     if (ejected) endpoint.latency.reset();
@@ -84,7 +88,14 @@ export class Balancer<C extends Closable> {
 
   /** A call ended without saying anything about the replica (cancelled by its caller). */
   release(endpoint: Endpoint<C>): void {
+    endpoint.outcomes.cancelled++;
     this.closeIfDrained(endpoint);
+  }
+
+  /** Every replica's call counts, the drained ones' included (counters never go back). */
+  *callCounts(): Iterable<ReplicaCallCounts> {
+    for (const [replica, outcomes] of this.retired) yield { dependency: this.opts.dependency, replica, outcomes };
+    for (const e of this.endpoints.values()) yield { dependency: this.opts.dependency, replica: e.origin, outcomes: e.outcomes };
   }
 
   /** The addresses calls may go to now, for errors and metrics. */
@@ -145,6 +156,11 @@ export class Balancer<C extends Closable> {
     if (!e.draining || e.outstanding > 0) return;
     e.close();
     this.endpoints.delete(e.origin);
+    this.retired.set(e.origin, sumOutcomes(this.retired.get(e.origin), e.outcomes));
     this.outliers.remove(e.origin);
   }
+}
+
+function sumOutcomes(a: Endpoint["outcomes"] | undefined, b: Endpoint["outcomes"]): Endpoint["outcomes"] {
+  return a === undefined ? { ...b } : { ok: a.ok + b.ok, failure: a.failure + b.failure, refused: a.refused + b.refused, cancelled: a.cancelled + b.cancelled };
 }

@@ -15,6 +15,8 @@ export interface Closable {
 export class Endpoint<C extends Closable = Closable> {
   readonly latency: PeakEwma;
   draining = false;
+  /** Calls ended here, by outcome (metrics). */
+  readonly outcomes: Record<"ok" | "failure" | "refused" | "cancelled", number> = { ok: 0, failure: 0, refused: 0, cancelled: 0 };
   /** Start times of the calls outstanding on this replica. */
   private readonly started: number[] = [];
   private conn: C | undefined;
