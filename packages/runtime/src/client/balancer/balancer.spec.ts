@@ -118,7 +118,7 @@ test("a grown list is used from the next resolution; a vanished replica is drain
   assert.deepEqual(closed, ["a"], "closed once its last call ended");
   assert.deepEqual(b.addresses().sort(), ["b", "c"]);
   const counted = [...b.callCounts()].find((c) => c.replica === "a")!;
-  assert.ok(counted.outcomes.ok > 0, "a drained replica's calls stay counted");
+  assert.ok((counted.outcomes["ok"] ?? 0) > 0, "a drained replica's calls stay counted");
 });
 
 test("a failed or empty resolution keeps the list it had", async () => {
@@ -139,4 +139,12 @@ test("a failed or empty resolution keeps the list it had", async () => {
   answer = () => Promise.resolve([]);
   await b.refresh();
   assert.deepEqual(b.addresses(), ["a", "b"]);
+});
+
+test("of two replicas, one four times slower gets about a fifth of the calls (odds by 1/cost), not none", async () => {
+  const { b, clock } = balancer({ origins: ["fast", "slow"] });
+  await b.refresh();
+  const counts = serve(b, clock, 5000, (o) => (o === "slow" ? 20 : 5));
+  const share = counts.get("slow")! / 5000;
+  assert.ok(share > 0.1 && share < 0.3, `the slower replica's share: ${share}`);
 });
