@@ -8,6 +8,7 @@ import { type DependencyHealth, isolationInterceptor } from "./isolation-interce
 import { waitingForRestartHeader } from "./restart-signal.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
+import { hedgeInterceptor } from "./hedge/hedge-interceptor.js";
 import type { ServerConfig } from "../config/server-config.js";
 import { rememberDependencyClient } from "../config/loaded-config.js";
 import { pluginsWith, type ClientComposition, type PlatformPlugin } from "../config/plugin.js";
@@ -21,7 +22,14 @@ export interface DependencyClientOptions {
    * attempt per call) everywhere but at the edge. Only the gateway passes a
    * policy and budget: one layer retries, everything below it fails fast.
    */
-  retry: "none" | { policy: RetryPolicy; budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number } };
+  retry:
+    | "none"
+    | {
+        policy: RetryPolicy;
+        budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
+        /** Hedge reads still unanswered after this quantile of their recent latency (hedge/), from the same budget; absent: no hedging. */
+        hedge?: { quantile: number };
+      };
   /**
    * How many services the longest chain of calls starting at this
    * dependency crosses, the dependency itself included (the registry's
@@ -108,6 +116,10 @@ const HEALTH_TIMEOUT_MS = 500;
 
 function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], attemptFloorMs: number): Interceptor[] {
   if (retry === "none" || retry.policy.maxAttempts <= 1) return [];
-  const { policy, budget } = retry;
-  return [retryInterceptor({ dependency, policy, budget: new RetryBudget({ ...budget, clock: systemClock }), minAttemptMs: attemptFloorMs })];
+  const { policy, hedge } = retry;
+  const budget = new RetryBudget({ ...retry.budget, clock: systemClock });
+  return [
+    retryInterceptor({ dependency, policy, budget, minAttemptMs: attemptFloorMs }),
+    ...(hedge ? [hedgeInterceptor({ dependency, budget, quantile: hedge.quantile })] : []),
+  ];
 }

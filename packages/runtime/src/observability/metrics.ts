@@ -91,6 +91,24 @@ export function replicaCallMetrics(source: () => Iterable<ReplicaCallCounts>): v
   );
 }
 
+/** Hedged reads (hedge-interceptor.ts). */
+export function hedgeMetrics() {
+  return {
+    sent: once(
+      "hedge_sent_total",
+      () => new Counter({ name: "hedge_sent_total", help: "Second attempts of slow reads (hedges), paid from the retry budget.", labelNames: ["dependency"] }),
+    ),
+    won: once(
+      "hedge_won_total",
+      () => new Counter({ name: "hedge_won_total", help: "Hedges that answered before the first attempt.", labelNames: ["dependency"] }),
+    ),
+    refused: once(
+      "hedge_refused_total",
+      () => new Counter({ name: "hedge_refused_total", help: "Hedges not sent: the retry budget was spent.", labelNames: ["dependency"] }),
+    ),
+  };
+}
+
 export function rpcClientMetrics() {
   return {
     calls: once(
