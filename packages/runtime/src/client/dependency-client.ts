@@ -100,6 +100,7 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
     ...(balancing.addresses ? { addresses: balancing.addresses } : {}),
     resolveIntervalMs: balancing.resolveIntervalMs,
     outlierDetection: balancing.outlierDetection,
+    mode: balancing.mode,
     ...(ping ? { ping: { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } } : {}),
     interceptors: composition.interceptors,
   });

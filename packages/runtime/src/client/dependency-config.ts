@@ -1,6 +1,7 @@
 import type { EnvReader } from "../config/config.js";
 import type { IsolationConfig } from "./isolation-interceptor.js";
 import { defaultOutlierDetection, type OutlierDetectionConfig } from "./balancer/outlier-detector.js";
+import type { BalancingMode } from "./balancer/balancer.js";
 
 /** Where a dependency is and how much of us it may take. */
 export interface DependencyConfig {
@@ -22,6 +23,8 @@ export interface BalancingConfig {
   addresses: string[] | undefined;
   resolveIntervalMs: number;
   outlierDetection: OutlierDetectionConfig;
+  /** BALANCING: "per-call", or "per-connection" to see what a ClusterIP Service gives (balancer.ts). */
+  mode: BalancingMode;
 }
 
 /**
@@ -130,6 +133,7 @@ function readBalancing(r: EnvReader, variable: string, baseUrl: string): Balanci
   return {
     addresses,
     resolveIntervalMs: r.int("RESOLVE_INTERVAL_MS", 5_000, { min: 100, max: 600_000 }),
+    mode: r.oneOf("BALANCING", ["per-call", "per-connection"] as const, "per-call"),
     outlierDetection: {
       ...d,
       consecutiveFailures: r.int("OUTLIER_CONSECUTIVE_FAILURES", d.consecutiveFailures, { min: 1, max: 1_000 }),

@@ -4,7 +4,7 @@ import { validateReadWriteMaxBytes } from "@connectrpc/connect/protocol";
 import { createTransport } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip, createNodeHttpClient, Http2SessionManager, type Http2SessionOptions } from "@connectrpc/connect-node";
 import { systemClock } from "@platform/resilience";
-import { Balancer } from "./balancer.js";
+import { Balancer, type BalancingMode } from "./balancer.js";
 import { replicaCallMetrics } from "../../observability/metrics.js";
 import { balancerInterceptor } from "./balancer-interceptor.js";
 import type { OutlierDetectionConfig } from "./outlier-detector.js";
@@ -21,6 +21,7 @@ export interface BalancedTransportOptions {
   /** How often the addresses are resolved again. */
   resolveIntervalMs: number;
   outlierDetection: OutlierDetectionConfig;
+  mode?: BalancingMode;
   /** HTTP/2 PING settings of each replica's connection. */
   ping?: Http2SessionOptions;
   interceptors: Interceptor[];
@@ -43,6 +44,7 @@ export function createBalancedTransport(opts: BalancedTransportOptions): { trans
     clock: systemClock,
     random: Math.random,
     outlierDetection: opts.outlierDetection,
+    ...(opts.mode ? { mode: opts.mode } : {}),
   });
   replicaCallMetrics(() => balancer.callCounts());
   void balancer.refresh();

@@ -148,3 +148,30 @@ test("of two replicas, one four times slower gets about a fifth of the calls (od
   const share = counts.get("slow")! / 5000;
   assert.ok(share > 0.1 && share < 0.3, `the slower replica's share: ${share}`);
 });
+
+test("per connection (a ClusterIP Service's way, for comparison): one replica until a call fails on it, then any at random, dead or not", async () => {
+  const b = new Balancer({
+    dependency: "orders",
+    resolver: () => Promise.resolve(["a", "b", "c"]),
+    connect: () => ({ close() {} }),
+    clock: new FakeClock(),
+    random: seededRandom(5),
+    outlierDetection: defaultOutlierDetection,
+    mode: "per-connection",
+  });
+  await b.refresh();
+  const first = b.pick()!;
+  for (let i = 0; i < 50; i++) {
+    const e = b.pick()!;
+    assert.equal(e, first);
+    b.record(e, "success", 1);
+  }
+  const seen = new Set<string>();
+  for (let i = 0; i < 50; i++) {
+    const e = b.pick()!;
+    seen.add(e.origin);
+    b.record(e, "refused");
+  }
+  assert.deepEqual([...seen].sort(), ["a", "b", "c"], "a refused replica is not ejected: picked again at random");
+  assert.equal(b.ejectedCount(), 0);
+});

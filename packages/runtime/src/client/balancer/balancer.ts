@@ -16,7 +16,16 @@ export interface BalancerOptions<C extends Closable> {
   outlierDetection: OutlierDetectionConfig;
   /** A failed resolution is retried no sooner than this after the last one. */
   minResolveGapMs?: number;
+  /**
+   * "per-call" (the default): each call picks. "per-connection": what a
+   * ClusterIP Service gives a caller, for comparison (the lab): one replica
+   * at random for as long as calls to it do not fail on the connection,
+   * then another at random, dead or not; no ejection.
+   */
+  mode?: BalancingMode;
 }
+
+export type BalancingMode = "per-call" | "per-connection";
 
 /**
  * A dependency's replicas and the choice among them for each call. The
@@ -36,6 +45,8 @@ export class Balancer<C extends Closable> {
   private lastResolveAt = -Infinity;
   private lastError: unknown;
   private closed = false;
+  /** per-connection mode: the replica every call goes to. */
+  private pinned: Endpoint<C> | undefined;
 
   constructor(private readonly opts: BalancerOptions<C>) {
     this.outliers = new OutlierDetector(opts.clock, opts.outlierDetection);
@@ -66,6 +77,10 @@ export class Balancer<C extends Closable> {
    */
   pick(tried?: ReadonlySet<string>): Endpoint<C> | undefined {
     const live = [...this.endpoints.values()].filter((e) => !e.draining);
+    if (this.opts.mode === "per-connection") {
+      if (this.pinned === undefined || this.pinned.draining) this.pinned = live[Math.floor(this.opts.random() * live.length)];
+      return this.pinned;
+    }
     const available = live.filter((e) => this.outliers.available(e.origin));
     const untried = tried === undefined || tried.size === 0 ? available : available.filter((e) => !tried.has(e.origin));
     return pickOfTwo(untried.length > 0 ? untried : available.length > 0 ? available : live, this.opts.random);
@@ -79,6 +94,12 @@ export class Balancer<C extends Closable> {
   /** Records how a call ended on a replica; an ejection or a refused connection triggers a re-resolution. */
   record(endpoint: Endpoint<C>, outcome: ReplicaOutcome, latencyMs?: number): void {
     endpoint.outcomes[outcome === "success" ? "ok" : outcome]++;
+    if (this.opts.mode === "per-connection") {
+      // A new connection after a failed one, to whichever replica the virtual address sends it to.
+      if (outcome !== "success" && endpoint === this.pinned) this.pinned = undefined;
+      this.closeIfDrained(endpoint);
+      return;
+    }
     if (outcome === "success" && latencyMs !== undefined) endpoint.latency.observe(latencyMs);
     const ejected = this.outliers.record(endpoint.origin, outcome);
     if (ejected) endpoint.latency.reset();
