@@ -10,6 +10,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { ConnectError } from "@connectrpc/connect";
 import type { RunningService } from "@platform/launcher";
 import { eventually, metricValue, startTestPlatform, type TestPlatform } from "@platform/test-support";
@@ -17,9 +18,16 @@ import { sleep } from "../hardening/order-load.js";
 
 let p: TestPlatform;
 let orders: RunningService[];
+const progress: string[] = [];
 
 before(async () => {
-  p = await startTestPlatform({ replicas: { orders: 3 }, env: { LOG_LEVEL: "warn" } });
+  p = await startTestPlatform({
+    replicas: { orders: 3 },
+    env: { LOG_LEVEL: "warn" },
+    // info: the start-up lines, which carry the replica's name.
+    serviceEnv: { orders: { LOG_LEVEL: "info" } },
+    onProgress: (line) => progress.push(line),
+  });
   orders = p.replicas["orders"]!;
 });
 after(async () => {
@@ -82,6 +90,22 @@ async function openLoop(tag: string, rate: number, durationMs: number, at: [numb
   const outcomes = await Promise.all(calls);
   return { sent: calls.length, failures: outcomes.filter((o) => o !== "ok") };
 }
+
+test("each replica is named in its ready line (with its pid and metrics port), its log lines and its metrics", async () => {
+  assert.deepEqual(
+    orders.map((r) => r.replica),
+    ["orders-1", "orders-2", "orders-3"],
+  );
+  for (const r of orders) {
+    const line = progress.find((l) => l.startsWith(`${r.replica} `));
+    assert.equal(line, `${r.replica.padEnd(10)} ready on ${r.url} (pid ${r.process.pid}, metrics ${r.adminUrl}/metrics)`);
+    const metrics = await (await fetch(`${r.adminUrl}/metrics`)).text();
+    assert.match(metrics, new RegExp(`^process_cpu_seconds_total\\{replica="${r.replica}"\\}`, "m"));
+    const firstLog = JSON.parse(readFileSync(r.logFile, "utf8").split("\n")[0]!) as { service: string; replica: string };
+    assert.deepEqual([firstLog.service, firstLog.replica], ["orders", r.replica]);
+  }
+  assert.equal(new Set(orders.map((r) => r.port)).size, 3, "three ports");
+});
 
 test("three orders replicas each serve a third of CreateOrder (33 % ± 10 points)", async () => {
   const before = await servedByReplica();
