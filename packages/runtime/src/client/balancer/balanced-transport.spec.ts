@@ -12,6 +12,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
 import { createBalancedTransport } from "./balanced-transport.js";
 import { defaultOutlierDetection } from "./outlier-detector.js";
+import { listen } from "../../server/listen.js";
 
 const { Health, HealthCheckResponse_ServingStatus: Status } = healthV1;
 
@@ -104,4 +105,33 @@ test("a replica the resolver starts naming gets calls from the next resolution o
   await balancer.refresh();
   await calls(client, 300);
   assert.ok(added.calls >= 50, `the added replica's calls out of 300: ${added.calls}`);
+});
+
+test("a GOAWAY (here the server's maximum connection age) has the addresses resolved again at once; calls go on over a new connection", async () => {
+  const server = await listen({
+    host: "127.0.0.1",
+    port: 0,
+    http1: false,
+    connectionAge: { maxAgeMs: 600, jitter: 0, graceMs: 5_000 },
+    handler: connectNodeAdapter({
+      routes(router) {
+        router.service(Health, { check: () => ({ status: Status.SERVING }) });
+      },
+    }),
+  });
+  after(() => {
+    server.stopAccepting();
+    server.destroy();
+  });
+  let resolutions = 0;
+  const { client } = clientOver(() => {
+    resolutions++;
+    return Promise.resolve([`http://127.0.0.1:${server.port}`]);
+  });
+  assert.equal((await client.check({ service: "" })).status, Status.SERVING);
+  const before = resolutions;
+  // The GOAWAY comes 600 ms after the connection opened (past the 250 ms between resolutions); the periodic one is 60 s away.
+  for (let i = 0; i < 250 && resolutions === before; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.ok(resolutions > before, "resolved again after the GOAWAY");
+  assert.equal((await client.check({ service: "" })).status, Status.SERVING, "served after it");
 });
