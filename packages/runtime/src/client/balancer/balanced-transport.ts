@@ -24,6 +24,8 @@ export interface BalancedTransportOptions {
   mode?: BalancingMode;
   /** HTTP/2 PING settings of each replica's connection. */
   ping?: Http2SessionOptions;
+  /** node's http2.connect options for each replica's connection (TLS: ca, cert, ...); `servername` defaults to the URL's host. */
+  nodeOptions?: ClientSessionOptions | SecureClientSessionOptions;
   interceptors: Interceptor[];
 }
 
@@ -36,7 +38,10 @@ export interface BalancedTransportOptions {
  */
 export function createBalancedTransport(opts: BalancedTransportOptions): { transport: Transport; balancer: Balancer<ReplicaConnection> } {
   const hostname = new URL(opts.baseUrl).hostname;
-  const nodeOptions: ClientSessionOptions | SecureClientSessionOptions = opts.baseUrl.startsWith("https:") ? { servername: hostname } : {};
+  // Each connection goes to an address, not the name: TLS still verifies the name.
+  const nodeOptions: ClientSessionOptions | SecureClientSessionOptions = opts.baseUrl.startsWith("https:")
+    ? { servername: hostname, ...opts.nodeOptions }
+    : { ...opts.nodeOptions };
   const balancer: Balancer<ReplicaConnection> = new Balancer({
     dependency: opts.dependency,
     resolver: opts.resolver ?? (opts.addresses !== undefined && opts.addresses.length > 0 ? staticResolver(opts.addresses) : dnsResolver(opts.baseUrl)),
