@@ -17,7 +17,7 @@
  * once. The table goes to stdout and reports/replica-dies/<time>.txt.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -47,6 +47,8 @@ interface Lab {
 
 async function startLab(mode: Mode): Promise<Lab> {
   const dataDir = mkdtempSync(join(tmpdir(), "replica-dies-"));
+  // The embedded PostgreSQL runs as its own user, which must reach its data directory.
+  chmodSync(dataDir, 0o755);
   const faultToken = randomBytes(24).toString("hex");
   const platform = await startPlatform({
     dataDir,
