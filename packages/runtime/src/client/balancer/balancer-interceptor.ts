@@ -21,7 +21,8 @@ const triedKey = createContextKey<Set<string> | undefined>(undefined, { descript
  */
 export function balancerInterceptor<C extends Closable>(dependency: string, balancer: Balancer<C>): Interceptor {
   return (next) => async (req) => {
-    await balancer.ready();
+    // Only until the first resolution: no await per call after it.
+    if (!balancer.hasAddresses()) await balancer.ready();
     let tried = req.contextValues.get(triedKey);
     if (tried === undefined) {
       tried = new Set();
@@ -105,9 +106,10 @@ function connectionRefused(e: unknown): boolean {
   return false;
 }
 
+/** The URL with the replica's origin in place of its own (the transport builds it as origin + path). */
 function rebase(url: string, origin: string): string {
-  const u = new URL(url);
-  return origin + u.pathname + u.search;
+  const pathAt = url.indexOf("/", url.indexOf("//") + 2);
+  return origin + (pathAt === -1 ? "" : url.slice(pathAt));
 }
 
 function noAddress(dependency: string, url: string, cause: unknown): ConnectError {

@@ -65,6 +65,11 @@ export class Balancer<C extends Closable> {
     if (this.opts.clock.now() - this.lastResolveAt >= (this.opts.minResolveGapMs ?? 250)) void this.refresh();
   }
 
+  /** Whether any address is known (a call need not wait for a resolution). */
+  hasAddresses(): boolean {
+    return this.liveCount() > 0;
+  }
+
   /** Waits for the first resolution when there is no address yet. */
   async ready(): Promise<void> {
     if (this.liveCount() === 0) await this.refresh();
