@@ -7,8 +7,9 @@
  *   replica dies  the busiest orders replica SIGKILLed under open-loop PlaceOrder:
  *                 user requests that failed (one attempt per user; the gateway's retry inside);
  *   slow replica  the busiest orders replica's database made slow (FAULTS db.latencyMs):
- *                 GetOrder p50/p99 at the user, per connection, per call, and per call with
- *                 hedged reads (HEDGE_READS=true).
+ *                 GetOrder p50/p99 at the user and the slow replica's share of GetOrder, per
+ *                 connection, per call, and per call with hedged reads (HEDGE_READS=true, at
+ *                 the 95th and at the 75th percentile).
  *
  *   flock /tmp/platform-measure.lock node --import tsx lab/replica-dies.ts [--rate 40] [--seconds 10] [--slow-ms 100]
  *
@@ -35,7 +36,7 @@ const rate = Number(values.rate);
 const seconds = Number(values.seconds);
 const slowMs = Number(values["slow-ms"]);
 
-type Mode = "per-connection" | "per-call" | "per-call + hedging";
+type Mode = "per-connection" | "per-call" | "per-call + hedging" | "per-call + hedging p75";
 
 interface Lab {
   platform: Platform;
@@ -61,7 +62,8 @@ async function startLab(mode: Mode): Promise<Lab> {
       FAULT_INJECTION: "enabled",
       FAULT_INJECTION_TOKEN: faultToken,
       BALANCING: mode === "per-connection" ? "per-connection" : "per-call",
-      ...(mode === "per-call + hedging" ? { HEDGE_READS: "true" } : {}),
+      ...(mode.includes("hedging") ? { HEDGE_READS: "true" } : {}),
+      ...(mode === "per-call + hedging p75" ? { HEDGE_QUANTILE: "75" } : {}),
     },
   });
   return {
@@ -100,13 +102,13 @@ async function openLoop(ms: number, call: () => Promise<unknown>, at: [number, (
 
 const placeOrder = (lab: Lab) => () => lab.client.placeOrder({ customerId: `lab-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
 
-async function createOrderCounts(lab: Lab): Promise<number[]> {
+async function servedCounts(lab: Lab, method = "CreateOrder"): Promise<number[]> {
   return Promise.all(
     lab.orders.map(async (r) => {
       const text = await (await fetch(`${r.adminUrl}/metrics`)).text();
       let n = 0;
       for (const line of text.split("\n"))
-        if (line.startsWith("rpc_server_requests_total{") && line.includes("CreateOrder")) n += Number(line.split(" ").at(-1));
+        if (line.startsWith("rpc_server_requests_total{") && line.includes(`/${method}"`)) n += Number(line.split(" ").at(-1));
       return n;
     }),
   );
@@ -114,7 +116,7 @@ async function createOrderCounts(lab: Lab): Promise<number[]> {
 
 /** The replica that served the most CreateOrder calls so far: the one the scenarios hit. */
 async function busiest(lab: Lab): Promise<number> {
-  const counts = await createOrderCounts(lab);
+  const counts = await servedCounts(lab);
   return counts.indexOf(Math.max(...counts));
 }
 
@@ -132,18 +134,18 @@ say(
     .join(" ")} load average at start`,
 );
 say("");
-say("mode                 CreateOrder shares (%)   replica killed: failed / sent   GetOrder p50 / p99 ms, one slow replica   hedges");
+say("mode                     CreateOrder shares (%)   replica killed: failed / sent   GetOrder p50 / p99 ms, one slow replica (its share)   hedges");
 
-for (const mode of ["per-connection", "per-call", "per-call + hedging"] as const) {
+for (const mode of ["per-connection", "per-call", "per-call + hedging", "per-call + hedging p75"] as const) {
   // Shares and the kill on one platform; the slow replica on a fresh one (the kill leaves a cold replica).
   let shares = "-";
   let killed = "-";
-  if (mode !== "per-call + hedging") {
+  if (!mode.includes("hedging")) {
     const lab = await startLab(mode);
     try {
-      const before = await createOrderCounts(lab);
+      const before = await servedCounts(lab);
       const warm = await openLoop(seconds * 1000, placeOrder(lab));
-      const served = (await createOrderCounts(lab)).map((n, i) => n - before[i]!);
+      const served = (await servedCounts(lab)).map((n, i) => n - before[i]!);
       const total = served.reduce((a, b) => a + b, 0);
       shares = served.map((n) => round((100 * n) / total, 1)).join(" / ");
       if (warm.failed.length > 0) shares += ` (${warm.failed.length} failed)`;
@@ -163,7 +165,8 @@ for (const mode of ["per-connection", "per-call", "per-call + hedging"] as const
       const { order } = await lab.client.placeOrder({ customerId: `lab-${randomUUID()}`, items: [{ sku: "MUG-CERAMIC", quantity: 1 }] });
       if (order) ids.push(order.id);
     });
-    const victim = lab.orders[await busiest(lab)]!;
+    const slowAt = await busiest(lab);
+    const victim = lab.orders[slowAt]!;
     const res = await fetch(`${victim.adminUrl}/admin/faults`, {
       method: "PUT",
       headers: { authorization: `Bearer ${lab.faultToken}` },
@@ -171,9 +174,12 @@ for (const mode of ["per-connection", "per-call", "per-call + hedging"] as const
     });
     if (!res.ok) throw new Error(`setting the slow replica's faults: ${res.status} ${await res.text()}`);
     let i = 0;
+    const readsBefore = await servedCounts(lab, "GetOrder");
     const reads = await openLoop(seconds * 1000, () => lab.client.getOrder({ orderId: ids[i++ % ids.length]! }));
-    slow = `${round(percentile(reads.ok, 50), 1)} / ${round(percentile(reads.ok, 99), 1)}${reads.failed.length > 0 ? ` (${reads.failed.length} failed)` : ""}`;
-    if (mode === "per-call + hedging") {
+    const served = (await servedCounts(lab, "GetOrder")).map((n, k) => n - readsBefore[k]!);
+    const slowShare = round((100 * served[slowAt]!) / served.reduce((a: number, b: number) => a + b, 0), 1);
+    slow = `${round(percentile(reads.ok, 50), 1)} / ${round(percentile(reads.ok, 99), 1)} (${slowShare} %)${reads.failed.length > 0 ? ` (${reads.failed.length} failed)` : ""}`;
+    if (mode.includes("hedging")) {
       const text = await (await fetch(`${lab.platform.services["gateway"].adminUrl}/metrics`)).text();
       const value = (name: string) =>
         text
@@ -185,7 +191,7 @@ for (const mode of ["per-connection", "per-call", "per-call + hedging"] as const
   } finally {
     await lab.close();
   }
-  say(`${mode.padEnd(20)} ${shares.padEnd(24)} ${killed.padEnd(31)} ${slow.padEnd(41)} ${hedges}`);
+  say(`${mode.padEnd(24)} ${shares.padEnd(24)} ${killed.padEnd(31)} ${slow.padEnd(53)} ${hedges}`);
 }
 
 const dir = join("reports", "replica-dies");
