@@ -2,7 +2,7 @@ import type { Closable, Endpoint } from "./endpoint.js";
 
 /**
  * Power of two choices: two replicas drawn at random, and of those the
- * cheaper one (endpoint.ts) by odds in proportion to 1/cost². Nearly as good
+ * cheaper one (endpoint.ts) by odds in proportion to 1/cost. Nearly as good
  * as asking every replica, without the herd that always sending to the
  * single best one causes when many callers see the same numbers.
  *
@@ -11,13 +11,9 @@ import type { Closable, Endpoint } from "./endpoint.js";
  * a small difference (one replica's code still cold, its first connection
  * still opening) into all or nothing: the cheapest of three replicas takes
  * every draw it is in, two calls in three, and the dearest none, so it
- * stays cold. By odds, equal replicas split their draws evenly and a
- * replica a third as fast (still cold) gets a tenth of its draws, while
- * one ten times slower gets one in a hundred and one that stopped
- * answering (its oldest call's age growing into seconds against
- * milliseconds) next to none. Odds by 1/cost, not squared, sent enough
- * reads to a replica fourteen times slower to keep GetOrder's p99 at its
- * latency (lab/replica-dies.ts).
+ * stays cold. By odds, a replica a quarter as fast still gets a fifth of
+ * its draws, while one that stopped answering (its oldest call's age
+ * growing into seconds against milliseconds) gets next to none.
  */
 export function pickOfTwo<C extends Closable>(candidates: readonly Endpoint<C>[], random: () => number): Endpoint<C> | undefined {
   if (candidates.length <= 1) return candidates[0];
@@ -27,9 +23,10 @@ export function pickOfTwo<C extends Closable>(candidates: readonly Endpoint<C>[]
   const a = candidates[i]!;
   const b = candidates[j]!;
   const average = averageLatencyMs(candidates);
-  const weightA = 1 / a.cost(average) ** 2;
-  const weightB = 1 / b.cost(average) ** 2;
-  return random() * (weightA + weightB) < weightA ? a : b;
+  const costA = a.cost(average);
+  const costB = b.cost(average);
+  // P(a) = (1/costA) / (1/costA + 1/costB)
+  return random() * (costA + costB) < costB ? a : b;
 }
 
 /** The mean of the replicas' estimates: the stand-in for one without any. */
