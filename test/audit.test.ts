@@ -11,8 +11,9 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { auditTarget, composeTarget, repoRoot, shippedOverlays, type Problem } from "@platform/audit";
+import { join, relative } from "node:path";
+import { auditTarget, composeTarget, kubernetesTarget, repoRoot, shippedOverlays, type Problem } from "@platform/audit";
+import { renderKustomization } from "@platform/k8s-check/render";
 import { effectiveDependencies, envPrefix, forwardedApis, readServiceManifests } from "@platform/registry";
 import { startTestPlatform, type TestPlatform } from "@platform/test-support";
 import { copyRepository } from "./repository-copy.js";
@@ -330,4 +331,41 @@ describe("against running services", () => {
     assert.equal(wrong.status, 2);
     assert.match(wrong.out, /is this a service's operator port/);
   });
+});
+
+test("on Kubernetes, a dependency URL naming a ClusterIP Service (balanced per connection) is a problem; the shipped headless ones pass", async () => {
+  const base = join(repoRoot, "deploy", "k8s", "base");
+  const checkout = renderKustomization(base).find((o) => o.kind === "Deployment" && o.metadata.name === "checkout")!;
+  const env = (checkout["spec"] as { template: { spec: { containers: { env: { name: string }[] }[] } } }).template.spec.containers[0]!.env;
+  const at = env.findIndex((e) => e.name === "ORDERS_URL");
+  const overlay = mkdtempSync(join(tmpdir(), "audit-clusterip-"));
+  try {
+    writeFileSync(
+      join(overlay, "kustomization.yaml"),
+      [
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+        "resources:",
+        `  - ${relative(overlay, base)}`,
+        "patches:",
+        "  - target:",
+        "      kind: Deployment",
+        "      name: checkout",
+        "    patch: |-",
+        "      - op: replace",
+        `        path: /spec/template/spec/containers/0/env/${at}/value`,
+        "        value: http://orders:8082",
+        "",
+      ].join("\n"),
+    );
+    const problems = (await auditTarget(await kubernetesTarget(overlay))).answers.flatMap((a) => a.problems);
+    assertNamed(problems, /^checkout -> orders: http:\/\/orders:8082 resolves to a ClusterIP Service/, /ORDERS_URL=http:\/\/orders:8082 /);
+    assert.deepEqual(
+      problems.filter((p) => /ClusterIP/.test(p.message)).map((p) => p.message.split(":")[0]),
+      ["checkout -> orders"],
+      "the other dependencies name headless Services",
+    );
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
 });

@@ -163,7 +163,9 @@ test("a worker with a database and no api, and a public service: compose, Kubern
       secretName: "platform-database",
       items: [{ key: "ledger-url", path: "url" }],
     });
-    assert.equal(env("gateway")["STOCK_URL"], `http://stock:${stockPorts.rpc}`);
+    // Through its headless Service: the gateway balances per call over its pods.
+    assert.equal(env("gateway")["STOCK_URL"], `http://stock-headless:${stockPorts.rpc}`);
+    assert.equal(objects.find((o) => o.kind === "Service" && o.metadata.name === "stock-headless")?.spec["clusterIP"], "None");
     const policy = (name: string) => objects.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === `${name}-ingress`)!.spec;
     const from = (name: string) =>
       (policy(name)["ingress"] as { from?: { podSelector: { matchLabels: Record<string, string> } }[] }[])

@@ -14,15 +14,16 @@ export interface CallGraph {
   sources: Map<string, TargetService>;
   hops: Hop[];
   edges: ServiceDescription[];
+  /** The target's Kubernetes Services by name (Target.hosts), when it has them. */
+  hosts: Target["hosts"];
 }
 
 const anyHost = new Set(["127.0.0.1", "localhost", "0.0.0.0", "::1", "[::1]"]);
 
 /**
  * The call graph from the services' own configuration: each dependency's
- * URL names the service it reaches, by host (compose service, Kubernetes
- * Service: the platform names them like the service) or, on one machine,
- * by port. No list of edges is kept anywhere else.
+ * URL names the service it reaches, by host (compose service; Kubernetes
+ * Service, by the service its selector picks) or, on one machine, by port. No list of edges is kept anywhere else.
  */
 export function buildCallGraph(target: Target): CallGraph {
   const described = target.services.map((s) => describeService(s.name, s.config, s.wired, s.plugins));
@@ -34,11 +35,12 @@ export function buildCallGraph(target: Target): CallGraph {
       return undefined;
     }
     const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
-    return described.find((s) => s.name === u.hostname) ?? (anyHost.has(u.hostname) ? described.find((s) => s.port === port) : undefined);
+    const name = target.hosts?.[u.hostname]?.service ?? u.hostname;
+    return described.find((s) => s.name === name) ?? (anyHost.has(u.hostname) ? described.find((s) => s.port === port) : undefined);
   };
   const services = outsideIn(described, resolve);
   const hops = services.flatMap((caller) => caller.dependencies.map((dependency) => ({ caller, dependency, callee: resolve(dependency.baseUrl) })));
-  return { services, sources: new Map(target.services.map((s) => [s.name, s])), hops, edges: services.filter((s) => s.edge) };
+  return { services, sources: new Map(target.services.map((s) => [s.name, s])), hops, edges: services.filter((s) => s.edge), hosts: target.hosts };
 }
 
 /** Edges first, then every service after those that call it: the report reads from the outside in. */

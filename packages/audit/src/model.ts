@@ -46,6 +46,12 @@ export interface Target {
   services: TargetService[];
   /** Services whose configuration was refused: the audit fails on them. */
   refused: { service: string; problems: string[]; where: string }[];
+  /**
+   * Kubernetes only: each Service's name (a host a dependency URL may name),
+   * the platform service it selects, and whether it is headless (no cluster
+   * IP: one address per pod, which the caller balances per call).
+   */
+  hosts?: Record<string, { service: string; headless: boolean }>;
 }
 
 export interface RetryDescription {

@@ -312,7 +312,11 @@ export async function retriedWritesCarryKeys(graph: CallGraph): Promise<Answer> 
   return { question: "7. Do retried writes carry idempotency keys?", pass: problems.length === 0, facts, problems };
 }
 
-/** Every dependency has a bulkhead and a breaker, and its URL reaches a service of the platform. */
+/**
+ * Every dependency has a bulkhead and a breaker, and its URL reaches a
+ * service of the platform; on Kubernetes through a headless Service, so
+ * that the caller balances per call over the pods.
+ */
 export function isolationPerDependency(graph: CallGraph): Answer {
   const facts: string[] = [];
   const problems: Problem[] = [];
@@ -321,6 +325,14 @@ export function isolationPerDependency(graph: CallGraph): Answer {
     if (h.callee === undefined) {
       problems.push({
         message: `${h.caller.name} -> ${h.dependency.name}: ${h.dependency.baseUrl} reaches no service of this configuration`,
+        where: locate(graph, h.caller.name, `${prefix}_URL`),
+      });
+    }
+    const host = hostOf(h.dependency.baseUrl);
+    const service = host === undefined ? undefined : graph.hosts?.[host];
+    if (service !== undefined && !service.headless) {
+      problems.push({
+        message: `${h.caller.name} -> ${h.dependency.name}: ${h.dependency.baseUrl} resolves to a ClusterIP Service (one virtual address): calls are balanced per connection, not per call, and a failing pod is not ejected; name a headless Service (clusterIP: None)`,
         where: locate(graph, h.caller.name, `${prefix}_URL`),
       });
     }
@@ -344,4 +356,12 @@ export function isolationPerDependency(graph: CallGraph): Answer {
 function trialWaits(br: { resetTimeoutMs: number; firstResetMs?: number }): string {
   const first = br.firstResetMs ?? br.resetTimeoutMs;
   return first < br.resetTimeoutMs ? `${first / 1000} s, doubling up to ${br.resetTimeoutMs / 1000} s` : `${br.resetTimeoutMs / 1000} s`;
+}
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
 }

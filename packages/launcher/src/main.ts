@@ -3,6 +3,10 @@
  * service with a services/<name>/service.json, as separate processes, in
  * dependency order. Ctrl-C or SIGTERM stops everything.
  *
+ * `npm start -- --replicas orders=3,pricing=2` runs that many processes of
+ * those services (orders-1, orders-2, ...), each supervised on its own; the
+ * callers balance over them.
+ *
  * npm runs it compiled (packages/launcher/dist/main.js, after `npm run
  * build`), and then it starts every service from its dist/main.js: no tsx
  * anywhere. Run from source (`node --import tsx packages/launcher/src/main.ts`)
@@ -10,9 +14,10 @@
  */
 import "./require-node.js";
 import { resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { findFreePort } from "@platform/embedded-postgres";
 import { readServiceManifests, type LoadedManifest } from "@platform/registry";
-import { startPlatform } from "./start-platform.js";
+import { parseReplicas, startPlatform } from "./start-platform.js";
 
 const started = performance.now();
 const say = (line: string) => process.stdout.write(`[platform] ${line}\n`);
@@ -24,7 +29,10 @@ const freePorts = process.env["FREE_PORTS"] === "1";
 
 let stopping = false;
 let manifests: LoadedManifest[];
+let replicas: Record<string, number>;
 try {
+  const { values } = parseArgs({ options: { replicas: { type: "string", default: "" } }, strict: true });
+  replicas = parseReplicas(values.replicas);
   manifests = readServiceManifests();
 } catch (e) {
   say(`failed to start: ${e instanceof Error ? e.message : String(e)}`);
@@ -40,6 +48,7 @@ const platform = await startPlatform({
   ports: Object.fromEntries(edges.map((m, i) => [m.name, { port: gatewayPort, adminPort: edgeAdminPorts[i]! }])),
   freePorts,
   manifests,
+  replicas,
   env: { LOG_LEVEL: process.env["LOG_LEVEL"] ?? "info" },
   onProgress: (line) => {
     if (!stopping) say(line);
@@ -49,9 +58,9 @@ const platform = await startPlatform({
   process.exit(1);
 });
 
-say(`logs in ${dataDir}/logs/<service>.log`);
+say(`logs in ${dataDir}/logs/<service or replica>.log`);
 say(`ready in ${Math.round(performance.now() - started)} ms: gateway listening on ${platform.gatewayUrl}`);
-const operatorUrls = Object.values(platform.services).map((s) => s.adminUrl);
+const operatorUrls = Object.values(platform.replicas).flatMap((rs) => rs.map((s) => s.adminUrl));
 say(`operator ports (/metrics, /admin): ${operatorUrls.join(" ")}`);
 say(`audit it: npm run audit -- --live ${operatorUrls.join(" ")}`);
 say(`try: curl -s -X POST -H 'content-type: application/json' -d '{}' ${platform.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`);

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readServiceManifests, type LoadedManifest } from "@platform/registry";
-import { startPlatform } from "./start-platform.js";
+import { parseReplicas, startPlatform } from "./start-platform.js";
 
 function scratch(t: { after(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), "launcher-"));
@@ -37,4 +37,16 @@ test("this repository's manifests come callees first: the order npm start starts
   const manifests = readServiceManifests();
   const at = (name: string) => manifests.findIndex((m) => m.name === name);
   for (const m of manifests) for (const d of m.dependencies) assert.ok(at(d.service) < at(m.name), `${d.service} starts before ${m.name}, which calls it`);
+});
+
+test("--replicas: service=count pairs; a malformed pair, an unknown service, a bad count or a second edge is refused before anything starts", async (t) => {
+  assert.deepEqual(parseReplicas("orders=3, pricing=2"), { orders: 3, pricing: 2 });
+  assert.deepEqual(parseReplicas(""), {});
+  assert.throws(() => parseReplicas("orders:3"), /service=count pairs/);
+  const dataDir = scratch(t);
+  await assert.rejects(startPlatform({ dataDir, replicas: { stock: 2 } }), /no service is named "stock"/);
+  await assert.rejects(startPlatform({ dataDir, replicas: { orders: 0 } }), /orders=0 must be a whole number from 1 to 16/);
+  const edge = readServiceManifests().find((m) => m.edge)!.name;
+  await assert.rejects(startPlatform({ dataDir, replicas: { [edge]: 2 } }), /is the edge and holds the one public port/);
+  assert.equal(existsSync(join(dataDir, "postgres")), false, "no database was started");
 });

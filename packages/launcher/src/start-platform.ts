@@ -21,6 +21,13 @@ export interface PlatformOptions {
   ports?: Partial<Record<string, { port: number; adminPort: number }>>;
   /** Pick free ports for everything not given in `ports` (tests). */
   freePorts?: boolean;
+  /**
+   * How many processes run a service (default 1), e.g. `{ orders: 3 }`.
+   * Replicas are named `orders-1`, `orders-2`, ...; the first takes the
+   * service's port, the others free ones; callers get every replica's
+   * address in `<NAME>_ADDRESSES` and balance over them.
+   */
+  replicas?: Partial<Record<string, number>>;
   /** Port of the embedded PostgreSQL; default: a free port. */
   postgresPort?: number;
   /**
@@ -59,6 +66,8 @@ export function serviceEntry(name: string, from: "build" | "source"): string {
 
 export interface RunningService {
   name: string;
+  /** `orders-2` when the service runs as several replicas; else the service's name. */
+  replica: string;
   port: number;
   adminPort: number;
   /** http://host:port */
@@ -78,6 +87,8 @@ export interface Platform {
    * `npm run generate:services`.
    */
   services: Record<ServiceName, RunningService>;
+  /** Every process of each service (one, unless `replicas` asked for more); `services` holds the first. */
+  replicas: Record<string, RunningService[]>;
   /** The embedded database, when we started it. */
   postgres: EmbeddedPostgres | undefined;
   /** Stops services (draining), then the embedded database. Idempotent. */
@@ -93,7 +104,9 @@ export interface Platform {
  * Each service gets HOST, PORT, ADMIN_PORT, the `<NAME>_URL` of each service
  * it calls (its manifest's dependencies), with a database DATABASE_URL (with
  * the embedded database: as its own role, owning its own schema), its
- * manifest's "launcher.env", then `env` and `serviceEnv`. Services start in
+ * manifest's "launcher.env", then `env` and `serviceEnv`. A service run as
+ * several replicas gives its callers `<NAME>_ADDRESSES` as well, and each
+ * replica its REPLICA_NAME. Services start in
  * dependency order (callees first) and stop the other way round.
  */
 export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
@@ -108,6 +121,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   if (edge === undefined) throw new Error('no service has "edge": true: nothing to publish (services/*/service.json)');
   // Before anything starts: a missing build fails here, not with a database left running.
   const entries = new Map(manifests.map((m) => [m.name, serviceEntry(m.name, from)]));
+  const replicaCount = replicaCounts(manifests, opts.replicas ?? {});
 
   let postgres: EmbeddedPostgres | undefined;
   let databaseUrl = opts.databaseUrl;
@@ -130,43 +144,54 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const databases = manifests.flatMap((m) => (m.database ? [m.database] : []));
   const roleUrls: Record<string, string> = postgres ? await ensureServiceRoles(databaseUrl, databases) : {};
 
-  const ports = new Map<string, { port: number; adminPort: number }>();
+  const ports = new Map<string, { port: number; adminPort: number }[]>();
   for (const m of manifests) {
     const given = opts.ports?.[m.name];
-    ports.set(
-      m.name,
-      given ?? (opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : { port: m.ports.rpc, adminPort: m.ports.admin }),
-    );
+    const first =
+      given ?? (opts.freePorts ? { port: await findFreePort(host), adminPort: await findFreePort(host) } : { port: m.ports.rpc, adminPort: m.ports.admin });
+    const all = [first];
+    for (let i = 1; i < replicaCount(m.name); i++) all.push({ port: await findFreePort(host), adminPort: await findFreePort(host) });
+    ports.set(m.name, all);
   }
-  const url = (name: string) => `http://${host}:${ports.get(name)!.port}`;
+  const url = (name: string) => `http://${host}:${ports.get(name)![0]!.port}`;
+  const addresses = (name: string) => ports.get(name)!.map((p) => `${host}:${p.port}`);
 
   const running: RunningService[] = [];
   for (const m of manifests) {
-    const logFile = join(logDir, `${m.name}.log`);
-    const env: Record<string, string> = {
-      HOST: host,
-      PORT: String(ports.get(m.name)!.port),
-      ADMIN_PORT: String(ports.get(m.name)!.adminPort),
-      ...Object.fromEntries(effectiveDependencies(m, manifests).map((d) => [`${envPrefix(d.service)}_URL`, url(d.service)])),
-      ...(m.database ? { DATABASE_URL: roleUrls[m.database.role] ?? databaseUrl } : {}),
-      ...m.launcher.env,
-      ...opts.env,
-      ...opts.serviceEnv?.[m.name],
-    };
-    const proc = new ServiceProcess(
-      { name: m.name, entry: entries.get(m.name)!, env, logFile },
-      {
-        onExit: (n, code, signal, restartInMs) =>
-          progress(
-            restartInMs === undefined
-              ? `${n} exited (${signal ?? code}) and will not be restarted`
-              : `${n} exited (${signal ?? code}); restarting in ${restartInMs} ms`,
-          ),
-      },
-    );
-    running.push({ name: m.name, ...ports.get(m.name)!, url: url(m.name), adminUrl: `http://${host}:${ports.get(m.name)!.adminPort}`, process: proc, logFile });
+    const dependencies = effectiveDependencies(m, manifests).map((d) => d.service);
+    const count = replicaCount(m.name);
+    for (const [i, p] of ports.get(m.name)!.entries()) {
+      const replica = count > 1 ? `${m.name}-${i + 1}` : m.name;
+      const logFile = join(logDir, `${replica}.log`);
+      const env: Record<string, string> = {
+        HOST: host,
+        PORT: String(p.port),
+        ADMIN_PORT: String(p.adminPort),
+        ...Object.fromEntries(dependencies.map((d) => [`${envPrefix(d)}_URL`, url(d)])),
+        ...Object.fromEntries(dependencies.filter((d) => replicaCount(d) > 1).map((d) => [`${envPrefix(d)}_ADDRESSES`, addresses(d).join(",")])),
+        ...(count > 1 ? { REPLICA_NAME: replica } : {}),
+        ...(m.database ? { DATABASE_URL: roleUrls[m.database.role] ?? databaseUrl } : {}),
+        ...m.launcher.env,
+        ...opts.env,
+        ...opts.serviceEnv?.[m.name],
+      };
+      const proc = new ServiceProcess(
+        { name: replica, entry: entries.get(m.name)!, env, logFile },
+        {
+          onExit: (n, code, signal, restartInMs) =>
+            progress(
+              restartInMs === undefined
+                ? `${n} exited (${signal ?? code}) and will not be restarted`
+                : `${n} exited (${signal ?? code}); restarting in ${restartInMs} ms`,
+            ),
+        },
+      );
+      running.push({ name: m.name, replica, ...p, url: `http://${host}:${p.port}`, adminUrl: `http://${host}:${p.adminPort}`, process: proc, logFile });
+    }
   }
-  const services = Object.fromEntries(running.map((s) => [s.name, s])) as Platform["services"];
+  const replicas: Record<string, RunningService[]> = {};
+  for (const s of running) replicas[s.name] = [...(replicas[s.name] ?? []), s];
+  const services = Object.fromEntries(Object.entries(replicas).map(([name, rs]) => [name, rs[0]!])) as Platform["services"];
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -181,7 +206,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     await Promise.all(
       running.map(async (s) => {
         await s.process.whenReady(opts.readyTimeoutMs ?? 60_000);
-        progress(`${s.name.padEnd(10)} ready on ${s.url} (pid ${s.process.pid}, metrics ${s.adminUrl}/metrics)`);
+        progress(`${s.replica.padEnd(10)} ready on ${s.url} (pid ${s.process.pid}, metrics ${s.adminUrl}/metrics)`);
       }),
     );
   } catch (e) {
@@ -189,5 +214,33 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     throw e;
   }
 
-  return { gatewayUrl: url(edge.name), databaseUrl, services, postgres, stop };
+  return { gatewayUrl: url(edge.name), databaseUrl, services, replicas, postgres, stop };
+}
+
+/**
+ * How many replicas each service runs; refuses a name no manifest has, a
+ * count below 1, and more than one edge (it alone holds the public port).
+ */
+function replicaCounts(manifests: readonly LoadedManifest[], asked: Partial<Record<string, number>>): (name: string) => number {
+  for (const [name, n] of Object.entries(asked)) {
+    const m = manifests.find((x) => x.name === name);
+    if (m === undefined) throw new Error(`replicas: no service is named "${name}" (services: ${manifests.map((x) => x.name).join(", ")})`);
+    if (n === undefined || !Number.isInteger(n) || n < 1 || n > 16) throw new Error(`replicas: ${name}=${String(n)} must be a whole number from 1 to 16`);
+    if (m.edge && n > 1) throw new Error(`replicas: ${name} is the edge and holds the one public port; run it once`);
+  }
+  return (name) => asked[name] ?? 1;
+}
+
+/** Parses `orders=3,pricing=2` (npm start's --replicas). */
+export function parseReplicas(spec: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const pair of spec
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
+    const m = /^([a-z][a-z0-9-]*)=(\d+)$/.exec(pair);
+    if (!m) throw new Error(`--replicas takes service=count pairs separated by commas (orders=3,pricing=2), got "${pair}"`);
+    out[m[1]!] = Number(m[2]);
+  }
+  return out;
 }

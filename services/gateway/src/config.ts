@@ -28,6 +28,8 @@ export interface GatewayConfig {
   retry: {
     policy: RetryPolicy;
     budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
+    /** Hedged reads (HEDGE_READS, off by default; HEDGE_QUANTILE): docs/scaling.md. */
+    hedge?: { quantile: number };
   };
 }
 
@@ -61,6 +63,7 @@ export function loadConfig(env: Record<string, string | undefined>, apis: readon
         minRetriesPerSec: r.number("RETRY_BUDGET_MIN_PER_SEC", 1, { min: 0, max: 1000 }),
         ttlMs: r.int("RETRY_BUDGET_TTL_MS", 10_000, { min: 1000, max: 600_000 }),
       },
+      ...(r.boolean("HEDGE_READS", false) ? { hedge: { quantile: r.int("HEDGE_QUANTILE", 95, { min: 50, max: 99 }) / 100 } } : {}),
     },
   }));
 }

@@ -82,7 +82,20 @@ export function shippedOverlays(k8sDir = join(repoRoot, "deploy", "k8s")): strin
   return findOverlays(k8sDir);
 }
 
-export function kubernetesTarget(overlayDir: string): Promise<Target> {
+export async function kubernetesTarget(overlayDir: string): Promise<Target> {
   const shown = shownPath(overlayDir);
-  return buildTarget(`kubernetes ${shown}`, `${shown} (rendered by kubectl kustomize)`, kubernetesServices(overlayDir));
+  const target = await buildTarget(`kubernetes ${shown}`, `${shown} (rendered by kubectl kustomize)`, kubernetesServices(overlayDir));
+  return { ...target, hosts: kubernetesHosts(renderKustomization(overlayDir)) };
+}
+
+/** Each Service of the overlay by name: the service its selector picks (app.kubernetes.io/name) and whether it is headless. */
+export function kubernetesHosts(objects: K8sObject[]): NonNullable<Target["hosts"]> {
+  const hosts: NonNullable<Target["hosts"]> = {};
+  for (const s of objects.filter((o) => o.kind === "Service")) {
+    const spec = isRecord(s["spec"]) ? s["spec"] : {};
+    const selector = isRecord(spec["selector"]) ? spec["selector"] : {};
+    const service = selector["app.kubernetes.io/name"];
+    if (typeof service === "string") hosts[s.metadata.name] = { service, headless: spec["clusterIP"] === "None" };
+  }
+  return hosts;
 }

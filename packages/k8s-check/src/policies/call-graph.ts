@@ -5,8 +5,11 @@ import { selectedBy } from "./exposure.js";
 
 /**
  * Who calls whom according to the manifests: each *_URL setting (but
- * DATABASE_URL) must name a ClusterIP Service port that reaches a platform
- * service's RPC port. Problems go to `out`.
+ * DATABASE_URL) must name a headless Service's port (`clusterIP: None`: one
+ * A record per ready pod) that reaches a platform service's RPC port. The
+ * caller's dependency client balances per call over what the name resolves
+ * to; through a ClusterIP Service it would see one address, and the
+ * connection, not the call, would be what is balanced. Problems go to `out`.
  */
 export function callersFromUrls(m: Manifests, out: string[]): Map<string, Set<string>> {
   const services = ofKind<IService>(m.objects, "Service");
@@ -29,8 +32,15 @@ export function callersFromUrls(m: Manifests, out: string[]): Map<string, Set<st
       const port = s?.spec?.ports?.find((p) => p.port === Number(url.port || 80));
       const callee = s ? selectedBy(m, s)[0] : undefined;
       if (s === undefined || port === undefined || callee === undefined || portRole(callee, port.targetPort ?? port.port) !== "rpc") {
-        out.push(`Deployment/${w.name}: ${v}=${value.value} does not reach a platform service's RPC port through a ClusterIP Service`);
-      } else callers.get(callee.name)?.add(w.name);
+        out.push(`Deployment/${w.name}: ${v}=${value.value} does not reach a platform service's RPC port through a headless Service`);
+        continue;
+      }
+      if (s.spec?.clusterIP !== "None") {
+        out.push(
+          `Deployment/${w.name}: ${v}=${value.value} names Service/${s.metadata.name}, which has a cluster IP: calls would be balanced per connection, not per call (name a headless Service, clusterIP: None)`,
+        );
+      }
+      callers.get(callee.name)?.add(w.name);
     }
   }
   return callers;
@@ -38,7 +48,7 @@ export function callersFromUrls(m: Manifests, out: string[]): Map<string, Set<st
 
 export const callGraph: Policy = {
   name: "call-graph",
-  rule: "The *_URL settings reach RPC ports through ClusterIP Services, and who calls whom is exactly the platform's call graph.",
+  rule: "The *_URL settings reach RPC ports through headless Services (balanced per call by the caller), and who calls whom is exactly the platform's call graph.",
   check(m) {
     const out: string[] = [];
     const callers = callersFromUrls(m, out);

@@ -29,8 +29,8 @@ function env(name: Name): NonNullable<IContainer["env"]> {
     { name: "PORT", value: String(rpc) },
     { name: "ADMIN_PORT", value: String(admin) },
   ];
-  if (name === "gateway") return [...base, { name: "CHECKOUT_URL", value: "http://checkout:8081" }];
-  if (name === "checkout") return [...base, { name: "ORDERS_URL", value: "http://orders:8082" }, { name: "ORDERS_MAX_CONCURRENT", value: "16" }];
+  if (name === "gateway") return [...base, { name: "CHECKOUT_URL", value: "http://checkout-headless:8081" }];
+  if (name === "checkout") return [...base, { name: "ORDERS_URL", value: "http://orders-headless:8082" }, { name: "ORDERS_MAX_CONCURRENT", value: "16" }];
   return [...base, { name: "DATABASE_URL_FILE", value: "/var/run/secrets/platform-database/url" }, { name: "DB_POOL_MAX", value: "4" }];
 }
 
@@ -110,6 +110,16 @@ function service(name: Name): K8sObject[] {
       metadata: meta(name, name),
       spec: { selector: { "app.kubernetes.io/name": name }, ports: [{ name: "rpc", port: rpc, targetPort: "rpc" }] },
     },
+    ...(name === "gateway"
+      ? []
+      : [
+          {
+            apiVersion: "v1",
+            kind: "Service",
+            metadata: meta(`${name}-headless`, name),
+            spec: { clusterIP: "None", selector: { "app.kubernetes.io/name": name }, ports: [{ name: "rpc", port: rpc, targetPort: "rpc" }] },
+          },
+        ]),
     {
       apiVersion: "autoscaling/v2",
       kind: "HorizontalPodAutoscaler",

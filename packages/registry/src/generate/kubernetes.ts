@@ -10,6 +10,7 @@ export const databaseSecretDir = "/var/run/secrets/platform-database";
  * deploy/k8s/base/<name>.yaml from deploy/k8s/templates/{edge,backend}.yaml:
  * the template's tokens replaced, its `#@env`, `#@volumeMounts` and
  * `#@volumes` lines replaced by what the manifest says (dependency URLs,
+ * each naming the callee's headless Service,
  * the database URL as a file from the platform-database Secret, literal
  * settings from "kubernetes.env").
  */
@@ -19,7 +20,7 @@ export function kubernetesService(m: LoadedManifest, all: readonly LoadedManifes
   const env: string[] = [];
   for (const d of effectiveDependencies(m, all)) {
     const callee = all.find((x) => x.name === d.service)!;
-    env.push(`- name: ${envPrefix(d.service)}_URL`, `  value: http://${d.service}:${callee.ports.rpc}`);
+    env.push(`- name: ${envPrefix(d.service)}_URL`, `  value: http://${headlessServiceName(d.service)}:${callee.ports.rpc}`);
   }
   const mounts: string[] = [];
   const volumes: string[] = [];
@@ -63,6 +64,14 @@ export function kubernetesService(m: LoadedManifest, all: readonly LoadedManifes
       `${m.name}: ${m.description}. ${[...(m.edge ? [] : [`Called by ${callers.join(", ") || "nobody"}`]), `${m.edge ? "Calls" : "calls"} ${[...calls, ...(m.database ? ["PostgreSQL"] : [])].join(", ") || "nothing"}`].join("; ")}.`,
     ) + out
   );
+}
+
+/**
+ * The headless Service (no virtual IP: one A record per ready pod) callers
+ * reach a service through, so that they balance per call over its pods.
+ */
+export function headlessServiceName(service: string): string {
+  return `${service}-headless`;
 }
 
 /** deploy/k8s/base/kustomization.yaml: the shared config, every service, the network policies. */

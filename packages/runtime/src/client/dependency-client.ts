@@ -1,13 +1,14 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { healthV1 } from "@platform/proto";
 import { RetryBudget, minAttemptMs, runOutsideScope, systemClock, type RetryPolicy } from "@platform/resilience";
 import type { DependencyConfig } from "./dependency-config.js";
+import { createBalancedTransport } from "./balancer/balanced-transport.js";
 import { type DependencyHealth, isolationInterceptor } from "./isolation-interceptor.js";
 import { waitingForRestartHeader } from "./restart-signal.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
+import { hedgeInterceptor } from "./hedge/hedge-interceptor.js";
 import type { ServerConfig } from "../config/server-config.js";
 import { rememberDependencyClient } from "../config/loaded-config.js";
 import { pluginsWith, type ClientComposition, type PlatformPlugin } from "../config/plugin.js";
@@ -21,7 +22,14 @@ export interface DependencyClientOptions {
    * attempt per call) everywhere but at the edge. Only the gateway passes a
    * policy and budget: one layer retries, everything below it fails fast.
    */
-  retry: "none" | { policy: RetryPolicy; budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number } };
+  retry:
+    | "none"
+    | {
+        policy: RetryPolicy;
+        budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
+        /** Hedge reads still unanswered after this quantile of their recent latency (hedge/), from the same budget; absent: no hedging. */
+        hedge?: { quantile: number };
+      };
   /**
    * How many services the longest chain of calls starting at this
    * dependency crosses, the dependency itself included (the registry's
@@ -39,8 +47,9 @@ export interface DependencyClientOptions {
  * A client for a downstream service over gRPC on h2c. Every call goes
  * through, outermost first: the retry loop (the gateway only), the
  * minimum-budget check, the dependency's circuit breaker and bulkhead, then deadline propagation,
- * request-id forwarding, error mapping and metrics; the connection is
- * checked with HTTP/2 PING (dependency-config.ts `KeepaliveConfig`). Every service calls its
+ * request-id forwarding, error mapping and metrics; last, each attempt goes
+ * to one of the dependency's replicas (balancer/), over that replica's
+ * connection, checked with HTTP/2 PING (dependency-config.ts `KeepaliveConfig`). Every service calls its
  * dependencies through this, so a new service gets the same behaviour by
  * construction.
  */
@@ -84,9 +93,15 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
     if (plugin.dependencyClient) composition = plugin.dependencyClient(composition, { dependency: opts.dependency, server: opts.server });
   }
   const ping = composition.keepalive;
-  const transport = createGrpcTransport({
+  const { balancing } = opts.dependency;
+  const { transport } = createBalancedTransport({
+    dependency: name,
     baseUrl: opts.dependency.baseUrl,
-    ...(ping ? { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } : {}),
+    ...(balancing.addresses ? { addresses: balancing.addresses } : {}),
+    resolveIntervalMs: balancing.resolveIntervalMs,
+    outlierDetection: balancing.outlierDetection,
+    mode: balancing.mode,
+    ...(ping ? { ping: { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } } : {}),
     interceptors: composition.interceptors,
   });
   health = createClient(healthV1.Health, transport);
@@ -102,6 +117,10 @@ const HEALTH_TIMEOUT_MS = 500;
 
 function retryLayer(dependency: string, retry: DependencyClientOptions["retry"], attemptFloorMs: number): Interceptor[] {
   if (retry === "none" || retry.policy.maxAttempts <= 1) return [];
-  const { policy, budget } = retry;
-  return [retryInterceptor({ dependency, policy, budget: new RetryBudget({ ...budget, clock: systemClock }), minAttemptMs: attemptFloorMs })];
+  const { policy, hedge } = retry;
+  const budget = new RetryBudget({ ...retry.budget, clock: systemClock });
+  return [
+    retryInterceptor({ dependency, policy, budget, minAttemptMs: attemptFloorMs }),
+    ...(hedge ? [hedgeInterceptor({ dependency, budget, quantile: hedge.quantile })] : []),
+  ];
 }

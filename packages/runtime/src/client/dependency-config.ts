@@ -1,5 +1,7 @@
 import type { EnvReader } from "../config/config.js";
 import type { IsolationConfig } from "./isolation-interceptor.js";
+import { defaultOutlierDetection, type OutlierDetectionConfig } from "./balancer/outlier-detector.js";
+import type { BalancingMode } from "./balancer/balancer.js";
 
 /** Where a dependency is and how much of us it may take. */
 export interface DependencyConfig {
@@ -8,6 +10,21 @@ export interface DependencyConfig {
   baseUrl: string;
   isolation: IsolationConfig;
   keepalive: KeepaliveConfig;
+  balancing: BalancingConfig;
+}
+
+/**
+ * How calls spread over the dependency's replicas (balancer/): the
+ * addresses are `addresses` when given, else every address `baseUrl`'s
+ * host name resolves to, resolved again every `resolveIntervalMs`.
+ */
+export interface BalancingConfig {
+  /** Origins (`http://127.0.0.1:8082`) to balance over instead of resolving `baseUrl`. */
+  addresses: string[] | undefined;
+  resolveIntervalMs: number;
+  outlierDetection: OutlierDetectionConfig;
+  /** BALANCING: "per-call", or "per-connection" to see what a ClusterIP Service gives (balancer.ts). */
+  mode: BalancingMode;
 }
 
 /**
@@ -55,7 +72,11 @@ export const defaultIsolation: IsolationDefaults = { maxConcurrent: 32, minConcu
  * (e.g. `Search=lookups,Suggest=lookups`: methods that share one limiter;
  * unlisted methods are each their own class); and the breaker
  * settings and HTTP/2 keepalive shared by all dependencies of this service
- * (`BREAKER_*`, `HTTP2_PING_*`). See
+ * (`BREAKER_*`, `HTTP2_PING_*`); its replicas' addresses,
+ * `<NAME>_ADDRESSES` (`127.0.0.1:8082,127.0.0.1:8182`: a fixed list in place
+ * of resolving the URL's host name, which is then just the name), and the
+ * balancing settings shared by all dependencies (`RESOLVE_INTERVAL_MS`,
+ * `OUTLIER_*`). See
  * README "Configuration and sizing".
  */
 export function readDependencyConfig(r: EnvReader, name: string, defaultUrl: string, defaults: IsolationDefaults = defaultIsolation): DependencyConfig {
@@ -67,10 +88,11 @@ export function readDependencyConfig(r: EnvReader, name: string, defaultUrl: str
   if (minExplicit && minConcurrent > maxConcurrent) {
     r.problems.push(`${prefix}_MIN_CONCURRENT (${minConcurrent}) must not exceed ${prefix}_MAX_CONCURRENT (${maxConcurrent})`);
   }
+  const baseUrl = r.url(`${prefix}_URL`, defaultUrl);
   const resetTimeoutMs = r.int("BREAKER_RESET_MS", 5_000, { min: 100, max: 600_000 });
   return {
     name,
-    baseUrl: r.url(`${prefix}_URL`, defaultUrl),
+    baseUrl,
     isolation: {
       limit: r.oneOf(`${prefix}_LIMIT`, ["adaptive", "fixed"] as const, "adaptive"),
       maxConcurrent,
@@ -87,6 +109,38 @@ export function readDependencyConfig(r: EnvReader, name: string, defaultUrl: str
       },
     },
     keepalive: readKeepalive(r),
+    balancing: readBalancing(r, `${prefix}_ADDRESSES`, baseUrl),
+  };
+}
+
+function readBalancing(r: EnvReader, variable: string, baseUrl: string): BalancingConfig {
+  const raw = r.optionalString(variable);
+  let addresses: string[] | undefined;
+  if (raw !== undefined && raw.trim() !== "") {
+    const scheme = baseUrl.startsWith("https:") ? "https:" : "http:";
+    addresses = [];
+    for (const item of raw.split(",").map((a) => a.trim())) {
+      const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(item);
+      if (!m || Number(m[2]) < 1 || Number(m[2]) > 65_535) {
+        r.problems.push(`${variable} must be host:port pairs separated by commas, got "${item}"`);
+        continue;
+      }
+      addresses.push(`${scheme}//${m[1]}:${Number(m[2])}`);
+    }
+  }
+  const d = defaultOutlierDetection;
+  const baseEjectionMs = r.int("OUTLIER_BASE_EJECTION_MS", d.baseEjectionMs, { min: 10, max: 600_000 });
+  return {
+    addresses,
+    resolveIntervalMs: r.int("RESOLVE_INTERVAL_MS", 5_000, { min: 100, max: 600_000 }),
+    mode: r.oneOf("BALANCING", ["per-call", "per-connection"] as const, "per-call"),
+    outlierDetection: {
+      ...d,
+      consecutiveFailures: r.int("OUTLIER_CONSECUTIVE_FAILURES", d.consecutiveFailures, { min: 1, max: 1_000 }),
+      baseEjectionMs,
+      maxEjectionMs: Math.max(baseEjectionMs, r.int("OUTLIER_MAX_EJECTION_MS", d.maxEjectionMs, { min: 10, max: 3_600_000 })),
+      maxEjectedFraction: r.int("OUTLIER_MAX_EJECTED_PERCENT", d.maxEjectedFraction * 100, { min: 0, max: 100 }) / 100,
+    },
   };
 }
 

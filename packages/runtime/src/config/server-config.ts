@@ -1,10 +1,13 @@
 import { defaultDeadlineBudget } from "@platform/resilience";
 import { readFaultInjectionConfig, type FaultInjectionConfig } from "../faults/fault-injection.js";
 import type { EnvReader } from "./config.js";
+import { type ConnectionAgeConfig, defaultConnectionAge } from "../server/connection-age.js";
 
 /** What every service reads from its environment, whatever it does. */
 export interface ServerConfig {
   serviceName: string;
+  /** This process's name among the service's replicas (`orders-2`, a pod's name), on every log line and metric; REPLICA_NAME. */
+  replicaName: string | undefined;
   host: string;
   /** RPC port (Connect, gRPC, gRPC-Web; plus /healthz and /readyz). */
   port: number;
@@ -17,6 +20,8 @@ export interface ServerConfig {
   readMaxBytes: number;
   /** How long SIGTERM waits for in-flight requests before aborting them. */
   drainTimeoutMs: number;
+  /** GOAWAY on each HTTP/2 connection of the RPC port after this age (MAX_CONNECTION_AGE_MS, _JITTER_PERCENT, _GRACE_MS). */
+  connectionAge: ConnectionAgeConfig;
   deadline: DeadlineConfig;
   admission: AdmissionConfig;
   streams: StreamConfig;
@@ -83,6 +88,7 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
   const host = r.string("HOST", "127.0.0.1");
   return {
     serviceName,
+    replicaName: r.optionalString("REPLICA_NAME"),
     host,
     adminHost: r.string("ADMIN_HOST", host),
     port: r.int("PORT", defaults.port, { min: 0, max: 65535 }),
@@ -90,6 +96,11 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
     logLevel: r.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
     readMaxBytes: r.int("READ_MAX_BYTES", 64 * 1024, { min: 1024, max: 16 * 1024 * 1024 }),
     drainTimeoutMs: r.int("DRAIN_TIMEOUT_MS", 10_000, { min: 0, max: 300_000 }),
+    connectionAge: {
+      maxAgeMs: r.int("MAX_CONNECTION_AGE_MS", defaultConnectionAge.maxAgeMs, { min: 0, max: 86_400_000 }),
+      jitter: r.int("MAX_CONNECTION_AGE_JITTER_PERCENT", defaultConnectionAge.jitter * 100, { min: 0, max: 50 }) / 100,
+      graceMs: r.int("MAX_CONNECTION_AGE_GRACE_MS", defaultConnectionAge.graceMs, { min: 0, max: 3_600_000 }),
+    },
     deadline: {
       edge,
       defaultMs: Math.min(defaultMs, maxMs),

@@ -11,8 +11,10 @@ const batchBytes = 4096;
 export const batchMs = 50;
 
 /**
- * One JSON logger per process. Every line carries the service name so that
- * logs from several services can be read as one stream.
+ * One JSON logger per process. Every line carries the service name (and,
+ * of a service running as several replicas, the replica's: REPLICA_NAME,
+ * server-config.ts) so that logs from several services can be read as one
+ * stream.
  *
  * Lines go to stdout in batches, not one write(2) per line: every request
  * logs a line at every hop, and one system call per line cost about a
@@ -21,13 +23,13 @@ export const batchMs = 50;
  * also through process.exit() (uncaught exceptions, runMain). Only a
  * SIGKILL can lose the last few lines.
  */
-export function createLogger(service: string, level: string): Logger {
+export function createLogger(service: string, level: string, replica: string | undefined = process.env["REPLICA_NAME"] || undefined): Logger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: batchBytes });
   flushWhileWritten(destination);
   const logger = pino(
     {
       level,
-      base: { service, pid: process.pid },
+      base: replica === undefined ? { service, pid: process.pid } : { service, replica, pid: process.pid },
       timestamp: isoTime,
       formatters: { level: (label) => ({ level: label }) },
       // A line written while a request is being handled names its trace

@@ -56,6 +56,59 @@ export function rpcServerMetrics() {
   };
 }
 
+/** One replica's call counts by outcome, as a balancer keeps them. */
+export interface ReplicaCallCounts {
+  dependency: string;
+  replica: string;
+  outcomes: Readonly<Record<string, number>>;
+}
+
+const replicaSources: (() => Iterable<ReplicaCallCounts>)[] = [];
+
+/**
+ * Calls per replica of a dependency, by outcome (ok: it answered; failure;
+ * refused: its connection was; cancelled: by the caller). The balancers
+ * count in plain fields on the call path; the counter reads them on scrape.
+ */
+export function replicaCallMetrics(source: () => Iterable<ReplicaCallCounts>): void {
+  replicaSources.push(source);
+  once(
+    "rpc_client_replica_calls_total",
+    () =>
+      new Counter({
+        name: "rpc_client_replica_calls_total",
+        help: "Call attempts per replica of a dependency, by outcome (ok, failure, refused, cancelled).",
+        labelNames: ["dependency", "replica", "outcome"],
+        collect() {
+          this.reset();
+          for (const read of replicaSources) {
+            for (const { dependency, replica, outcomes } of read()) {
+              for (const [outcome, n] of Object.entries(outcomes)) this.inc({ dependency, replica, outcome }, n);
+            }
+          }
+        },
+      }),
+  );
+}
+
+/** Hedged reads (hedge-interceptor.ts). */
+export function hedgeMetrics() {
+  return {
+    sent: once(
+      "hedge_sent_total",
+      () => new Counter({ name: "hedge_sent_total", help: "Second attempts of slow reads (hedges), paid from the retry budget.", labelNames: ["dependency"] }),
+    ),
+    won: once(
+      "hedge_won_total",
+      () => new Counter({ name: "hedge_won_total", help: "Hedges that answered before the first attempt.", labelNames: ["dependency"] }),
+    ),
+    refused: once(
+      "hedge_refused_total",
+      () => new Counter({ name: "hedge_refused_total", help: "Hedges not sent: the retry budget was spent.", labelNames: ["dependency"] }),
+    ),
+  };
+}
+
 export function rpcClientMetrics() {
   return {
     calls: once(
@@ -157,10 +210,14 @@ export function deadlineMetrics() {
 export const eventLoopSampleMs = 50;
 
 let defaultsCollected = false;
-/** Process metrics (CPU, memory, event loop lag, handles): collected once per process. */
-export function collectProcessMetrics(): void {
+/**
+ * Process metrics (CPU, memory, event loop lag, handles): collected once per
+ * process. A replica's name, when it has one, labels every metric.
+ */
+export function collectProcessMetrics(replica?: string): void {
   if (defaultsCollected) return;
   defaultsCollected = true;
+  if (replica !== undefined) register.setDefaultLabels({ replica });
   collectDefaultMetrics({ eventLoopMonitoringPrecision: eventLoopSampleMs });
 }
 

@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
+import { type ConnectionAgeConfig, limitConnectionAge } from "./connection-age.js";
 
 export type RequestHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
 
@@ -54,6 +55,8 @@ export async function listen(opts: {
   http1: boolean;
   /** Largest header block accepted, in bytes. */
   maxHeaderBytes?: number;
+  /** GOAWAY on each HTTP/2 connection after this age (connection-age.ts); none when absent. */
+  connectionAge?: ConnectionAgeConfig;
 }): Promise<Listener> {
   const maxHeaderBytes = opts.maxHeaderBytes ?? 16 * 1024;
   let accepting = true;
@@ -102,6 +105,7 @@ export async function listen(opts: {
     });
     // A misbehaving peer must never take the process down.
     s.on("error", () => {});
+    if (opts.connectionAge) limitConnectionAge(s, opts.connectionAge, { goAway: () => closeGracefully(s, socketOf.get(s)), cut: () => s.destroy() });
   });
   // Malformed requests are answered with 400 by node and must not crash us.
   h1.on("clientError", (_err, socket) => {

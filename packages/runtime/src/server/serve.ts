@@ -104,9 +104,9 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
 /** serve() with `hooks` in place of its own parts. */
 export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Promise<RunningServer> {
   const { config } = opts;
-  const logger = opts.logger ?? createLogger(config.serviceName, config.logLevel);
+  const logger = opts.logger ?? createLogger(config.serviceName, config.logLevel, config.replicaName);
   checkConnectPatch(logger);
-  collectProcessMetrics();
+  collectProcessMetrics(config.replicaName);
   const flushTraces = await initTracing(config.serviceName, config.otlpEndpoint);
   const health = new HealthState(
     opts.services.map((s) => s.typeName),
@@ -183,6 +183,7 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
     host: config.host,
     port: config.port,
     http1: opts.http1 ?? false,
+    connectionAge: config.connectionAge,
     handler(req, res) {
       if (dispatchEndpoint(publicEndpoints, req, res)) return;
       // The request's context, its deadline counted from arrival (not from
