@@ -26,3 +26,5 @@ export const requestIdHeader = "x-request-id";
 export const criticalityHeader = "x-criticality";
 /** Identity of the caller, set by the edge only; inner services read it, nobody outside may set it. */
 export const callerHeader = "x-caller-id";
+/** The caller's tenant (quotas are per tenant), set by the edge only, like the caller's identity. */
+export const tenantHeader = "x-tenant-id";

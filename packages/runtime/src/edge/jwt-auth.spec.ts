@@ -1,0 +1,234 @@
+/**
+ * JWT authentication against a real JWKS endpoint (an HTTP server in this
+ * process) with real signed tokens: each check, key rotation, a key server
+ * that goes down, refreshes that a flood of unknown key ids cannot
+ * multiply, roles per method.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { exportJWK, generateKeyPair, SignJWT, type JWK } from "jose";
+import { createAuthenticator, type Authenticator } from "./edge-auth.js";
+import type { JwtConfig } from "./jwt-auth.js";
+
+const issuer = "https://issuer.test";
+const audience = "platform-api";
+
+interface SigningKey {
+  kid: string;
+  privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+  jwk: JWK;
+}
+
+async function signingKey(kid: string): Promise<SigningKey> {
+  const { privateKey, publicKey } = await generateKeyPair("ES256");
+  return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: "ES256", use: "sig" } };
+}
+
+/** The identity provider's JWKS endpoint: serves `published`, counts requests, can be taken down. */
+class KeyServer {
+  published: SigningKey[] = [];
+  requests = 0;
+  down = false;
+  private readonly server = http.createServer((_req, res) => {
+    this.requests++;
+    if (this.down) {
+      res.writeHead(503).end();
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: this.published.map((k) => k.jwk) }));
+  });
+  url = "";
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/.well-known/jwks.json`;
+  }
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+function token(key: SigningKey, claims: Record<string, unknown> = {}, opts: { iss?: string; aud?: string; exp?: string | number; sub?: string } = {}) {
+  return new SignJWT({ tenant: "acme", roles: ["buyer"], ...claims })
+    .setProtectedHeader({ alg: "ES256", kid: key.kid })
+    .setIssuer(opts.iss ?? issuer)
+    .setAudience(opts.aud ?? audience)
+    .setSubject(opts.sub ?? "user-1")
+    .setIssuedAt()
+    .setExpirationTime(opts.exp ?? "5m")
+    .sign(key.privateKey);
+}
+
+function config(url: string, overrides: Partial<JwtConfig> = {}): JwtConfig {
+  return {
+    jwks: { url },
+    issuer,
+    audience,
+    tenantClaim: "tenant",
+    rolesClaim: "roles",
+    algorithms: ["ES256"],
+    clockSkewSec: 5,
+    minRefreshIntervalMs: 60_000,
+    maxAgeMs: 600_000,
+    fetchTimeoutMs: 1000,
+    ...overrides,
+  };
+}
+
+const placeOrder = "/checkout.v1.CheckoutService/PlaceOrder";
+const listProducts = "/checkout.v1.CheckoutService/ListProducts";
+
+function authenticator(jwt: JwtConfig, methodRoles = new Map<string, ReadonlySet<string>>()): Authenticator {
+  return createAuthenticator({ mode: "jwt", keys: new Map(), jwt, methodRoles });
+}
+
+const bearer = (t: string) => new Headers({ authorization: `Bearer ${t}` });
+
+/** The refusal's code, the message the client gets, and the detail only the log gets. */
+async function refusal(p: unknown): Promise<{ code: Code; message: string; detail: string }> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof ConnectError, String(e));
+    return { code: e.code, message: e.rawMessage, detail: e.cause instanceof Error ? e.cause.message : "" };
+  }
+  assert.fail("accepted");
+}
+
+let keyServer: KeyServer;
+let k1: SigningKey;
+let k2: SigningKey;
+before(async () => {
+  keyServer = new KeyServer();
+  await keyServer.start();
+  [k1, k2] = await Promise.all([signingKey("k1"), signingKey("k2")]);
+});
+after(() => keyServer.close());
+
+describe("JWT at the edge", () => {
+  test("a valid token: the caller is its sub, the tenant its tenant claim", async () => {
+    keyServer.published = [k1];
+    const auth = authenticator(config(keyServer.url));
+    assert.deepEqual(await auth.authenticate(bearer(await token(k1)), placeOrder), { caller: "user-1", tenant: "acme" });
+    // Without a tenant claim, the caller is a tenant of its own.
+    assert.deepEqual(await auth.authenticate(bearer(await token(k1, { tenant: undefined }, { sub: "solo" })), placeOrder), {
+      caller: "solo",
+      tenant: "solo",
+    });
+  });
+
+  test("expired, wrong audience, wrong issuer, bad signature, no token: unauthenticated, the same words for every check; the log says which", async () => {
+    keyServer.published = [k1];
+    const auth = authenticator(config(keyServer.url));
+    const now = Math.floor(Date.now() / 1000);
+    const forged = await token({ ...k1, privateKey: k2.privateKey });
+    const cases = [
+      [await token(k1, {}, { exp: now - 60 }), /exp/],
+      [await token(k1, {}, { aud: "someone-else" }), /aud/],
+      [await token(k1, {}, { iss: "https://evil.test" }), /iss/],
+      [forged, /signature/],
+      ["not.a.jwt", /JWS|JWT|Invalid/i],
+    ] as const;
+    for (const [t, detail] of cases) {
+      const r = await refusal(auth.authenticate(bearer(t), placeOrder));
+      assert.equal(r.code, Code.Unauthenticated);
+      assert.equal(r.message, "invalid or expired access token");
+      assert.match(r.detail, detail);
+    }
+    const none = await refusal(auth.authenticate(new Headers(), placeOrder));
+    assert.equal(none.code, Code.Unauthenticated);
+    assert.match(none.message, /Authorization: Bearer/);
+  });
+
+  test("expiry within the clock skew still passes; beyond it, refused", async () => {
+    keyServer.published = [k1];
+    const auth = authenticator(config(keyServer.url, { clockSkewSec: 30 }));
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal((await auth.authenticate(bearer(await token(k1, {}, { exp: now - 10 })), placeOrder)).caller, "user-1");
+    assert.equal((await refusal(auth.authenticate(bearer(await token(k1, {}, { exp: now - 40 })), placeOrder))).code, Code.Unauthenticated);
+  });
+
+  test("an unknown kid reloads the key set: the rotated key is accepted", async () => {
+    keyServer.published = [k1];
+    const auth = authenticator(config(keyServer.url, { minRefreshIntervalMs: 0 }));
+    await auth.authenticate(bearer(await token(k1)), placeOrder);
+    keyServer.published = [k1, k2]; // the provider rotates
+    assert.equal((await auth.authenticate(bearer(await token(k2, {}, { sub: "user-2" })), placeOrder)).caller, "user-2");
+  });
+
+  test("a flood of unknown kids costs the key server one load per interval, and is refused", async () => {
+    keyServer.published = [k1];
+    const auth = authenticator(config(keyServer.url, { minRefreshIntervalMs: 60_000 }));
+    await auth.authenticate(bearer(await token(k1)), placeOrder);
+    const before = keyServer.requests;
+    const stranger = await signingKey("k-unknown");
+    const tokens = await Promise.all(Array.from({ length: 50 }, (_, i) => token(stranger, {}, { sub: `u${i}` })));
+    const refusals = await Promise.all(tokens.map((t) => refusal(auth.authenticate(bearer(t), placeOrder))));
+    assert.ok(refusals.every((r) => r.code === Code.Unauthenticated));
+    assert.ok(
+      refusals.some((r) => /no applicable key|JWKS/i.test(r.detail)),
+      refusals[0]!.detail,
+    );
+    // Started less than an interval after the first load: none at all.
+    assert.equal(keyServer.requests - before, 0);
+  });
+
+  test("the key server down: cached keys keep working; a key it never served is refused", async () => {
+    keyServer.published = [k1];
+    const failures: string[] = [];
+    const auth = createAuthenticator(
+      { mode: "jwt", keys: new Map(), jwt: config(keyServer.url, { minRefreshIntervalMs: 0, maxAgeMs: 1000 }) },
+      { onKeyLoadFailure: (e) => failures.push(e.message) },
+    );
+    await auth.authenticate(bearer(await token(k1)), placeOrder);
+    keyServer.down = true;
+    try {
+      await new Promise((r) => setTimeout(r, 1100)); // past maxAge: every use tries a reload, which fails
+      for (let i = 0; i < 3; i++)
+        assert.equal((await auth.authenticate(bearer(await token(k1, {}, { sub: `cached-${i}` })), placeOrder)).caller, `cached-${i}`);
+      const r = await refusal(auth.authenticate(bearer(await token(k2)), placeOrder));
+      assert.equal(r.code, Code.Unauthenticated);
+      assert.ok(
+        failures.some((f) => /503/.test(f)),
+        failures.join("; "),
+      );
+    } finally {
+      keyServer.down = false;
+    }
+  });
+
+  test("no key ever loaded (the key server down since start): unavailable, not the caller's fault", async () => {
+    keyServer.down = true;
+    try {
+      const auth = authenticator(config(keyServer.url, { minRefreshIntervalMs: 0 }));
+      const r = await refusal(auth.authenticate(bearer(await token(k1)), placeOrder));
+      assert.equal(r.code, Code.Unavailable);
+    } finally {
+      keyServer.down = false;
+    }
+  });
+
+  test("roles per method: a method listed needs one of its roles; other methods need none", async () => {
+    keyServer.published = [k1];
+    const roles = new Map<string, ReadonlySet<string>>([[placeOrder, new Set(["buyer", "admin"])]]);
+    const auth = authenticator(config(keyServer.url), roles);
+    assert.equal((await auth.authenticate(bearer(await token(k1, { roles: ["buyer"] })), placeOrder)).caller, "user-1");
+    // An OAuth2 scope string works as the roles claim too.
+    assert.equal((await auth.authenticate(bearer(await token(k1, { roles: "read admin" })), placeOrder)).caller, "user-1");
+    const denied = await refusal(auth.authenticate(bearer(await token(k1, { roles: ["viewer"] }, { sub: "viewer-1" })), placeOrder));
+    assert.equal(denied.code, Code.PermissionDenied);
+    assert.equal(denied.message, "permission denied");
+    assert.match(denied.detail, /viewer-1 lacks a role of buyer\|admin/);
+    assert.equal((await auth.authenticate(bearer(await token(k1, { roles: [] })), listProducts)).caller, "user-1");
+  });
+
+  test("an identity that cannot travel in a header is refused", async () => {
+    keyServer.published = [k1];
+    const auth = authenticator(config(keyServer.url));
+    const r = await refusal(auth.authenticate(bearer(await token(k1, { tenant: "acme\r\nx-caller-id: root" })), placeOrder));
+    assert.equal(r.code, Code.Unauthenticated);
+    assert.match(r.detail, /tenant/);
+  });
+});
