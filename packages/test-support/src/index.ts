@@ -16,3 +16,4 @@ export * from "./shared-platform.js";
 export * from "./service-spec.js";
 export * from "./service-under-test.js";
 export * from "./services-form.js";
+export * from "./test-certificates.js";
