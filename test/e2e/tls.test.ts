@@ -44,7 +44,9 @@ async function startTlsPlatform(ca: TestCertificateAuthority, mutual: boolean): 
       ...(mutual
         ? {
             TLS_CA_FILE: ca.caFile,
-            ...Object.fromEntries(effectiveDependencies(m, manifests).map((d) => [`${envPrefix(d.service)}_URL`, `https://127.0.0.1:${ports[d.service]!.port}`])),
+            ...Object.fromEntries(
+              effectiveDependencies(m, manifests).map((d) => [`${envPrefix(d.service)}_URL`, `https://127.0.0.1:${ports[d.service]!.port}`]),
+            ),
           }
         : {}),
     };

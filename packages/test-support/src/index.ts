@@ -17,3 +17,4 @@ export * from "./service-spec.js";
 export * from "./service-under-test.js";
 export * from "./services-form.js";
 export * from "./test-certificates.js";
+export * from "./test-token-issuer.js";

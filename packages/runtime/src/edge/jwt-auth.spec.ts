@@ -6,59 +6,15 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from "jose";
+import { testAudience as audience, testIssuer as issuer, TestTokenIssuer, type TestSigningKey, type TokenOptions } from "@platform/test-support";
 import { createAuthenticator, type Authenticator } from "./edge-auth.js";
 import type { JwtConfig } from "./jwt-auth.js";
 
-const issuer = "https://issuer.test";
-const audience = "platform-api";
+let keyServer: TestTokenIssuer;
 
-interface SigningKey {
-  kid: string;
-  privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
-  jwk: JWK;
-}
-
-async function signingKey(kid: string): Promise<SigningKey> {
-  const { privateKey, publicKey } = await generateKeyPair("ES256");
-  return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: "ES256", use: "sig" } };
-}
-
-/** The identity provider's JWKS endpoint: serves `published`, counts requests, can be taken down. */
-class KeyServer {
-  published: SigningKey[] = [];
-  requests = 0;
-  down = false;
-  private readonly server = http.createServer((_req, res) => {
-    this.requests++;
-    if (this.down) {
-      res.writeHead(503).end();
-      return;
-    }
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: this.published.map((k) => k.jwk) }));
-  });
-  url = "";
-  async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/.well-known/jwks.json`;
-  }
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-function token(key: SigningKey, claims: Record<string, unknown> = {}, opts: { iss?: string; aud?: string; exp?: string | number; sub?: string } = {}) {
-  return new SignJWT({ tenant: "acme", roles: ["buyer"], ...claims })
-    .setProtectedHeader({ alg: "ES256", kid: key.kid })
-    .setIssuer(opts.iss ?? issuer)
-    .setAudience(opts.aud ?? audience)
-    .setSubject(opts.sub ?? "user-1")
-    .setIssuedAt()
-    .setExpirationTime(opts.exp ?? "5m")
-    .sign(key.privateKey);
+function token(key: TestSigningKey, claims: Record<string, unknown> = {}, opts: Omit<TokenOptions, "claims"> = {}) {
+  return keyServer.sign(key, { ...opts, claims });
 }
 
 function config(url: string, overrides: Partial<JwtConfig> = {}): JwtConfig {
@@ -97,20 +53,18 @@ async function refusal(p: unknown): Promise<{ code: Code; message: string; detai
   assert.fail("accepted");
 }
 
-let keyServer: KeyServer;
-let k1: SigningKey;
-let k2: SigningKey;
+let k1: TestSigningKey;
+let k2: TestSigningKey;
 before(async () => {
-  keyServer = new KeyServer();
-  await keyServer.start();
-  [k1, k2] = await Promise.all([signingKey("k1"), signingKey("k2")]);
+  keyServer = await TestTokenIssuer.start();
+  [k1, k2] = await Promise.all([keyServer.key("k1"), keyServer.key("k2")]);
 });
 after(() => keyServer.close());
 
 describe("JWT at the edge", () => {
   test("a valid token: the caller is its sub, the tenant its tenant claim", async () => {
     keyServer.published = [k1];
-    const auth = authenticator(config(keyServer.url));
+    const auth = authenticator(config(keyServer.jwksUrl));
     assert.deepEqual(await auth.authenticate(bearer(await token(k1)), placeOrder), { caller: "user-1", tenant: "acme" });
     // Without a tenant claim, the caller is a tenant of its own.
     assert.deepEqual(await auth.authenticate(bearer(await token(k1, { tenant: undefined }, { sub: "solo" })), placeOrder), {
@@ -121,7 +75,7 @@ describe("JWT at the edge", () => {
 
   test("expired, wrong audience, wrong issuer, bad signature, no token: unauthenticated, the same words for every check; the log says which", async () => {
     keyServer.published = [k1];
-    const auth = authenticator(config(keyServer.url));
+    const auth = authenticator(config(keyServer.jwksUrl));
     const now = Math.floor(Date.now() / 1000);
     const forged = await token({ ...k1, privateKey: k2.privateKey });
     const cases = [
@@ -144,7 +98,7 @@ describe("JWT at the edge", () => {
 
   test("expiry within the clock skew still passes; beyond it, refused", async () => {
     keyServer.published = [k1];
-    const auth = authenticator(config(keyServer.url, { clockSkewSec: 30 }));
+    const auth = authenticator(config(keyServer.jwksUrl, { clockSkewSec: 30 }));
     const now = Math.floor(Date.now() / 1000);
     assert.equal((await auth.authenticate(bearer(await token(k1, {}, { exp: now - 10 })), placeOrder)).caller, "user-1");
     assert.equal((await refusal(auth.authenticate(bearer(await token(k1, {}, { exp: now - 40 })), placeOrder))).code, Code.Unauthenticated);
@@ -152,7 +106,7 @@ describe("JWT at the edge", () => {
 
   test("an unknown kid reloads the key set: the rotated key is accepted", async () => {
     keyServer.published = [k1];
-    const auth = authenticator(config(keyServer.url, { minRefreshIntervalMs: 0 }));
+    const auth = authenticator(config(keyServer.jwksUrl, { minRefreshIntervalMs: 0 }));
     await auth.authenticate(bearer(await token(k1)), placeOrder);
     keyServer.published = [k1, k2]; // the provider rotates
     assert.equal((await auth.authenticate(bearer(await token(k2, {}, { sub: "user-2" })), placeOrder)).caller, "user-2");
@@ -160,10 +114,10 @@ describe("JWT at the edge", () => {
 
   test("a flood of unknown kids costs the key server one load per interval, and is refused", async () => {
     keyServer.published = [k1];
-    const auth = authenticator(config(keyServer.url, { minRefreshIntervalMs: 60_000 }));
+    const auth = authenticator(config(keyServer.jwksUrl, { minRefreshIntervalMs: 60_000 }));
     await auth.authenticate(bearer(await token(k1)), placeOrder);
     const before = keyServer.requests;
-    const stranger = await signingKey("k-unknown");
+    const stranger = await keyServer.key("k-unknown");
     const tokens = await Promise.all(Array.from({ length: 50 }, (_, i) => token(stranger, {}, { sub: `u${i}` })));
     const refusals = await Promise.all(tokens.map((t) => refusal(auth.authenticate(bearer(t), placeOrder))));
     assert.ok(refusals.every((r) => r.code === Code.Unauthenticated));
@@ -179,7 +133,7 @@ describe("JWT at the edge", () => {
     keyServer.published = [k1];
     const failures: string[] = [];
     const auth = createAuthenticator(
-      { mode: "jwt", keys: new Map(), jwt: config(keyServer.url, { minRefreshIntervalMs: 0, maxAgeMs: 1000 }) },
+      { mode: "jwt", keys: new Map(), jwt: config(keyServer.jwksUrl, { minRefreshIntervalMs: 0, maxAgeMs: 1000 }) },
       { onKeyLoadFailure: (e) => failures.push(e.message) },
     );
     await auth.authenticate(bearer(await token(k1)), placeOrder);
@@ -202,7 +156,7 @@ describe("JWT at the edge", () => {
   test("no key ever loaded (the key server down since start): unavailable, not the caller's fault", async () => {
     keyServer.down = true;
     try {
-      const auth = authenticator(config(keyServer.url, { minRefreshIntervalMs: 0 }));
+      const auth = authenticator(config(keyServer.jwksUrl, { minRefreshIntervalMs: 0 }));
       const r = await refusal(auth.authenticate(bearer(await token(k1)), placeOrder));
       assert.equal(r.code, Code.Unavailable);
     } finally {
@@ -213,7 +167,7 @@ describe("JWT at the edge", () => {
   test("roles per method: a method listed needs one of its roles; other methods need none", async () => {
     keyServer.published = [k1];
     const roles = new Map<string, ReadonlySet<string>>([[placeOrder, new Set(["buyer", "admin"])]]);
-    const auth = authenticator(config(keyServer.url), roles);
+    const auth = authenticator(config(keyServer.jwksUrl), roles);
     assert.equal((await auth.authenticate(bearer(await token(k1, { roles: ["buyer"] })), placeOrder)).caller, "user-1");
     // An OAuth2 scope string works as the roles claim too.
     assert.equal((await auth.authenticate(bearer(await token(k1, { roles: "read admin" })), placeOrder)).caller, "user-1");
@@ -226,7 +180,7 @@ describe("JWT at the edge", () => {
 
   test("an identity that cannot travel in a header is refused", async () => {
     keyServer.published = [k1];
-    const auth = authenticator(config(keyServer.url));
+    const auth = authenticator(config(keyServer.jwksUrl));
     const r = await refusal(auth.authenticate(bearer(await token(k1, { tenant: "acme\r\nx-caller-id: root" })), placeOrder));
     assert.equal(r.code, Code.Unauthenticated);
     assert.match(r.detail, /tenant/);
