@@ -19,7 +19,7 @@ export function tracingInterceptor(): Interceptor {
       "deadline.remaining_ms": Math.floor(remainingMs(scope)),
       "request.id": scope.requestId,
       ...(scope.caller ? { "enduser.id": scope.caller } : {}),
-      ...(scope.tenant ? { "enduser.tenant": scope.tenant } : {}),
+      ...(scope.tenant ? { "platform.tenant": scope.tenant } : {}),
     });
     let code: Code | "ok" = Code.Unknown;
     let message: string | undefined;
