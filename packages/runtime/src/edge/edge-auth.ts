@@ -20,7 +20,7 @@ export interface AuthConfig {
    * service (`/pkg.Service/*`), from the token's roles claim; any one of
    * the listed roles suffices. A method not listed needs none.
    */
-  methodRoles?: Map<string, ReadonlySet<string>>;
+  methodRoles?: Map<string, readonly string[]>;
 }
 
 export function readAuthConfig(r: EnvReader): AuthConfig {
@@ -46,8 +46,8 @@ export function readAuthConfig(r: EnvReader): AuthConfig {
 }
 
 /** AUTH_METHOD_ROLES="pkg.Service/Method=role1|role2,pkg.Service/*=admin". */
-function readMethodRoles(r: EnvReader): Map<string, ReadonlySet<string>> {
-  const roles = new Map<string, ReadonlySet<string>>();
+function readMethodRoles(r: EnvReader): Map<string, readonly string[]> {
+  const roles = new Map<string, readonly string[]>();
   const raw = r.optionalString("AUTH_METHOD_ROLES");
   if (raw === undefined) return roles;
   for (const entry of raw.split(",")) {
@@ -56,7 +56,7 @@ function readMethodRoles(r: EnvReader): Map<string, ReadonlySet<string>> {
       r.problems.push(`AUTH_METHOD_ROLES: "${entry.trim()}" is not pkg.Service/Method=role1|role2 (or pkg.Service/*=role)`);
       continue;
     }
-    roles.set(`/${m[1]!}`, new Set(m[2]!.split("|")));
+    roles.set(`/${m[1]!}`, m[2]!.split("|"));
   }
   return roles;
 }
@@ -114,13 +114,13 @@ export function createAuthenticator(config: AuthConfig, opts: { onKeyLoadFailure
             throw e;
           }
           const needed = config.methodRoles?.get(procedure) ?? config.methodRoles?.get(serviceWildcard(procedure));
-          if (needed && ![...needed].some((role) => identity.roles.has(role))) {
+          if (needed && !needed.some((role) => identity.roles.has(role))) {
             throw new ConnectError(
               "permission denied",
               Code.PermissionDenied,
               undefined,
               undefined,
-              new Error(`${identity.caller} lacks a role of ${[...needed].join("|")} for ${procedure}`),
+              new Error(`${identity.caller} lacks a role of ${needed.join("|")} for ${procedure}`),
             );
           }
           return { caller: identity.caller, tenant: identity.tenant };

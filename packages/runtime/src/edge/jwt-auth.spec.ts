@@ -8,7 +8,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { testAudience as audience, testIssuer as issuer, TestTokenIssuer, type TestSigningKey, type TokenOptions } from "@platform/test-support";
-import { createAuthenticator, type Authenticator } from "./edge-auth.js";
+import { EnvReader } from "../config/config.js";
+import { createAuthenticator, readAuthConfig, type Authenticator } from "./edge-auth.js";
 import type { JwtConfig } from "./jwt-auth.js";
 
 let keyServer: TestTokenIssuer;
@@ -36,7 +37,7 @@ function config(url: string, overrides: Partial<JwtConfig> = {}): JwtConfig {
 const placeOrder = "/checkout.v1.CheckoutService/PlaceOrder";
 const listProducts = "/checkout.v1.CheckoutService/ListProducts";
 
-function authenticator(jwt: JwtConfig, methodRoles = new Map<string, ReadonlySet<string>>()): Authenticator {
+function authenticator(jwt: JwtConfig, methodRoles = new Map<string, readonly string[]>()): Authenticator {
   return createAuthenticator({ mode: "jwt", keys: new Map(), jwt, methodRoles });
 }
 
@@ -166,7 +167,7 @@ describe("JWT at the edge", () => {
 
   test("roles per method: a method listed needs one of its roles; other methods need none", async () => {
     keyServer.published = [k1];
-    const roles = new Map<string, ReadonlySet<string>>([[placeOrder, new Set(["buyer", "admin"])]]);
+    const roles = new Map<string, readonly string[]>([[placeOrder, ["buyer", "admin"]]]);
     const auth = authenticator(config(keyServer.jwksUrl), roles);
     assert.equal((await auth.authenticate(bearer(await token(k1, { roles: ["buyer"] })), placeOrder)).caller, "user-1");
     // An OAuth2 scope string works as the roles claim too.
@@ -184,5 +185,48 @@ describe("JWT at the edge", () => {
     const r = await refusal(auth.authenticate(bearer(await token(k1, { tenant: "acme\r\nx-caller-id: root" })), placeOrder));
     assert.equal(r.code, Code.Unauthenticated);
     assert.match(r.detail, /tenant/);
+  });
+});
+
+describe("JWT configuration", () => {
+  const read = (env: Record<string, string>) => {
+    const r = new EnvReader(env);
+    return { config: readAuthConfig(r), problems: r.problems };
+  };
+
+  test("AUTH_MODE=jwt: one key source, the issuer and the audience; roles per method parsed", () => {
+    const { config, problems } = read({
+      AUTH_MODE: "jwt",
+      JWT_JWKS_URL: "https://login.example.com/jwks.json",
+      JWT_ISSUER: issuer,
+      JWT_AUDIENCE: audience,
+      AUTH_METHOD_ROLES: "checkout.v1.CheckoutService/PlaceOrder=buyer|admin, orders.v1.OrdersService/*=admin",
+    });
+    assert.deepEqual(problems, []);
+    assert.deepEqual(config.jwt?.jwks, { url: "https://login.example.com/jwks.json" });
+    assert.deepEqual(
+      [...config.methodRoles!],
+      [
+        ["/checkout.v1.CheckoutService/PlaceOrder", ["buyer", "admin"]],
+        ["/orders.v1.OrdersService/*", ["admin"]],
+      ],
+    );
+  });
+
+  test("each mistake is named: no key source or two, no issuer, a shared-secret algorithm, a malformed role entry, roles without JWT", () => {
+    assert.deepEqual(read({ AUTH_MODE: "jwt", JWT_AUDIENCE: audience, JWT_ALGORITHMS: "HS256" }).problems, [
+      "AUTH_MODE=jwt needs exactly one of JWT_JWKS_URL and JWT_JWKS_FILE",
+      "JWT_ALGORITHMS: HS256 not accepted; choose from RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, Ed25519",
+      "JWT_ISSUER is required",
+    ]);
+    assert.match(
+      read({ AUTH_MODE: "jwt", JWT_JWKS_URL: "https://a/j", JWT_JWKS_FILE: "/k.json", JWT_ISSUER: issuer, JWT_AUDIENCE: audience }).problems.join(),
+      /exactly one of JWT_JWKS_URL and JWT_JWKS_FILE/,
+    );
+    assert.match(
+      read({ AUTH_MODE: "api-key", AUTH_API_KEYS: `a=${"k".repeat(16)}`, AUTH_METHOD_ROLES: "a.B/C=x" }).problems.join(),
+      /AUTH_METHOD_ROLES needs AUTH_MODE=jwt/,
+    );
+    assert.match(read({ AUTH_METHOD_ROLES: "PlaceOrder=buyer" }).problems.join(), /"PlaceOrder=buyer" is not pkg.Service\/Method=role1\|role2/);
   });
 });

@@ -13,7 +13,8 @@ import { X509Certificate } from "node:crypto";
 import * as tls from "node:tls";
 import { TestCertificateAuthority, type CertificateFiles } from "@platform/test-support";
 import { listen, type Listener } from "./listen.js";
-import { ReloadingTlsFiles, type TlsConfig } from "./tls.js";
+import { readTlsConfig, ReloadingTlsFiles, type TlsConfig } from "./tls.js";
+import { EnvReader } from "../config/config.js";
 import { dependencyTls } from "../client/dependency-tls.js";
 
 let ca: TestCertificateAuthority;
@@ -180,5 +181,26 @@ describe("TLS on the RPC port", () => {
     } finally {
       await stop(l);
     }
+  });
+});
+
+describe("TLS configuration", () => {
+  const read = (env: Record<string, string>, callers: readonly string[] = ["gateway"]) => {
+    const r = new EnvReader(env);
+    return { config: readTlsConfig(r, () => callers), problems: r.problems };
+  };
+
+  test("none by default; a certificate and key; with a CA, the manifests' callers unless TLS_ALLOWED_CALLERS names others", () => {
+    assert.deepEqual(read({}), { config: undefined, problems: [] });
+    const files = { TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile };
+    assert.deepEqual(read(files).config?.allowedCallers, []);
+    assert.deepEqual(read({ ...files, TLS_CA_FILE: ca.caFile }).config?.allowedCallers, ["gateway"]);
+    assert.deepEqual(read({ ...files, TLS_CA_FILE: ca.caFile, TLS_ALLOWED_CALLERS: "ops, batch" }).config?.allowedCallers, ["ops", "batch"]);
+  });
+
+  test("each mistake is named: a certificate without its key, a CA without a certificate, a file that cannot be read", () => {
+    assert.deepEqual(read({ TLS_CERT_FILE: server.certFile }).problems, ["TLS_CERT_FILE and TLS_KEY_FILE go together"]);
+    assert.match(read({ TLS_CA_FILE: ca.caFile }).problems.join(), /TLS_CA_FILE needs TLS_CERT_FILE and TLS_KEY_FILE/);
+    assert.match(read({ TLS_CERT_FILE: "/nonexistent.crt", TLS_KEY_FILE: server.keyFile }).problems.join(), /TLS files cannot be read: .*nonexistent\.crt/);
   });
 });
