@@ -10,7 +10,7 @@ import { refusedRequestTraceId } from "../observability/tracing.js";
 
 export interface RequestGateOptions {
   logger: Logger;
-  /** The edge's checks, first (edge.ts: authentication, the client's rate limit); the gateway only. Throw a ConnectError to refuse. */
+  /** The edge's checks, first (edge.ts: authentication, the client's rate limit, its tenant's quota); the gateway only. Throw a ConnectError (or return a promise that rejects with one) to refuse. */
   edgeCheck?: (context: HandlerContext, request: RequestContext) => void | Promise<void>;
   /** What start-up still waits for; undefined once the server serves. */
   waitingFor: () => string | undefined;
@@ -35,8 +35,8 @@ const healthService = "grpc.health.v1.Health";
  * connect-adapter.ts; it is a protocol error, checked before who is
  * asking, and never queued); health checks pass untouched (probes carry no
  * credentials, and a probe shed under load would get a busy instance
- * restarted), then authentication, the client's rate limit, "still
- * starting", and admission control.
+ * restarted), then authentication, the client's rate limit and its
+ * tenant's quota, "still starting", and admission control.
  */
 export function createRequestGate(opts: RequestGateOptions): (context: HandlerContext) => Promise<void> {
   return async (context) => {
