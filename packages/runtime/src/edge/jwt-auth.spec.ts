@@ -44,9 +44,9 @@ function authenticator(jwt: JwtConfig, methodRoles = new Map<string, readonly st
 const bearer = (t: string) => new Headers({ authorization: `Bearer ${t}` });
 
 /** The refusal's code, the message the client gets, and the detail only the log gets. */
-async function refusal(p: unknown): Promise<{ code: Code; message: string; detail: string }> {
+async function refusal(attempt: () => unknown): Promise<{ code: Code; message: string; detail: string }> {
   try {
-    await p;
+    await attempt();
   } catch (e) {
     assert.ok(e instanceof ConnectError, String(e));
     return { code: e.code, message: e.rawMessage, detail: e.cause instanceof Error ? e.cause.message : "" };
@@ -66,12 +66,20 @@ describe("JWT at the edge", () => {
   test("a valid token: the caller is its sub, the tenant its tenant claim", async () => {
     keyServer.published = [k1];
     const auth = authenticator(config(keyServer.jwksUrl));
-    assert.deepEqual(await auth.authenticate(bearer(await token(k1)), placeOrder), { caller: "user-1", tenant: "acme" });
+    const who = async (t: string) => {
+      const { caller, tenant } = await auth.authenticate(bearer(t), placeOrder);
+      return { caller, tenant };
+    };
+    assert.deepEqual(await who(await token(k1)), { caller: "user-1", tenant: "acme" });
+    // Verified once, a token is known until it expires: answered without a promise.
+    const twice = await token(k1, {}, { sub: "twice" });
+    const first = auth.authenticate(bearer(twice), placeOrder);
+    assert.ok(first instanceof Promise);
+    await first;
+    const known = auth.authenticate(bearer(twice), placeOrder);
+    assert.ok(!(known instanceof Promise) && known.caller === "twice");
     // Without a tenant claim, the caller is a tenant of its own.
-    assert.deepEqual(await auth.authenticate(bearer(await token(k1, { tenant: undefined }, { sub: "solo" })), placeOrder), {
-      caller: "solo",
-      tenant: "solo",
-    });
+    assert.deepEqual(await who(await token(k1, { tenant: undefined }, { sub: "solo" })), { caller: "solo", tenant: "solo" });
   });
 
   test("expired, wrong audience, wrong issuer, bad signature, no token: unauthenticated, the same words for every check; the log says which", async () => {
@@ -87,12 +95,12 @@ describe("JWT at the edge", () => {
       ["not.a.jwt", /JWS|JWT|Invalid/i],
     ] as const;
     for (const [t, detail] of cases) {
-      const r = await refusal(auth.authenticate(bearer(t), placeOrder));
+      const r = await refusal(async () => auth.authenticate(bearer(t), placeOrder));
       assert.equal(r.code, Code.Unauthenticated);
       assert.equal(r.message, "invalid or expired access token");
       assert.match(r.detail, detail);
     }
-    const none = await refusal(auth.authenticate(new Headers(), placeOrder));
+    const none = await refusal(async () => auth.authenticate(new Headers(), placeOrder));
     assert.equal(none.code, Code.Unauthenticated);
     assert.match(none.message, /Authorization: Bearer/);
   });
@@ -102,7 +110,7 @@ describe("JWT at the edge", () => {
     const auth = authenticator(config(keyServer.jwksUrl, { clockSkewSec: 30 }));
     const now = Math.floor(Date.now() / 1000);
     assert.equal((await auth.authenticate(bearer(await token(k1, {}, { exp: now - 10 })), placeOrder)).caller, "user-1");
-    assert.equal((await refusal(auth.authenticate(bearer(await token(k1, {}, { exp: now - 40 })), placeOrder))).code, Code.Unauthenticated);
+    assert.equal((await refusal(async () => auth.authenticate(bearer(await token(k1, {}, { exp: now - 40 })), placeOrder))).code, Code.Unauthenticated);
   });
 
   test("an unknown kid reloads the key set: the rotated key is accepted", async () => {
@@ -120,7 +128,7 @@ describe("JWT at the edge", () => {
     const before = keyServer.requests;
     const stranger = await keyServer.key("k-unknown");
     const tokens = await Promise.all(Array.from({ length: 50 }, (_, i) => token(stranger, {}, { sub: `u${i}` })));
-    const refusals = await Promise.all(tokens.map((t) => refusal(auth.authenticate(bearer(t), placeOrder))));
+    const refusals = await Promise.all(tokens.map((t) => refusal(async () => auth.authenticate(bearer(t), placeOrder))));
     assert.ok(refusals.every((r) => r.code === Code.Unauthenticated));
     assert.ok(
       refusals.some((r) => /no applicable key|JWKS/i.test(r.detail)),
@@ -143,7 +151,7 @@ describe("JWT at the edge", () => {
       await new Promise((r) => setTimeout(r, 1100)); // past maxAge: every use tries a reload, which fails
       for (let i = 0; i < 3; i++)
         assert.equal((await auth.authenticate(bearer(await token(k1, {}, { sub: `cached-${i}` })), placeOrder)).caller, `cached-${i}`);
-      const r = await refusal(auth.authenticate(bearer(await token(k2)), placeOrder));
+      const r = await refusal(async () => auth.authenticate(bearer(await token(k2)), placeOrder));
       assert.equal(r.code, Code.Unauthenticated);
       assert.ok(
         failures.some((f) => /503/.test(f)),
@@ -158,7 +166,7 @@ describe("JWT at the edge", () => {
     keyServer.down = true;
     try {
       const auth = authenticator(config(keyServer.jwksUrl, { minRefreshIntervalMs: 0 }));
-      const r = await refusal(auth.authenticate(bearer(await token(k1)), placeOrder));
+      const r = await refusal(async () => auth.authenticate(bearer(await token(k1)), placeOrder));
       assert.equal(r.code, Code.Unavailable);
     } finally {
       keyServer.down = false;
@@ -172,7 +180,7 @@ describe("JWT at the edge", () => {
     assert.equal((await auth.authenticate(bearer(await token(k1, { roles: ["buyer"] })), placeOrder)).caller, "user-1");
     // An OAuth2 scope string works as the roles claim too.
     assert.equal((await auth.authenticate(bearer(await token(k1, { roles: "read admin" })), placeOrder)).caller, "user-1");
-    const denied = await refusal(auth.authenticate(bearer(await token(k1, { roles: ["viewer"] }, { sub: "viewer-1" })), placeOrder));
+    const denied = await refusal(async () => auth.authenticate(bearer(await token(k1, { roles: ["viewer"] }, { sub: "viewer-1" })), placeOrder));
     assert.equal(denied.code, Code.PermissionDenied);
     assert.equal(denied.message, "permission denied");
     assert.match(denied.detail, /viewer-1 lacks a role of buyer\|admin/);
@@ -182,7 +190,7 @@ describe("JWT at the edge", () => {
   test("an identity that cannot travel in a header is refused", async () => {
     keyServer.published = [k1];
     const auth = authenticator(config(keyServer.jwksUrl));
-    const r = await refusal(auth.authenticate(bearer(await token(k1, { tenant: "acme\r\nx-caller-id: root" })), placeOrder));
+    const r = await refusal(async () => auth.authenticate(bearer(await token(k1, { tenant: "acme\r\nx-caller-id: root" })), placeOrder));
     assert.equal(r.code, Code.Unauthenticated);
     assert.match(r.detail, /tenant/);
   });

@@ -64,6 +64,8 @@ export class TokenRejected extends Error {
 const printable = /^[A-Za-z0-9._:@|-]{1,128}$/;
 
 export interface JwtVerifier {
+  /** The identity of a token verified before and not expired since; undefined otherwise (verify it). */
+  known(token: string): TokenIdentity | undefined;
   verify(token: string): Promise<TokenIdentity>;
 }
 
@@ -88,14 +90,19 @@ export function createJwtVerifier(
     ...(opts.onKeyLoadFailure ? { onLoadFailure: opts.onKeyLoadFailure } : {}),
   });
   const verified = new Map<string, { identity: TokenIdentity; expiresAt: number }>();
+  const known = (token: string) => {
+    const hit = verified.get(token);
+    if (hit === undefined) return undefined;
+    if (wallNow() < hit.expiresAt) return hit.identity;
+    verified.delete(token);
+    return undefined;
+  };
   return {
     keys,
+    known,
     async verify(token) {
-      const hit = verified.get(token);
-      if (hit) {
-        if (wallNow() < hit.expiresAt) return hit.identity;
-        verified.delete(token);
-      }
+      const hit = known(token);
+      if (hit) return hit;
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, keys.getKey, {
