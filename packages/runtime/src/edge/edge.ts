@@ -59,8 +59,9 @@ export function createEdge(opts: EdgeOptions): ServerEdge {
   const metrics = opts.tenantQuota ? new TenantMetrics(opts.tenantQuota.metricsTopN, opts.tenantQuota.overrides.keys()) : undefined;
   const admit = (identity: Identity, request: RequestContext) => {
     // Inner services trust the identity the edge sends them; only the edge decides it.
+    // Without authentication everyone is one tenant: nothing to tell the hops inside.
     request.caller = identity.caller;
-    request.tenant = identity.tenant;
+    if (opts.auth.mode !== "none") request.tenant = identity.tenant;
     const client = opts.auth.mode === "none" ? (request.exchange?.req.socket?.remoteAddress ?? "unknown") : identity.caller;
     const waitMs = limiter.take(client);
     if (waitMs > 0) throw new ConnectError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, pushbackHeaders(waitMs));
