@@ -130,6 +130,36 @@ test("docker-compose.yml is valid, and only the gateway is published", (t) => {
   );
 });
 
+test("deploy/compose/tls.yml over docker-compose.yml: TLS at the gateway, mutual TLS on every hop inside", (t) => {
+  if (spawnSync("docker-compose", ["version"], { stdio: "ignore" }).status !== 0) {
+    t.skip("docker-compose not installed (apt-get install docker-compose)");
+    return;
+  }
+  const out = execFileSync("docker-compose", ["-f", "docker-compose.yml", "-f", "deploy/compose/tls.yml", "config"], {
+    env: { ...process.env, ...composeSecrets, TLS_DIR: "/run/test-tls" },
+    encoding: "utf8",
+  });
+  const rendered = parse(out) as {
+    services: Record<string, { environment?: Record<string, string>; ports?: unknown[]; volumes?: unknown[] }>;
+  };
+  for (const m of readServiceManifests().filter((x) => x.deploy)) {
+    const svc = rendered.services[m.name]!;
+    const env = svc.environment ?? {};
+    assert.equal(env["TLS_CERT_FILE"], "/run/tls/tls.crt", `${m.name}: its certificate`);
+    assert.equal(env["TLS_KEY_FILE"], "/run/tls/tls.key", `${m.name}: its key`);
+    assert.equal(env["TLS_CA_FILE"], "/run/tls/ca.crt", `${m.name}: the CA`);
+    for (const [k, v] of Object.entries(env)) if (k.endsWith("_URL") && k !== "DATABASE_URL") assert.match(v, /^https:\/\//, `${m.name}: ${k} is https`);
+    // docker-compose 1.x renders the short form; 2.x the long one.
+    const mounts = svc.volumes?.map((v) =>
+      typeof v === "string"
+        ? v
+        : `${(v as { source: string }).source}:${(v as { target: string }).target}${(v as { read_only?: boolean }).read_only ? ":ro" : ""}`,
+    );
+    assert.deepEqual(mounts, [`/run/test-tls/${m.name}:/run/tls:ro`], `${m.name} mounts only its own TLS directory, read-only`);
+    if (!m.edge) assert.equal(svc.ports, undefined, `${m.name} publishes nothing`);
+  }
+});
+
 test("no deployment file loads the demo catalogue (compose, Kubernetes, the image)", () => {
   // (test/e2e/public-api.test.ts checks that npm start's platform has it.)
   const files = ["docker-compose.yml", "Dockerfile", ...readdirSync("deploy", { recursive: true, encoding: "utf8" }).map((f) => join("deploy", f))];

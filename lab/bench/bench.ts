@@ -5,7 +5,7 @@
  * this command line) to docs/bench/results.md.
  *
  *   npm run bench -- [--seconds 2] [--rounds 3] [--warmup-seconds 0.5] [--concurrency 32] [--quick] [--no-docs]
- *                    [--platform-log-level warn] [--from build|source] [--slice-ms 500] [--method PlaceOrder]
+ *                    [--platform-log-level warn] [--from build|source] [--slice-ms 500] [--method PlaceOrder] [--jwt]
  *
  * --from: both chains from compiled JavaScript ("build", the default: `npm
  * run build` and the plain chain type-stripped first, compiled-chains.ts;
@@ -22,6 +22,10 @@
  * database ceiling), as test/bench.test.ts runs it; it does not touch docs/.
  * --platform-log-level: an experiment (what the request logs cost); the
  * reference run keeps the services' default. Neither it nor --quick writes docs/.
+ * --jwt: an experiment too (what authentication costs): the platform's
+ * gateway verifies an access token on every call (AUTH_MODE=jwt, keys from
+ * a local JWKS endpoint) and keeps a quota per tenant, set too high to
+ * refuse anything (bench-tokens.ts). The plain chain is unchanged.
  */
 import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
@@ -58,6 +62,7 @@ async function main(): Promise<void> {
       from: { type: "string" },
       "slice-ms": { type: "string" },
       method: { type: "string" },
+      jwt: { type: "boolean" },
     },
     strict: true,
   });
@@ -65,7 +70,7 @@ async function main(): Promise<void> {
   const commit = currentCommit();
   console.log(
     `bench: ${opts.rounds} round(s) x ${opts.seconds} s legs, ${opts.concurrency} clients at high concurrency` +
-      `${opts.hops ? ", hops" : ""}${opts.ceiling ? ", database ceiling" : ""}; platform LOG_LEVEL ${opts.platformLogLevel}; commit ${commit}`,
+      `${opts.hops ? ", hops" : ""}${opts.ceiling ? ", database ceiling" : ""}; platform LOG_LEVEL ${opts.platformLogLevel}${opts.jwt ? "; JWT at the gateway" : ""}; commit ${commit}`,
   );
   const run = await runBench(opts);
   const summary = summarize(run);
@@ -85,7 +90,12 @@ async function main(): Promise<void> {
     text,
     info,
     markdown:
-      values.quick || values["no-docs"] || values["platform-log-level"] !== undefined || values["slice-ms"] !== undefined || values.method !== undefined
+      values.quick ||
+      values["no-docs"] ||
+      values["platform-log-level"] !== undefined ||
+      values["slice-ms"] !== undefined ||
+      values.method !== undefined ||
+      values.jwt
         ? undefined
         : { path: join(process.cwd(), "docs", "bench", "results.md"), content: markdownReport(summary, info) },
   });

@@ -29,6 +29,8 @@ export type Target =
       protocol: Protocol;
       /** Send an Idempotency-Key header with PlaceOrder (what the gateway adds when calling checkout). */
       idempotencyHeader: boolean;
+      /** Sent with every call: the access token of a platform gateway that authenticates (--jwt). */
+      headers?: Record<string, string>;
     }
   | { kind: "db"; databaseUrl: string };
 

@@ -44,10 +44,11 @@ async function prepare(leg: LegSpec, target: Target, labelSuffix: string): Promi
     const pool = ceilingPool(target.databaseUrl, leg.concurrency);
     return { call: (n) => placeOrderStatements(pool, customer(n), items(n)), close: () => pool.end() };
   }
-  const { baseUrl, protocol, idempotencyHeader } = target;
+  const { baseUrl, protocol, idempotencyHeader, headers } = target;
   const clients = clientFactory(baseUrl, protocol, leg.concurrency);
-  const opts = { timeoutMs: leg.timeoutMs };
-  const withKey = () => (idempotencyHeader ? { ...opts, headers: { "idempotency-key": randomUUID() } } : opts);
+  // Headers only where a target has some: the plain chain's calls stay exactly as they were.
+  const opts = headers ? { timeoutMs: leg.timeoutMs, headers } : { timeoutMs: leg.timeoutMs };
+  const withKey = () => (idempotencyHeader ? { ...opts, headers: { ...headers, "idempotency-key": randomUUID() } } : opts);
   const checkout = clients.client(checkoutV1.CheckoutService);
   let call: Call;
   switch (leg.operation) {

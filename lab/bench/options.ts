@@ -62,6 +62,7 @@ export function benchOptions(
     from?: string;
     "slice-ms"?: string;
     method?: string;
+    jwt?: boolean;
   },
   log: (line: string) => void,
 ): BenchOptions {
@@ -79,6 +80,7 @@ export function benchOptions(
     hops: !values.quick,
     ceiling: !values.quick,
     platformLogLevel: values["platform-log-level"] ?? "shipped",
+    jwt: values.jwt === true,
     from: fromOption(values.from),
     log,
   };

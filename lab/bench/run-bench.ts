@@ -45,6 +45,8 @@ export interface BenchOptions {
   ceiling: boolean;
   /** The platform's LOG_LEVEL: "shipped" (its default), or e.g. "warn" to see what request logs cost. */
   platformLogLevel: string;
+  /** The platform's gateway verifies a JWT on every call and keeps a quota per tenant (what authentication costs). */
+  jwt?: boolean;
   /**
    * "build": both chains from compiled JavaScript, built first (what `npm
    * start` and the image run; compiled-chains.ts); "source": through tsx,
@@ -181,7 +183,12 @@ export async function runBench(opts: BenchOptions): Promise<BenchRun> {
   const cells = measurements.flat();
   const log = opts.log;
   const plainCompiledDir = opts.from === "build" ? buildChains(log, { platformBuilt: opts.platformBuilt === true }) : undefined;
-  const sys = await startSystems(log, { platformLogLevel: opts.platformLogLevel, from: opts.from, ...(plainCompiledDir ? { plainCompiledDir } : {}) });
+  const sys = await startSystems(log, {
+    platformLogLevel: opts.platformLogLevel,
+    from: opts.from,
+    jwt: opts.jwt === true,
+    ...(plainCompiledDir ? { plainCompiledDir } : {}),
+  });
   const worker = LoadWorker.start();
   const postgres = new ProcessTreeCpu(sys.postgresPid);
   const legs: LegRecord[] = [];

@@ -12,6 +12,7 @@ import pg from "pg";
 import { plainDatabaseName } from "../plain-chain/plain-database.js";
 import { startPlainChain, type PlainChain } from "../plain-chain/start-plain-chain.js";
 import { startLabPlatform, type LabPlatform } from "../platform/lab-platform.js";
+import { startBenchTokens, type BenchTokens } from "./bench-tokens.js";
 import { backendChains, type BackendRow } from "./backend-chain.js";
 import type { Cell, CountedService, System } from "./cells.js";
 import type { Protocol, Target } from "./leg.js";
@@ -77,13 +78,17 @@ export interface SystemsOptions {
   from?: "build" | "source";
   /** The plain chain's compiled entries (compiled-chains.ts); absent: its TypeScript through tsx. */
   plainCompiledDir?: string;
+  /** The platform's gateway authenticates every call with a JWT (AUTH_MODE=jwt) and counts it against its tenant's quota (bench-tokens.ts). */
+  jwt?: boolean;
 }
 
 export async function startSystems(log: (line: string) => void, opts: SystemsOptions = {}): Promise<Systems> {
+  const tokens: BenchTokens | undefined = opts.jwt ? await startBenchTokens() : undefined;
   const platform: LabPlatform = await startLabPlatform("platform", {
     faultInjection: false,
     logLevel: opts.platformLogLevel ?? "shipped",
     ...(opts.from ? { from: opts.from } : {}),
+    ...(tokens ? { env: tokens.gatewayEnv } : {}),
     onProgress: (l) => log(`platform: ${l}`),
   });
   let plain: PlainChain | undefined;
@@ -117,7 +122,14 @@ export async function startSystems(log: (line: string) => void, opts: SystemsOpt
         const baseUrl =
           cell.service === "gateway" ? gatewayUrl(system, cell.protocol) : system === "platform" ? platform.services[cell.service].url : p.urls[cell.service];
         // Called directly, checkout gets the key the gateway would have added.
-        return { kind: "rpc", baseUrl, protocol: cell.protocol, idempotencyHeader: cell.service === "checkout" };
+        const authenticated = tokens && system === "platform" && cell.service === "gateway";
+        return {
+          kind: "rpc",
+          baseUrl,
+          protocol: cell.protocol,
+          idempotencyHeader: cell.service === "checkout",
+          ...(authenticated ? { headers: { authorization: `Bearer ${tokens.token}` } } : {}),
+        };
       },
       drainReceipts: (system) => queues[system === "db" ? "plain" : system].drained(),
       queuedReceipts: (system) => queues[system].queued(),
@@ -125,6 +137,7 @@ export async function startSystems(log: (line: string) => void, opts: SystemsOpt
         await Promise.all([queues.platform.close(), queues.plain.close(), activity.end()]);
         await p.stop();
         await platform.close();
+        await tokens?.close();
         rmSync(plainLogs, { recursive: true, force: true });
       },
     };

@@ -45,11 +45,15 @@ function problemsOf(fn: () => unknown): string[] {
   return assert.fail("expected a ManifestError");
 }
 
-test("the server's defaults are the manifest's ports; each dependency's are its callee's rpc port on loopback and the bulkhead listed", (t) => {
+test("the server's defaults are the manifest's ports and callers; each dependency's are its callee's rpc port on loopback and the bulkhead listed", (t) => {
   const urls = services(t, { stock, prices, ledger });
   const d = serviceDefaults(urls["stock"]!);
   assert.equal(d.name, "stock");
-  assert.deepEqual(d.server, { port: 7101, adminPort: 7201, edge: false });
+  const { callers, ...server } = d.server;
+  assert.deepEqual(server, { port: 7101, adminPort: 7201, edge: false });
+  // Who calls a service, from its siblings' manifests: the client certificates mutual TLS accepts.
+  assert.deepEqual(callers(), []);
+  assert.deepEqual(serviceDefaults(urls["prices"]!).server.callers(), ["stock"]);
   assert.deepEqual(d.apis, ["shop.v1.StockService"]);
   assert.deepEqual(d.dependency("prices"), ["prices", "http://127.0.0.1:7102", { maxConcurrent: 6, minConcurrent: 2, maxQueue: 12 }]);
   // No floor written: the default one (4), capped at the ceiling.

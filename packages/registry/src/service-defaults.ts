@@ -1,9 +1,10 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Bulkhead, ServiceManifest } from "./manifest.js";
+import type { Bulkhead, LoadedManifest, ServiceManifest } from "./manifest.js";
 import { parseManifest } from "./parse-manifest.js";
 import { ManifestError } from "./read-manifests.js";
+import { callersOf } from "./graph.js";
 
 /** readDependencyConfig's arguments after the reader: the dependency's name, its default URL and its bulkhead. */
 export type DependencyDefaults = [name: string, defaultUrl: string, bulkhead: Bulkhead];
@@ -16,7 +17,8 @@ export type DependencyDefaults = [name: string, defaultUrl: string, bulkhead: Bu
 export interface ServiceDefaults {
   name: string;
   /** readServerConfig's defaults: the manifest's ports, and whether this is the edge. */
-  server: { port: number; adminPort: number; edge: boolean };
+  /** `callers`: who the manifests say calls this service (read from its siblings' manifests when asked). */
+  server: { port: number; adminPort: number; edge: boolean; callers: () => string[] };
   /** The protobuf services it serves, fully qualified. */
   apis: readonly string[];
   /**
@@ -40,7 +42,12 @@ export function serviceDefaults(manifestUrl: URL): ServiceDefaults {
   const manifest = readManifest(path);
   return {
     name: manifest.name,
-    server: { port: manifest.ports.rpc, adminPort: manifest.ports.admin, edge: manifest.edge },
+    server: {
+      port: manifest.ports.rpc,
+      adminPort: manifest.ports.admin,
+      edge: manifest.edge,
+      callers: () => callersOf(manifest.name, siblingManifests(dirname(dirname(path)))),
+    },
     apis: manifest.apis,
     dependency(service) {
       const d = manifest.dependencies.find((x) => x.service === service);
@@ -56,6 +63,22 @@ export function serviceDefaults(manifestUrl: URL): ServiceDefaults {
       return manifest.database.schema;
     },
   };
+}
+
+/**
+ * Every manifest beside this one (services/<name>/service.json), read as
+ * this one is: the deployed image holds the manifests but not the protos
+ * that readServiceManifests checks them against.
+ */
+function siblingManifests(servicesDir: string): LoadedManifest[] {
+  return readdirSync(servicesDir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && existsSync(join(servicesDir, e.name, "service.json")))
+    .map((e) => e.name)
+    .sort()
+    .map((name) => {
+      const file = join(servicesDir, name, "service.json");
+      return { ...readManifest(file), file };
+    });
 }
 
 function readManifest(path: string): ServiceManifest {

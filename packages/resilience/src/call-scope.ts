@@ -36,6 +36,8 @@ export interface CallScope {
   readonly criticality?: "critical" | "sheddable";
   /** Who the edge authenticated; forwarded to every downstream call. */
   readonly caller?: string;
+  /** The tenant the edge authenticated the caller for; forwarded to every downstream call. */
+  readonly tenant?: string;
   /**
    * Marks the request as waiting out a dependency's restart until the
    * returned function is called: the server's admission control does not
@@ -94,6 +96,7 @@ export interface CreateScopeOptions {
   procedure: string;
   criticality?: "critical" | "sheddable";
   caller?: string;
+  tenant?: string;
   /** When the request arrived, on `clock`'s scale; the deadline counts from here. Default: now. */
   startedAt?: number;
   /** Signals whose abort means the caller went away (Connect's `ctx.signal`, shutdown). */
@@ -156,6 +159,7 @@ export function createScope(opts: CreateScopeOptions): CallScope & { dispose(): 
     procedure: opts.procedure,
     ...(opts.criticality ? { criticality: opts.criticality } : {}),
     ...(opts.caller ? { caller: opts.caller } : {}),
+    ...(opts.tenant ? { tenant: opts.tenant } : {}),
     ...(opts.park ? { park: opts.park } : {}),
     ...(opts.restartMark ? { restartMark: opts.restartMark } : {}),
     dispose() {

@@ -33,3 +33,5 @@ export const criticalityHeader = "x-criticality";
 export const waitedOutRestartHeader = "x-waited-out-restart";
 /** Identity of the caller, set by the edge only; inner services read it, nobody outside may set it. */
 export const callerHeader = "x-caller-id";
+/** The caller's tenant (quotas are per tenant), set by the edge only, like the caller's identity. */
+export const tenantHeader = "x-tenant-id";

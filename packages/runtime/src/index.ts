@@ -43,6 +43,7 @@ export { sendJson, sendText, type HttpEndpoint } from "./server/http-endpoints.j
 export { readIntakeConfig, type IntakeConfig } from "./edge/intake.js";
 export { readAuthConfig, type AuthConfig } from "./edge/edge-auth.js";
 export { readRateLimitConfig, type RateLimitConfig } from "./edge/rate-limit.js";
+export { quotaExceeded, readTenantQuotaConfig, type TenantQuotaConfig } from "./edge/tenant-quota.js";
 export { readCorsConfig, type CorsConfig } from "./edge/cors.js";
 export { createEdge, type EdgeOptions, type ServerEdge } from "./edge/edge.js";
 export { effectiveConfig, type EffectiveConfig } from "./config/effective-config.js";

@@ -17,3 +17,5 @@ export * from "./service-spec.js";
 export * from "./service-under-test.js";
 export * from "./services-form.js";
 export { insertHeldOrders, sendHeldReceipt } from "./held-orders.js";
+export * from "./test-certificates.js";
+export * from "./test-token-issuer.js";

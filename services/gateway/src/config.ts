@@ -9,12 +9,14 @@ import {
   readIntakeConfig,
   readRateLimitConfig,
   readServerConfig,
+  readTenantQuotaConfig,
   type AuthConfig,
   type CorsConfig,
   type DependencyConfig,
   type IntakeConfig,
   type RateLimitConfig,
   type ServerConfig,
+  type TenantQuotaConfig,
 } from "@platform/runtime";
 import { forwardedApis, type ForwardedApi } from "./forwarded-apis.js";
 
@@ -24,7 +26,7 @@ export interface GatewayConfig {
   /** One per forwarded API, in the order of forwardedApis. */
   forwarded: { api: ForwardedApi; dependency: DependencyConfig }[];
   intake: IntakeConfig;
-  edge: { auth: AuthConfig; rateLimit: RateLimitConfig; cors: CorsConfig };
+  edge: { auth: AuthConfig; rateLimit: RateLimitConfig; tenantQuota: TenantQuotaConfig; cors: CorsConfig };
   retry: {
     policy: RetryPolicy;
     budget: { percentCanRetry: number; minRetriesPerSec: number; ttlMs: number };
@@ -46,7 +48,7 @@ export function loadConfig(env: Record<string, string | undefined>, apis: readon
     checkout: readDependencyConfig(r, ...defaults.dependency("checkout")),
     forwarded: apis.map((api) => ({ api, dependency: readDependencyConfig(r, api.dependency, api.defaultUrl, api.bulkhead) })),
     intake: readIntakeConfig(r),
-    edge: { auth: readAuthConfig(r), rateLimit: readRateLimitConfig(r), cors: readCorsConfig(r) },
+    edge: { auth: readAuthConfig(r), rateLimit: readRateLimitConfig(r), tenantQuota: readTenantQuotaConfig(r), cors: readCorsConfig(r) },
     // The only retry policy in the platform; see README "Retries".
     retry: {
       policy: {

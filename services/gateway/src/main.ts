@@ -1,6 +1,6 @@
 import { MethodOptions_IdempotencyLevel as IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { checkoutV1 } from "@platform/proto";
-import { apiRoutes, createDependencyClient, createEdge, forwardService, runMain, serve, type ServiceRoute } from "@platform/runtime";
+import { apiRoutes, createDependencyClient, createEdge, createLogger, forwardService, runMain, serve, type ServiceRoute } from "@platform/runtime";
 import { defaults, loadConfig } from "./config.js";
 import { GatewayService } from "./gateway-service.js";
 import { callDepths } from "./forwarded-apis.generated.js";
@@ -8,6 +8,7 @@ import { forwardedIdempotencyHeaders } from "./idempotency-key.js";
 
 runMain("gateway", async () => {
   const config = loadConfig(process.env);
+  const logger = createLogger(defaults.name, config.server.logLevel);
   const clientOptions = { server: config.server, retry: config.retry };
   // Each retry needs a hop reserve for every service below it (callDepths, from the registry).
   const checkout = createDependencyClient(checkoutV1.CheckoutService, {
@@ -39,7 +40,13 @@ runMain("gateway", async () => {
     // checkout.v1 answered here, then every forwarded api.
     ...apiRoutes(defaults.apis, new GatewayService(checkout, config.server.streams.heartbeatMs), forwarded),
     http1: true,
-    // The public edge: CORS, API keys, rate limit per client, criticality per method, intake control.
-    edge: createEdge({ ...config.edge, intake: config.intake, criticality: (procedure) => (critical.has(procedure) ? "critical" : "sheddable") }),
+    logger,
+    // The public edge: CORS, API keys or JWTs, rate limit per client, quota per tenant, criticality per method, intake control.
+    edge: createEdge({
+      ...config.edge,
+      intake: config.intake,
+      criticality: (procedure) => (critical.has(procedure) ? "critical" : "sheddable"),
+      onKeyLoadFailure: (e) => logger.warn({ err: e.message }, "JWKS not loaded; the keys cached so far stay in use"),
+    }),
   });
 });

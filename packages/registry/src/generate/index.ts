@@ -4,6 +4,7 @@ import { planDatabasePools, readPostgresServers } from "../database-budget.js";
 import type { LoadedManifest } from "../manifest.js";
 import { readServiceManifests } from "../read-manifests.js";
 import { composePostgresSecrets, composeSecrets, composeServiceBlocks } from "./compose.js";
+import { composeTlsOverlay } from "./compose-tls.js";
 import { exampleEnv } from "./example-env.js";
 import { forwardedApisModule } from "./forwarded-apis.js";
 import { generatedNotice, replaceRegion, type Artifact } from "./header.js";
@@ -41,6 +42,7 @@ export function renderServiceArtifacts(root: string, manifests: readonly LoadedM
       ["secrets", composeSecrets(manifests)],
     ]),
     { path: "deploy/compose/postgres-init.sh", content: postgresInit(manifests) },
+    { path: "deploy/compose/tls.yml", content: composeTlsOverlay(manifests) },
     { path: "deploy/compose/example.env", content: exampleEnv(manifests) },
     regions("observability/prometheus.yml", [["targets", prometheusTargets(manifests)]]),
     { path: "deploy/k8s/base/kustomization.yaml", content: baseKustomization(manifests) },

@@ -9,6 +9,7 @@ import { waitingForRestartHeader } from "./restart-signal.js";
 import { budgetGateInterceptor, outboundInterceptor } from "./outbound-interceptor.js";
 import { retryInterceptor } from "./retry-interceptor.js";
 import { hedgeInterceptor } from "./hedge/hedge-interceptor.js";
+import { dependencyTls } from "./dependency-tls.js";
 import type { ServerConfig } from "../config/server-config.js";
 import { rememberDependencyClient } from "../config/loaded-config.js";
 import { pluginsWith, type ClientComposition, type PlatformPlugin } from "../config/plugin.js";
@@ -103,6 +104,7 @@ export function createDependencyClient<T extends DescService>(service: T, opts: 
     mode: balancing.mode,
     ...(ping ? { ping: { pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs, pingIdleConnection: ping.pingIdleConnection } } : {}),
     interceptors: composition.interceptors,
+    ...dependencyTls(opts.server.tls, opts.dependency.baseUrl),
   });
   health = createClient(healthV1.Health, transport);
   return createClient(service, transport);

@@ -17,7 +17,7 @@ import {
 import { deadlineMetrics, okCallCells, rpcClientMetrics } from "../observability/metrics.js";
 import { histogramCellsOf } from "../observability/metric-cells.js";
 import { mapDownstreamError } from "./downstream-error.js";
-import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader } from "../headers.js";
+import { callerHeader, connectTimeoutHeader, criticalityHeader, grpcTimeoutHeader, requestIdHeader, tenantHeader } from "../headers.js";
 import { attemptKey } from "./retry-interceptor.js";
 import { clientSpanNeeded, endSpan, startClientSpan } from "../observability/tracing.js";
 import { codeLabel } from "../observability/code-label.js";
@@ -110,6 +110,7 @@ export function outboundInterceptor(opts: OutboundOptions): Interceptor {
       req.header.set(requestIdHeader, scope.requestId);
       if (scope.criticality) req.header.set(criticalityHeader, scope.criticality);
       if (scope.caller) req.header.set(callerHeader, scope.caller);
+      if (scope.tenant) req.header.set(tenantHeader, scope.tenant);
       const call = linkedSignal(callsEnd ? [req.signal, scope.signal, callsEnd] : [req.signal, scope.signal]);
       release = call.release;
       req = { ...req, signal: call.signal };

@@ -2,6 +2,7 @@ import { defaultDeadlineBudget } from "@platform/resilience";
 import { readFaultInjectionConfig, type FaultInjectionConfig } from "../faults/fault-injection.js";
 import type { EnvReader } from "./config.js";
 import { type ConnectionAgeConfig, defaultConnectionAge } from "../server/connection-age.js";
+import { readTlsConfig, type TlsConfig } from "../server/tls.js";
 
 /** What every service reads from its environment, whatever it does. */
 export interface ServerConfig {
@@ -29,6 +30,8 @@ export interface ServerConfig {
   otlpEndpoint: string | undefined;
   /** Whether /admin/faults may inject faults, with its token and the faults from start (docs/faults.md). Off by default. */
   faultInjection: FaultInjectionConfig;
+  /** TLS on the RPC port and toward dependencies (server/tls.ts); plain without it. */
+  tls?: TlsConfig | undefined;
 }
 
 export interface DeadlineConfig {
@@ -75,6 +78,8 @@ export interface ServerDefaults {
   port: number;
   adminPort: number;
   edge?: boolean;
+  /** The services whose manifests say they call this one: the client certificates mutual TLS accepts by default. */
+  callers?: () => readonly string[];
 }
 
 /** Reads the common server settings; see README "Configuration" for each variable. */
@@ -124,6 +129,7 @@ export function readServerConfig(r: EnvReader, serviceName: string, defaults: Se
     },
     faultInjection: readFaultInjectionConfig(r),
     otlpEndpoint: r.optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
+    tls: readTlsConfig(r, defaults.callers ?? (() => [])),
   };
 }
 

@@ -111,6 +111,7 @@ export function scopeFor(context: RequestContext, parentSignals: AbortSignal[]):
     procedure: context.procedure,
     criticality: context.criticality,
     caller: context.caller,
+    tenant: context.tenant,
     ...(context.park ? { park: context.park } : {}),
     restartMark: context,
     parentSignals,

@@ -50,6 +50,7 @@ export function requestLogInterceptor(opts: {
     const line: Record<string, unknown> = { procedure, code: codeName, durationMs: Math.round(seconds * 1000 * 10) / 10, requestId: context.requestId };
     if (context.scope) Object.assign(line, traceFields(context.scope));
     if (context.caller) line.caller = context.caller;
+    if (context.tenant) line.tenant = context.tenant;
     line.deadlineMs = context.timeoutMs;
     line.deadlineSource = context.deadlineSource;
     if (error) line.error = error.rawMessage;

@@ -46,3 +46,13 @@ test("no call scope, no span: the interceptor runs only inside the deadline inte
   await inMemoryGet([tracingInterceptor()], () => ({}))();
   assert.equal(exporter.getFinishedSpans().length, 0);
 });
+
+test("an inner hop's span names the caller and tenant the edge sent", async () => {
+  exporter.reset();
+  const get = inMemoryGet([scoped, tracingInterceptor()], () => ({}));
+  await get({ headers: { "x-caller-id": "alice", "x-tenant-id": "acme" } });
+  await get();
+  const [named, anonymous] = exporter.getFinishedSpans();
+  assert.deepEqual([named!.attributes["enduser.id"], named!.attributes["platform.tenant"]], ["alice", "acme"]);
+  assert.deepEqual([anonymous!.attributes["enduser.id"], anonymous!.attributes["platform.tenant"]], [undefined, undefined]);
+});

@@ -19,6 +19,8 @@ export function tracingInterceptor(): Interceptor {
       ...(context ? { "deadline.timeout_ms": context.timeoutMs, "deadline.source": context.deadlineSource } : {}),
       "deadline.remaining_ms": Math.floor(remainingMs(scope)),
       "request.id": scope.requestId,
+      ...(scope.caller ? { "enduser.id": scope.caller } : {}),
+      ...(scope.tenant ? { "platform.tenant": scope.tenant } : {}),
     });
     let code: Code | "ok" = Code.Unknown;
     let message: string | undefined;

@@ -2,6 +2,8 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import { type ConnectionAgeConfig, limitConnectionAge } from "./connection-age.js";
+import * as tls from "node:tls";
+import { certificateNames, type ListenTls, type TlsMaterial } from "./tls.js";
 
 export type RequestHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
 
@@ -26,7 +28,8 @@ const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 /**
  * Serves HTTP/2 without TLS (h2c, prior knowledge) and, when `http1` is set,
- * HTTP/1.1 on the same port.
+ * HTTP/1.1 on the same port. With `tls`, the same over TLS: the protocol is
+ * the one ALPN chose (h2, or http/1.1 when `http1` is set).
  *
  * `http2.createServer` refuses HTTP/1.1, but the gateway must serve
  * browsers and curl (Connect JSON, gRPC-Web) and gRPC clients on one port.
@@ -57,6 +60,8 @@ export async function listen(opts: {
   maxHeaderBytes?: number;
   /** GOAWAY on each HTTP/2 connection after this age (connection-age.ts); none when absent. */
   connectionAge?: ConnectionAgeConfig;
+  /** TLS on this port; plain (h2c and HTTP/1.1) without it. */
+  tls?: ListenTls;
 }): Promise<Listener> {
   const maxHeaderBytes = opts.maxHeaderBytes ?? 16 * 1024;
   let accepting = true;
@@ -96,8 +101,11 @@ export async function listen(opts: {
     // it starts, before it reads anything. (Node reports the peer's
     // acknowledgement of ours, "localSettings", only later, sometimes after
     // the first requests.)
+    // Not over TLS: a TLS socket takes one write at a time (node's TLSWrap
+    // asserts it), so a frame written beside the session's own writes would
+    // abort the process; a TLS session gets node's goaway() instead.
     const socket = handingOver;
-    if (socket) s.once("remoteSettings", () => socketOf.set(s, socket));
+    if (socket && !(socket instanceof tls.TLSSocket)) s.once("remoteSettings", () => socketOf.set(s, socket));
     sessions.add(s);
     s.on("close", () => {
       sessions.delete(s);
@@ -113,40 +121,57 @@ export async function listen(opts: {
     else socket.destroy();
   });
 
-  const server = net.createServer({ noDelay: true }, (socket) => {
+  const toH1 = (socket: net.Socket) => {
+    h1Connections.set(socket, false);
+    socket.once("close", () => h1Connections.delete(socket));
+    h1.emit("connection", socket);
+  };
+  /** Tracks an accepted connection; false when it was closed because the listener stopped. */
+  const accepted = (socket: net.Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => {});
-    if (!accepting) {
-      socket.destroy();
-      return;
-    }
-    if (!opts.http1) {
-      toH2(socket);
-      return;
-    }
-    let head = Buffer.alloc(0);
-    const route = (chunk: Buffer) => {
-      head = Buffer.concat([head, chunk]);
-      const n = Math.min(head.length, preface.length);
-      const isH2 = head.subarray(0, n).equals(preface.subarray(0, n));
-      if (isH2 && head.length < preface.length) return; // need more bytes to decide
-      socket.off("data", route);
-      socket.pause();
-      socket.unshift(head);
-      if (isH2) {
-        // The session reads what is buffered (the preface) on its next tick,
-        // then the native handle: no JavaScript stream in between.
-        toH2(socket);
-      } else {
-        h1Connections.set(socket, false);
-        socket.once("close", () => h1Connections.delete(socket));
-        h1.emit("connection", socket);
-        socket.resume();
-      }
-    };
-    socket.on("data", route);
-  });
+    if (!accepting) socket.destroy();
+    return accepting;
+  };
+
+  let stopWatching = () => {};
+  const server = opts.tls
+    ? tlsServer(opts.tls, opts.http1, (socket) => {
+        if (!accepted(socket)) return;
+        if (socket.alpnProtocol === "h2") toH2(socket);
+        else if (opts.http1) toH1(socket);
+        else {
+          opts.tls?.onRefused?.(`ALPN ${String(socket.alpnProtocol)}: only h2 is served here`);
+          socket.destroy();
+        }
+      })
+    : net.createServer({ noDelay: true }, (socket) => {
+        if (!accepted(socket)) return;
+        if (!opts.http1) {
+          toH2(socket);
+          return;
+        }
+        let head = Buffer.alloc(0);
+        const route = (chunk: Buffer) => {
+          head = Buffer.concat([head, chunk]);
+          const n = Math.min(head.length, preface.length);
+          const isH2 = head.subarray(0, n).equals(preface.subarray(0, n));
+          if (isH2 && head.length < preface.length) return; // need more bytes to decide
+          socket.off("data", route);
+          socket.pause();
+          socket.unshift(head);
+          if (isH2) {
+            // The session reads what is buffered (the preface) on its next tick,
+            // then the native handle: no JavaScript stream in between.
+            toH2(socket);
+          } else {
+            toH1(socket);
+            socket.resume();
+          }
+        };
+        socket.on("data", route);
+      });
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -157,11 +182,17 @@ export async function listen(opts: {
   });
   const address = server.address() as net.AddressInfo;
   const closed = new Promise<void>((resolve) => server.on("close", () => resolve()));
+  if (opts.tls && server instanceof tls.Server) {
+    const secure = server;
+    const { allowedCallers } = opts.tls;
+    stopWatching = opts.tls.files.onChange((m) => secure.setSecureContext(secureContextOptions(m, allowedCallers !== undefined)));
+  }
 
   return {
     port: address.port,
     stopAccepting() {
       accepting = false;
+      stopWatching();
       server.close();
       // http.Server's own closeIdleConnections() knows only the connections
       // of a server that listens itself (this one is handed its sockets).
@@ -178,6 +209,37 @@ export async function listen(opts: {
     },
     closed,
   };
+}
+
+/**
+ * A TLS server handing each connection, once its handshake is done, to
+ * `onConnection`. With allowed callers, a client certificate is required
+ * (signed by the CA, checked in the handshake) and its name must be one of
+ * them (checked here, before any request is read).
+ */
+function tlsServer(opts: ListenTls, http1: boolean, onConnection: (socket: tls.TLSSocket) => void): tls.Server {
+  const mutual = opts.allowedCallers !== undefined;
+  const server = tls.createServer(
+    { ...secureContextOptions(opts.files.material, mutual), ALPNProtocols: http1 ? ["h2", "http/1.1"] : ["h2"], noDelay: true },
+    (socket) => {
+      if (mutual) {
+        const names = certificateNames(socket.getPeerCertificate());
+        if (!names.some((n) => opts.allowedCallers!.has(n))) {
+          opts.onRefused?.(`client certificate for ${names.join(", ") || "no name"}: not an expected caller (${[...opts.allowedCallers!].join(", ")})`);
+          socket.destroy();
+          return;
+        }
+      }
+      onConnection(socket);
+    },
+  );
+  // A failed handshake (no client certificate, one from another CA, a plain-text client) never reaches a handler.
+  server.on("tlsClientError", (e) => opts.onRefused?.(`TLS handshake: ${e.message}`));
+  return server;
+}
+
+function secureContextOptions(m: TlsMaterial, mutual: boolean): tls.TlsOptions {
+  return { cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}), requestCert: mutual, rejectUnauthorized: mutual };
 }
 
 /**

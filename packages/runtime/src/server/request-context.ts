@@ -10,7 +10,7 @@ import {
   type Criticality,
   type InboundDeadline,
 } from "@platform/resilience";
-import { callerHeader, requestIdHeader, timeoutHeaderOf, timeoutHeaders, type TimeoutHeader } from "../headers.js";
+import { callerHeader, requestIdHeader, tenantHeader, timeoutHeaderOf, timeoutHeaders, type TimeoutHeader } from "../headers.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -90,6 +90,8 @@ export interface RequestContext {
   readonly tracestate: string | undefined;
   /** Who the edge authenticated: set by the edge's gate, read from the wire at inner hops. */
   caller: string | undefined;
+  /** The caller's tenant, decided like `caller`: by the edge's gate there, from the wire at inner hops. */
+  tenant: string | undefined;
   /** Parks the request in admission control while it waits on a dependency (CallScope.park); set when admitted. */
   park?: () => () => void;
   /** True once the request was parked: it waited out a restart, and its answer says so (waitedOutRestartHeader). */
@@ -116,7 +118,7 @@ export interface RequestContextInput {
   procedure: string;
   arrivedAt: number;
   deadline: { defaultMs: number; maxMs: number; hopReserveMs?: number };
-  /** Inner hops take the caller identity from the wire; the edge establishes its own (request gate). */
+  /** Inner hops take the caller identity (caller and tenant) from the wire; the edge establishes its own (request gate) and ignores what a client sent. */
   trustCaller: boolean;
   exchange?: NodeExchange;
   /** The timeout-header parser; injectable so that a test can count how often it runs. */
@@ -176,6 +178,7 @@ export function createRequestContext(input: RequestContextInput): RequestContext
     traceparent: input.header("traceparent"),
     tracestate: input.header("tracestate"),
     caller: input.trustCaller ? input.header(callerHeader) : undefined,
+    tenant: input.trustCaller ? input.header(tenantHeader) : undefined,
     logged: false,
     waitedOutRestart: false,
     scope: undefined,

@@ -10,8 +10,8 @@ import { refusedRequestTraceId } from "../observability/tracing.js";
 
 export interface RequestGateOptions {
   logger: Logger;
-  /** The edge's checks, first (edge.ts: authentication, the client's rate limit); the gateway only. Throw a ConnectError to refuse. */
-  edgeCheck?: (context: HandlerContext, request: RequestContext) => void;
+  /** The edge's checks, first (edge.ts: authentication, the client's rate limit, its tenant's quota); the gateway only. Throw a ConnectError (or return a promise that rejects with one) to refuse. */
+  edgeCheck?: (context: HandlerContext, request: RequestContext) => void | Promise<void>;
   /** What start-up still waits for; undefined once the server serves. */
   waitingFor: () => string | undefined;
   /** How requests are classified for shedding (the edge assigns, inner hops take the caller's). */
@@ -35,8 +35,8 @@ const healthService = "grpc.health.v1.Health";
  * connect-adapter.ts; it is a protocol error, checked before who is
  * asking, and never queued); health checks pass untouched (probes carry no
  * credentials, and a probe shed under load would get a busy instance
- * restarted), then authentication, the client's rate limit, "still
- * starting", and admission control.
+ * restarted), then authentication, the client's rate limit and its
+ * tenant's quota, "still starting", and admission control.
  */
 export function createRequestGate(opts: RequestGateOptions): (context: HandlerContext) => Promise<void> {
   return async (context) => {
@@ -53,7 +53,9 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
     // The request's path, which named this method (connect-adapter.ts routes by it).
     request.criticality = opts.criticality(request.procedure, context.requestHeader);
     try {
-      opts.edgeCheck?.(context, request);
+      // Awaited only when it is asynchronous (a token to verify): no extra turn per request otherwise.
+      const checking = opts.edgeCheck?.(context, request);
+      if (checking) await checking;
       // Server reflection is answered while starting and never queued or
       // shed, like health: a tool asking for the schema costs a table lookup.
       // It still needs the edge's credentials and counts against its rate limit.
@@ -79,6 +81,8 @@ function refused(e: unknown, context: HandlerContext, request: RequestContext, l
       procedure: `/${context.service.typeName}/${context.method.name}`,
       code: codeLabel(error.code),
       error: error.rawMessage,
+      // What the caller is not told (which check failed, edge-auth.ts): for the operator only.
+      ...(error.cause instanceof Error ? { detail: error.cause.message } : {}),
       requestId,
       durationMs: Math.round((performance.now() - request.arrivedAt) * 10) / 10,
     },

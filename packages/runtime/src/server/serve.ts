@@ -7,6 +7,7 @@ import { registerReflectionService } from "./reflection.js";
 import { inOrder, serverInterceptors } from "./server-interceptors.js";
 import { pluginsWith, type PlatformPlugin, type ServerComposition } from "../config/plugin.js";
 import { listen, type Listener } from "./listen.js";
+import { serverTls } from "./tls.js";
 import { dispatchEndpoint, metricsEndpoint, probeEndpoints, sendText, type HttpEndpoint } from "./http-endpoints.js";
 import type { ServerConfig } from "../config/server-config.js";
 import { faultInjectionEndpoints } from "../faults/admin-faults.js";
@@ -184,6 +185,7 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
     port: config.port,
     http1: opts.http1 ?? false,
     connectionAge: config.connectionAge,
+    tls: serverTls(config, logger),
     handler(req, res) {
       if (dispatchEndpoint(publicEndpoints, req, res)) return;
       // The request's context, its deadline counted from arrival (not from

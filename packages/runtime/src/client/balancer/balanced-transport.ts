@@ -38,10 +38,11 @@ export interface BalancedTransportOptions {
  */
 export function createBalancedTransport(opts: BalancedTransportOptions): { transport: Transport; balancer: Balancer<ReplicaConnection> } {
   const hostname = new URL(opts.baseUrl).hostname;
-  // Each connection goes to an address, not the name: TLS still verifies the name.
-  const nodeOptions: ClientSessionOptions | SecureClientSessionOptions = opts.baseUrl.startsWith("https:")
-    ? { servername: hostname, ...opts.nodeOptions }
-    : { ...opts.nodeOptions };
+  // Each connection goes to an address, not the name: TLS still verifies the name. The
+  // caller's object itself, not a copy: its secure context is replaced when certificates
+  // change (dependency-tls.ts), and every new connection must take the current one.
+  const nodeOptions: ClientSessionOptions | SecureClientSessionOptions = opts.nodeOptions ?? {};
+  if (opts.baseUrl.startsWith("https:")) (nodeOptions as SecureClientSessionOptions).servername ??= hostname;
   const balancer: Balancer<ReplicaConnection> = new Balancer({
     dependency: opts.dependency,
     resolver: opts.resolver ?? (opts.addresses !== undefined && opts.addresses.length > 0 ? staticResolver(opts.addresses) : dnsResolver(opts.baseUrl)),
