@@ -4,13 +4,14 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file checkout/v1/checkout.proto.
  */
 export const file_checkout_v1_checkout: GenFile = /*@__PURE__*/
-  fileDesc("ChpjaGVja291dC92MS9jaGVja291dC5wcm90bxILY2hlY2tvdXQudjEiNAoFTW9uZXkSFQoNY3VycmVuY3lfY29kZRgBIAEoCRIUCgxhbW91bnRfbWlub3IYAiABKAMiTAoHUHJvZHVjdBILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRImCgp1bml0X3ByaWNlGAMgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCI+ChRMaXN0UHJvZHVjdHNSZXNwb25zZRImCghwcm9kdWN0cxgBIAMoCzIULmNoZWNrb3V0LnYxLlByb2R1Y3QiMQoQT3JkZXJJdGVtUmVxdWVzdBILCgNza3UYASABKAkSEAoIcXVhbnRpdHkYAiABKAUiVgoRUGxhY2VPcmRlclJlcXVlc3QSEwoLY3VzdG9tZXJfaWQYASABKAkSLAoFaXRlbXMYAiADKAsyHS5jaGVja291dC52MS5PcmRlckl0ZW1SZXF1ZXN0IjcKElBsYWNlT3JkZXJSZXNwb25zZRIhCgVvcmRlchgBIAEoCzISLmNoZWNrb3V0LnYxLk9yZGVyIiMKD0dldE9yZGVyUmVxdWVzdBIQCghvcmRlcl9pZBgBIAEoCSI1ChBHZXRPcmRlclJlc3BvbnNlEiEKBW9yZGVyGAEgASgLMhIuY2hlY2tvdXQudjEuT3JkZXIiiAEKCU9yZGVySXRlbRILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRIQCghxdWFudGl0eRgDIAEoBRImCgp1bml0X3ByaWNlGAQgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkSJgoKbGluZV90b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5ItcBCgVPcmRlchIKCgJpZBgBIAEoCRIoCgZzdGF0dXMYAiABKA4yGC5jaGVja291dC52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIlCgVpdGVtcxgEIAMoCzIWLmNoZWNrb3V0LnYxLk9yZGVySXRlbRIhCgV0b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5EhIKCmNyZWF0ZWRfYXQYBiABKAkSJQoHcmVjZWlwdBgHIAEoCzIULmNoZWNrb3V0LnYxLlJlY2VpcHQiRQoHUmVjZWlwdBIoCgVzdGF0ZRgBIAEoDjIZLmNoZWNrb3V0LnYxLlJlY2VpcHRTdGF0ZRIQCghhdHRlbXB0cxgCIAEoDSpECgtPcmRlclN0YXR1cxIcChhPUkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNPUkRFUl9TVEFUVVNfUExBQ0VEEAEqegoMUmVjZWlwdFN0YXRlEh0KGVJFQ0VJUFRfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSRUNFSVBUX1NUQVRFX1BFTkRJTkcQARIWChJSRUNFSVBUX1NUQVRFX1NFTlQQAhIYChRSRUNFSVBUX1NUQVRFX0ZBSUxFRBADMo0CCg9DaGVja291dFNlcnZpY2USWAoMTGlzdFByb2R1Y3RzEiAuY2hlY2tvdXQudjEuTGlzdFByb2R1Y3RzUmVxdWVzdBohLmNoZWNrb3V0LnYxLkxpc3RQcm9kdWN0c1Jlc3BvbnNlIgOQAgESUgoKUGxhY2VPcmRlchIeLmNoZWNrb3V0LnYxLlBsYWNlT3JkZXJSZXF1ZXN0Gh8uY2hlY2tvdXQudjEuUGxhY2VPcmRlclJlc3BvbnNlIgOQAgISTAoIR2V0T3JkZXISHC5jaGVja291dC52MS5HZXRPcmRlclJlcXVlc3QaHS5jaGVja291dC52MS5HZXRPcmRlclJlc3BvbnNlIgOQAgFiBnByb3RvMw");
+  fileDesc("ChpjaGVja291dC92MS9jaGVja291dC5wcm90bxILY2hlY2tvdXQudjEiNAoFTW9uZXkSFQoNY3VycmVuY3lfY29kZRgBIAEoCRIUCgxhbW91bnRfbWlub3IYAiABKAMiTAoHUHJvZHVjdBILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRImCgp1bml0X3ByaWNlGAMgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCI+ChRMaXN0UHJvZHVjdHNSZXNwb25zZRImCghwcm9kdWN0cxgBIAMoCzIULmNoZWNrb3V0LnYxLlByb2R1Y3QiXwoQT3JkZXJJdGVtUmVxdWVzdBItCgNza3UYASABKAlCILpIHXIbMhleW0EtWjAtOV1bQS1aMC05LV17MCw2M30kEhwKCHF1YW50aXR5GAIgASgFQgq6SAcaBRjoByAAIoMBChFQbGFjZU9yZGVyUmVxdWVzdBI0CgtjdXN0b21lcl9pZBgBIAEoCUIfukgcchoQARiAATITXltBLVphLXowLTkuXzpALV0qJBI4CgVpdGVtcxgCIAMoCzIdLmNoZWNrb3V0LnYxLk9yZGVySXRlbVJlcXVlc3RCCrpIB5IBBAgBEDIiNwoSUGxhY2VPcmRlclJlc3BvbnNlEiEKBW9yZGVyGAEgASgLMhIuY2hlY2tvdXQudjEuT3JkZXIiLQoPR2V0T3JkZXJSZXF1ZXN0EhoKCG9yZGVyX2lkGAEgASgJQgi6SAVyA7ABASI1ChBHZXRPcmRlclJlc3BvbnNlEiEKBW9yZGVyGAEgASgLMhIuY2hlY2tvdXQudjEuT3JkZXIiiAEKCU9yZGVySXRlbRILCgNza3UYASABKAkSDAoEbmFtZRgCIAEoCRIQCghxdWFudGl0eRgDIAEoBRImCgp1bml0X3ByaWNlGAQgASgLMhIuY2hlY2tvdXQudjEuTW9uZXkSJgoKbGluZV90b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5ItcBCgVPcmRlchIKCgJpZBgBIAEoCRIoCgZzdGF0dXMYAiABKA4yGC5jaGVja291dC52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIlCgVpdGVtcxgEIAMoCzIWLmNoZWNrb3V0LnYxLk9yZGVySXRlbRIhCgV0b3RhbBgFIAEoCzISLmNoZWNrb3V0LnYxLk1vbmV5EhIKCmNyZWF0ZWRfYXQYBiABKAkSJQoHcmVjZWlwdBgHIAEoCzIULmNoZWNrb3V0LnYxLlJlY2VpcHQiRQoHUmVjZWlwdBIoCgVzdGF0ZRgBIAEoDjIZLmNoZWNrb3V0LnYxLlJlY2VpcHRTdGF0ZRIQCghhdHRlbXB0cxgCIAEoDSpECgtPcmRlclN0YXR1cxIcChhPUkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNPUkRFUl9TVEFUVVNfUExBQ0VEEAEqegoMUmVjZWlwdFN0YXRlEh0KGVJFQ0VJUFRfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVSRUNFSVBUX1NUQVRFX1BFTkRJTkcQARIWChJSRUNFSVBUX1NUQVRFX1NFTlQQAhIYChRSRUNFSVBUX1NUQVRFX0ZBSUxFRBADMo0CCg9DaGVja291dFNlcnZpY2USWAoMTGlzdFByb2R1Y3RzEiAuY2hlY2tvdXQudjEuTGlzdFByb2R1Y3RzUmVxdWVzdBohLmNoZWNrb3V0LnYxLkxpc3RQcm9kdWN0c1Jlc3BvbnNlIgOQAgESUgoKUGxhY2VPcmRlchIeLmNoZWNrb3V0LnYxLlBsYWNlT3JkZXJSZXF1ZXN0Gh8uY2hlY2tvdXQudjEuUGxhY2VPcmRlclJlc3BvbnNlIgOQAgISTAoIR2V0T3JkZXISHC5jaGVja291dC52MS5HZXRPcmRlclJlcXVlc3QaHS5jaGVja291dC52MS5HZXRPcmRlclJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_buf_validate_validate]);
 
 /**
  * An amount of money in a currency's minor units (cents for USD), so that
@@ -103,11 +104,15 @@ export const ListProductsResponseSchema: GenMessage<ListProductsResponse> = /*@_
  */
 export type OrderItemRequest = Message<"checkout.v1.OrderItemRequest"> & {
   /**
+   * Upper-case letters, digits and dashes, e.g. "SKU-001".
+   *
    * @generated from field: string sku = 1;
    */
   sku: string;
 
   /**
+   * 1 to 1000.
+   *
    * @generated from field: int32 quantity = 2;
    */
   quantity: number;
@@ -125,11 +130,15 @@ export const OrderItemRequestSchema: GenMessage<OrderItemRequest> = /*@__PURE__*
  */
 export type PlaceOrderRequest = Message<"checkout.v1.PlaceOrderRequest"> & {
   /**
+   * 1 to 128 letters, digits and . _ : @ -
+   *
    * @generated from field: string customer_id = 1;
    */
   customerId: string;
 
   /**
+   * 1 to 50 lines, each SKU at most once (combine the quantities).
+   *
    * @generated from field: repeated checkout.v1.OrderItemRequest items = 2;
    */
   items: OrderItemRequest[];
@@ -164,6 +173,8 @@ export const PlaceOrderResponseSchema: GenMessage<PlaceOrderResponse> = /*@__PUR
  */
 export type GetOrderRequest = Message<"checkout.v1.GetOrderRequest"> & {
   /**
+   * The order's id as PlaceOrder returned it (a UUID).
+   *
    * @generated from field: string order_id = 1;
    */
   orderId: string;

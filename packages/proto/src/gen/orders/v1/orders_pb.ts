@@ -4,6 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Money, OrderLine, OrderLineRequest } from "../../platform/common/v1/common_pb.js";
 import { file_platform_common_v1_common } from "../../platform/common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file orders/v1/orders.proto.
  */
 export const file_orders_v1_orders: GenFile = /*@__PURE__*/
-  fileDesc("ChZvcmRlcnMvdjEvb3JkZXJzLnByb3RvEglvcmRlcnMudjEidwoSQ3JlYXRlT3JkZXJSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIzCgVpdGVtcxgDIAMoCzIkLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmVSZXF1ZXN0IkgKE0NyZWF0ZU9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXISEAoIcmVwbGF5ZWQYAiABKAgiIwoPR2V0T3JkZXJSZXF1ZXN0EhAKCG9yZGVyX2lkGAEgASgJIjMKEEdldE9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXIi4QEKBU9yZGVyEgoKAmlkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLm9yZGVycy52MS5PcmRlclN0YXR1cxITCgtjdXN0b21lcl9pZBgDIAEoCRIsCgVpdGVtcxgEIAMoCzIdLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmUSKAoFdG90YWwYBSABKAsyGS5wbGF0Zm9ybS5jb21tb24udjEuTW9uZXkSEgoKY3JlYXRlZF9hdBgGIAEoCRIjCgdyZWNlaXB0GAcgASgLMhIub3JkZXJzLnYxLlJlY2VpcHQiQwoHUmVjZWlwdBImCgVzdGF0ZRgBIAEoDjIXLm9yZGVycy52MS5SZWNlaXB0U3RhdGUSEAoIYXR0ZW1wdHMYAiABKA0qRAoLT3JkZXJTdGF0dXMSHAoYT1JERVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTT1JERVJfU1RBVFVTX1BMQUNFRBABKnoKDFJlY2VpcHRTdGF0ZRIdChlSRUNFSVBUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGQoVUkVDRUlQVF9TVEFURV9QRU5ESU5HEAESFgoSUkVDRUlQVF9TVEFURV9TRU5UEAISGAoUUkVDRUlQVF9TVEFURV9GQUlMRUQQAzKsAQoNT3JkZXJzU2VydmljZRJRCgtDcmVhdGVPcmRlchIdLm9yZGVycy52MS5DcmVhdGVPcmRlclJlcXVlc3QaHi5vcmRlcnMudjEuQ3JlYXRlT3JkZXJSZXNwb25zZSIDkAICEkgKCEdldE9yZGVyEhoub3JkZXJzLnYxLkdldE9yZGVyUmVxdWVzdBobLm9yZGVycy52MS5HZXRPcmRlclJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_platform_common_v1_common]);
+  fileDesc("ChZvcmRlcnMvdjEvb3JkZXJzLnByb3RvEglvcmRlcnMudjEiuAEKEkNyZWF0ZU9yZGVyUmVxdWVzdBIrCg9pZGVtcG90ZW5jeV9rZXkYASABKAlCErpID3INGP8BMgheWyEtfl0qJBI0CgtjdXN0b21lcl9pZBgCIAEoCUIfukgcchoQARiAATITXltBLVphLXowLTkuXzpALV0qJBI/CgVpdGVtcxgDIAMoCzIkLnBsYXRmb3JtLmNvbW1vbi52MS5PcmRlckxpbmVSZXF1ZXN0Qgq6SAeSAQQIARAyIkgKE0NyZWF0ZU9yZGVyUmVzcG9uc2USHwoFb3JkZXIYASABKAsyEC5vcmRlcnMudjEuT3JkZXISEAoIcmVwbGF5ZWQYAiABKAgiLQoPR2V0T3JkZXJSZXF1ZXN0EhoKCG9yZGVyX2lkGAEgASgJQgi6SAVyA7ABASIzChBHZXRPcmRlclJlc3BvbnNlEh8KBW9yZGVyGAEgASgLMhAub3JkZXJzLnYxLk9yZGVyIuEBCgVPcmRlchIKCgJpZBgBIAEoCRImCgZzdGF0dXMYAiABKA4yFi5vcmRlcnMudjEuT3JkZXJTdGF0dXMSEwoLY3VzdG9tZXJfaWQYAyABKAkSLAoFaXRlbXMYBCADKAsyHS5wbGF0Zm9ybS5jb21tb24udjEuT3JkZXJMaW5lEigKBXRvdGFsGAUgASgLMhkucGxhdGZvcm0uY29tbW9uLnYxLk1vbmV5EhIKCmNyZWF0ZWRfYXQYBiABKAkSIwoHcmVjZWlwdBgHIAEoCzISLm9yZGVycy52MS5SZWNlaXB0IkMKB1JlY2VpcHQSJgoFc3RhdGUYASABKA4yFy5vcmRlcnMudjEuUmVjZWlwdFN0YXRlEhAKCGF0dGVtcHRzGAIgASgNKkQKC09yZGVyU3RhdHVzEhwKGE9SREVSX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE09SREVSX1NUQVRVU19QTEFDRUQQASp6CgxSZWNlaXB0U3RhdGUSHQoZUkVDRUlQVF9TVEFURV9VTlNQRUNJRklFRBAAEhkKFVJFQ0VJUFRfU1RBVEVfUEVORElORxABEhYKElJFQ0VJUFRfU1RBVEVfU0VOVBACEhgKFFJFQ0VJUFRfU1RBVEVfRkFJTEVEEAMyrAEKDU9yZGVyc1NlcnZpY2USUQoLQ3JlYXRlT3JkZXISHS5vcmRlcnMudjEuQ3JlYXRlT3JkZXJSZXF1ZXN0Gh4ub3JkZXJzLnYxLkNyZWF0ZU9yZGVyUmVzcG9uc2UiA5ACAhJICghHZXRPcmRlchIaLm9yZGVycy52MS5HZXRPcmRlclJlcXVlc3QaGy5vcmRlcnMudjEuR2V0T3JkZXJSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_buf_validate_validate, file_platform_common_v1_common]);
 
 /**
  * @generated from message orders.v1.CreateOrderRequest
@@ -21,6 +22,8 @@ export type CreateOrderRequest = Message<"orders.v1.CreateOrderRequest"> & {
   /**
    * Makes the call safe to repeat: the same key with the same request returns
    * the stored order; with a different request it fails with ALREADY_EXISTS.
+   * Empty for none; otherwise 1 to 255 printable ASCII characters without
+   * spaces (the Idempotency-Key header's rule).
    *
    * @generated from field: string idempotency_key = 1;
    */
@@ -32,6 +35,8 @@ export type CreateOrderRequest = Message<"orders.v1.CreateOrderRequest"> & {
   customerId: string;
 
   /**
+   * Each SKU at most once.
+   *
    * @generated from field: repeated platform.common.v1.OrderLineRequest items = 3;
    */
   items: OrderLineRequest[];
