@@ -17,7 +17,7 @@ import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
 import { ReconnectGate, ReconnectWaitError } from "./reconnect-gate.js";
 import { type PoolStatsSource, databaseMetrics } from "./metrics.js";
 import { scopeEndedError } from "./scope-ended-error.js";
-import { connectionFailureReason, connectionLostError, refusedWhileRestarting, toConnectError } from "./to-connect-error.js";
+import { connectionFailureReason, connectionLostError, refusedWhileRestarting, toConnectError, unavailableDetails } from "./to-connect-error.js";
 import { statementTarget } from "./statement-span.js";
 import { ScopedTx, type Tx } from "./tx.js";
 import { serverFaultNow, unreachableNow } from "./fault-now.js";
@@ -209,7 +209,7 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
       `${name}: database unavailable: ${reason}; waited ${Math.round(err.waitedMs)} ms for it to accept connections`,
       Code.Unavailable,
       undefined,
-      undefined,
+      unavailableDetails(name),
       err.cause,
     );
   };

@@ -6,6 +6,7 @@ import { deadlineMetrics } from "../observability/metrics.js";
 import { cellsOf, histogramCellsOf } from "../observability/metric-cells.js";
 import { requestContextOf, type RequestContext } from "../server/request-context.js";
 import { requestTraceContext, serverSpanNeeded, traceFields } from "../observability/tracing.js";
+import { refusalError } from "../refusals.js";
 
 export interface DeadlineInterceptorOptions {
   deadline: Pick<DeadlineConfig, "edge" | "defaultMs" | "maxMs">;
@@ -145,7 +146,7 @@ export function scopeEndedError(scope: CallScope): ConnectError {
     case "deadline":
       return new ConnectError("deadline exceeded before the request completed", Code.DeadlineExceeded);
     case "shutdown":
-      return new ConnectError("server is shutting down; retry on another instance", Code.Unavailable);
+      return refusalError("server is shutting down; retry on another instance", Code.Unavailable, { reason: "SHUTTING_DOWN" });
     default:
       return new ConnectError("request cancelled by the caller", Code.Canceled);
   }

@@ -1,7 +1,6 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { pushbackHeaders } from "@platform/resilience";
 import type { CriticalityPolicy } from "../server/admission-gate.js";
 import { handleCors, type CorsConfig } from "./cors.js";
 import { authenticate, type AuthConfig } from "./edge-auth.js";
@@ -9,6 +8,7 @@ import { createIntake, type Intake, type IntakeConfig } from "./intake.js";
 import type { Logger } from "../observability/logger.js";
 import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
 import type { RequestContext } from "../server/request-context.js";
+import { refusalError } from "../refusals.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -55,7 +55,8 @@ export function createEdge(opts: EdgeOptions): ServerEdge {
       request.caller = auth.caller;
       const client = opts.auth.mode === "none" ? (request.exchange?.req.socket?.remoteAddress ?? "unknown") : auth.caller;
       const waitMs = limiter.take(client);
-      if (waitMs > 0) throw new ConnectError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, pushbackHeaders(waitMs));
+      if (waitMs > 0)
+        throw refusalError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, { reason: "RATE_LIMITED", retryAfterMs: waitMs });
     },
     criticality: opts.criticality,
     startIntake: (logger) => (opts.intake?.enabled ? createIntake(opts.intake, logger) : undefined),

@@ -1,11 +1,12 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { AdmissionController, pushbackHeaders, type AdmissionOutcome, type Criticality, type IntakeController } from "@platform/resilience";
+import { AdmissionController, type AdmissionOutcome, type Criticality, type IntakeController } from "@platform/resilience";
 import { admissionMetrics } from "../observability/metrics.js";
 import { cellsOf, histogramCellsOf } from "../observability/metric-cells.js";
 import { watchRequest } from "./request-watchdog.js";
 import type { RequestContext } from "./request-context.js";
 import type { AdmissionConfig } from "../config/server-config.js";
 import { criticalityHeader } from "../headers.js";
+import { refusalError, shedRefusalReason } from "../refusals.js";
 
 /** Decides a request's criticality from its procedure and headers. */
 export type CriticalityPolicy = (procedure: string, headers: Headers) => Criticality;
@@ -57,7 +58,10 @@ export function createAdmissionGate(opts: {
       const { criticality, deadlineAt: deadline, exchange } = request;
       if (opts.intake && !opts.intake.admit()) {
         metrics.shed.inc({ reason: "intake", criticality });
-        throw new ConnectError("overloaded: intake reduced while the system recovers; retry later", Code.Unavailable, pushbackHeaders(1000));
+        throw refusalError("overloaded: intake reduced while the system recovers; retry later", Code.Unavailable, {
+          reason: "INTAKE_REDUCED",
+          retryAfterMs: 1000,
+        });
       }
       // Admitted (or refused as expired) at once, without a promise, a listener and a
       // microtask when nothing is queued: the common case; else through the queue.
@@ -66,7 +70,10 @@ export function createAdmissionGate(opts: {
         metrics.shed.inc({ reason: o.reason, criticality });
         if (o.reason === "cancelled") throw ConnectError.from(context.signal.reason, Code.Canceled);
         opts.onShed?.();
-        throw new ConnectError(o.message, o.code, o.pushbackMs === undefined ? {} : pushbackHeaders(o.pushbackMs));
+        throw refusalError(o.message, o.code, {
+          reason: shedRefusalReason(o.reason) ?? "SHED_OVERLOADED",
+          ...(o.pushbackMs === undefined ? {} : { retryAfterMs: o.pushbackMs }),
+        });
       }
       admitted.cell(criticality).value++;
       queueWait.observe(o.waitedMs / 1000);
