@@ -274,7 +274,8 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
   }
 
   async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
-    if (unreachableNow()) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
+    if (unreachableNow())
+      throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable, undefined, unavailableDetails(name));
     const client = await checkout(scope);
     const tx = new ScopedTx(client, scope, { dbName: name, target, minBudgetMs, statementReserveMs, metrics, autocommit: txOpts?.autocommit ?? false });
     let begun = false;
@@ -361,6 +362,6 @@ async function injectDatabaseFault(tx: Tx, fault: { latencyMs?: number; errorRat
   } catch (e) {
     // Reported as what a failing database looks like to its callers.
     if (e instanceof ConnectError) throw e;
-    throw new ConnectError(`${name}: database unavailable: injected fault`, Code.Unavailable);
+    throw new ConnectError(`${name}: database unavailable: injected fault`, Code.Unavailable, undefined, unavailableDetails(name));
   }
 }
