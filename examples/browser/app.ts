@@ -2,13 +2,16 @@
  * The browser example: Connect-Web (fetch) against the gateway, which lets
  * this page's origin in through CORS_ALLOWED_ORIGINS. Lists the products
  * (an HTTP GET: ListProducts has no side effects), places an order with an
- * idempotency key and a deadline, and shows how an error code is handled.
+ * idempotency key and a deadline, and shows how an error code is handled:
+ * one the server answers (an unknown SKU), and one the page answers itself
+ * (a quantity of 0 breaks a rule declared in the proto, which
+ * validateBeforeSending() checks before the request leaves).
  * The outcome is also left in `window.exampleResult` for the headless
  * browser test (test/e2e/browser-client.test.ts).
  */
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { CheckoutService, idempotencyKeyHeader } from "@platform/client";
+import { CheckoutService, idempotencyKeyHeader, validateBeforeSending } from "@platform/client";
 import { adviceFor } from "../shared/checkout-errors.js";
 import type { ExampleResult } from "./result.js";
 
@@ -19,7 +22,7 @@ declare global {
 }
 
 const gateway = new URLSearchParams(location.search).get("gateway") ?? "http://127.0.0.1:8080";
-const checkout = createClient(CheckoutService, createConnectTransport({ baseUrl: gateway, useHttpGet: true }));
+const checkout = createClient(CheckoutService, createConnectTransport({ baseUrl: gateway, useHttpGet: true, interceptors: [validateBeforeSending()] }));
 const result: ExampleResult = { done: false, products: [], errors: [] };
 window.exampleResult = result;
 
@@ -67,6 +70,12 @@ async function main(): Promise<void> {
   await attempt("unknown SKU", () =>
     checkout.placeOrder(
       { customerId: "browser-example", items: [{ sku: "NO-SUCH-SKU", quantity: 1 }] },
+      { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: crypto.randomUUID() } },
+    ),
+  );
+  await attempt("quantity 0", () =>
+    checkout.placeOrder(
+      { customerId: "browser-example", items: [{ sku: first.sku, quantity: 0 }] },
       { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: crypto.randomUUID() } },
     ),
   );
