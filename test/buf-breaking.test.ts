@@ -37,7 +37,7 @@ function repoCopy(): { dir: string; git: (...args: string[]) => string; edit: (f
 test("a field deleted on a branch fails, against where the branch left main", () => {
   using repo = repoCopy();
   repo.git("checkout", "-q", "-b", "feature");
-  repo.edit("  int32 quantity = 2;\n", "");
+  repo.edit("  int32 quantity = 2 [(buf.validate.field).int32 = {\n    gt: 0\n    lte: 1000\n  }];\n", "");
   repo.git("commit", "-q", "-am", "drop quantity");
   repo.git("commit", "-q", "--allow-empty", "-m", "a later commit that does not touch proto/");
   const result = checkBreaking(repo.dir, noOverride);
@@ -64,7 +64,7 @@ test("an uncommitted type change fails too: the working tree is what is checked"
   using repo = repoCopy();
   repo.git("checkout", "-q", "-b", "feature");
   repo.git("commit", "-q", "--allow-empty", "-m", "work on the branch");
-  repo.edit("  string customer_id = 1;\n  repeated OrderItemRequest items = 2;", "  int64 customer_id = 1;\n  repeated OrderItemRequest items = 2;");
+  repo.edit("  string customer_id = 1 [(buf.validate.field).string = {", "  int64 customer_id = 1 [(buf.validate.field).string = {");
   const result = checkBreaking(repo.dir, noOverride);
   assert.equal(result.ok, false);
   assert.match(result.output, /customer_id.*type/i);
@@ -73,7 +73,10 @@ test("an uncommitted type change fails too: the working tree is what is checked"
 test("an added field passes", () => {
   using repo = repoCopy();
   repo.git("checkout", "-q", "-b", "feature");
-  repo.edit("message GetOrderRequest {\n  string order_id = 1;\n}", "message GetOrderRequest {\n  string order_id = 1;\n  bool include_items = 2;\n}");
+  repo.edit(
+    "  string order_id = 1 [(buf.validate.field).string.uuid = true];\n}",
+    "  string order_id = 1 [(buf.validate.field).string.uuid = true];\n  bool include_items = 2;\n}",
+  );
   repo.git("commit", "-q", "-am", "add a field");
   const result = checkBreaking(repo.dir, noOverride);
   assert.equal(result.output, "");

@@ -1,6 +1,8 @@
 /**
  * @platform/client as a package outside this repository would get it: its
- * generated code is @platform/proto's public API only, it builds to
+ * generated code is @platform/proto's public API and google.rpc error
+ * details only (with the validation and details modules it shares with the
+ * servers), it builds to
  * JavaScript with type declarations, plain node (no TypeScript loader)
  * imports it, `npm pack` ships exactly that, and the examples type-check
  * against the declarations.
@@ -24,10 +26,22 @@ function files(dir: string): Map<string, string> {
   );
 }
 
-test("the client compiles the public API as @platform/proto generates it, and nothing internal; the repository holds it once", () => {
+test("the client compiles the public API and the error details as @platform/proto generates them, with its validation and details modules, and nothing internal; the repository holds them once", () => {
   const copied = files("packages/client/src/gen");
-  assert.deepEqual([...copied.keys()].sort(), ["checkout/v1/checkout_pb.ts"]);
-  for (const [name, text] of copied) assert.equal(text, readFileSync(join("packages/proto/src/gen", name), "utf8"), `${name} is not @platform/proto's`);
+  const shared = ["error-details.ts", "validation.ts"];
+  assert.deepEqual([...copied.keys()].sort(), [
+    "checkout/v1/checkout_pb.ts",
+    "error-details.ts",
+    "google/rpc/error_details_pb.ts",
+    "google/rpc/status_pb.ts",
+    "validation.ts",
+  ]);
+  for (const [name, text] of copied) {
+    const original = shared.includes(name)
+      ? readFileSync(join("packages/proto/src", name), "utf8").replaceAll('from "./gen/', 'from "./')
+      : readFileSync(join("packages/proto/src/gen", name), "utf8");
+    assert.equal(text, original, `${name} is not @platform/proto's`);
+  }
   // The copy is the build's (packages/client/build.mjs), never committed: `npm run generate` writes one place.
   assert.equal(execFileSync("git", ["ls-files", "packages/client/src/gen"], { encoding: "utf8" }), "");
 });
@@ -52,6 +66,19 @@ test("plain node imports the built package: the service descriptor and its messa
   });
 });
 
+test("plain node: validateBeforeSending() refuses a request that breaks a declared rule before it is sent, with the server's BadRequest", async () => {
+  const script = [
+    'const m = await import("@platform/client");',
+    'const { createClient, createRouterTransport, ConnectError } = await import("@connectrpc/connect");',
+    // A transport with no service behind it: a request that got through would be UNIMPLEMENTED.
+    "const client = createClient(m.CheckoutService, createRouterTransport(() => {}, { transport: { interceptors: [m.validateBeforeSending()] } }));",
+    'const err = await client.placeOrder({ customerId: "c-1", items: [{ sku: "MUG-CERAMIC", quantity: 0 }] }).then(() => undefined, (e) => ConnectError.from(e));',
+    "console.log(JSON.stringify({ code: err?.code, reason: m.refusalReason(err), fields: err?.findDetails(m.BadRequestSchema).flatMap((b) => b.fieldViolations.map((v) => v.field)) }));",
+  ].join("\n");
+  const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script]);
+  assert.deepEqual(JSON.parse(stdout), { code: 3, reason: "INVALID_REQUEST", fields: ["items[0].quantity"] });
+});
+
 test("npm pack ships the JavaScript, the declarations and the README, no sources", async () => {
   const { stdout } = await run("npm", ["pack", "--dry-run", "--json", "--workspace", "@platform/client"]);
   const [pack] = JSON.parse(stdout) as { name: string; files: { path: string }[] }[];
@@ -59,10 +86,18 @@ test("npm pack ships the JavaScript, the declarations and the README, no sources
   assert.deepEqual(pack.files.map((f) => f.path).sort(), [
     "README.md",
     "dist/gen/checkout/v1/checkout_pb.js",
+    "dist/gen/error-details.js",
+    "dist/gen/google/rpc/error_details_pb.js",
+    "dist/gen/google/rpc/status_pb.js",
+    "dist/gen/validation.js",
     "dist/index.js",
     "dist/watch-order.js",
     "package.json",
     "types/gen/checkout/v1/checkout_pb.d.ts",
+    "types/gen/error-details.d.ts",
+    "types/gen/google/rpc/error_details_pb.d.ts",
+    "types/gen/google/rpc/status_pb.d.ts",
+    "types/gen/validation.d.ts",
     "types/index.d.ts",
     "types/watch-order.d.ts",
   ]);

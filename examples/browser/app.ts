@@ -5,13 +5,15 @@
  * idempotency key and a deadline, watches its receipt turn from PENDING to
  * SENT live (WatchOrder, a Connect server stream over fetch, resumed by
  * @platform/client's watchOrder if it is cut), and shows how an error code
- * is handled.
+ * is handled: one the server answers (an unknown SKU), and one the page
+ * answers itself (a quantity of 0 breaks a rule declared in the proto,
+ * which validateBeforeSending() checks before the request leaves).
  * The outcome is also left in `window.exampleResult` for the headless
  * browser test (test/e2e/browser-client.test.ts).
  */
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { CheckoutService, ReceiptState, idempotencyKeyHeader, watchOrder } from "@platform/client";
+import { CheckoutService, ReceiptState, idempotencyKeyHeader, validateBeforeSending, watchOrder } from "@platform/client";
 import { adviceFor } from "../shared/checkout-errors.js";
 import type { ExampleResult } from "./result.js";
 
@@ -22,7 +24,7 @@ declare global {
 }
 
 const gateway = new URLSearchParams(location.search).get("gateway") ?? "http://127.0.0.1:8080";
-const checkout = createClient(CheckoutService, createConnectTransport({ baseUrl: gateway, useHttpGet: true }));
+const checkout = createClient(CheckoutService, createConnectTransport({ baseUrl: gateway, useHttpGet: true, interceptors: [validateBeforeSending()] }));
 const result: ExampleResult = { done: false, products: [], receiptStates: [], errors: [] };
 window.exampleResult = result;
 
@@ -82,6 +84,12 @@ async function main(): Promise<void> {
   await attempt("unknown SKU", () =>
     checkout.placeOrder(
       { customerId: "browser-example", items: [{ sku: "NO-SUCH-SKU", quantity: 1 }] },
+      { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: crypto.randomUUID() } },
+    ),
+  );
+  await attempt("quantity 0", () =>
+    checkout.placeOrder(
+      { customerId: "browser-example", items: [{ sku: first.sku, quantity: 0 }] },
       { timeoutMs: 3000, headers: { [idempotencyKeyHeader]: crypto.randomUUID() } },
     ),
   );

@@ -4,6 +4,7 @@
  * is here (README, "Calling the platform"); anything else is a bug to report.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { retryInfoDelayMs } from "@platform/client";
 
 export interface ErrorAdvice {
   /** The code's wire name, as in the README: "invalid_argument". */
@@ -20,12 +21,16 @@ export function codeName(code: Code): string {
   return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
 }
 
-/** The pushback hint: `grpc-retry-pushback-ms` (milliseconds) or `Retry-After` (seconds). */
+/**
+ * The pushback hint: `grpc-retry-pushback-ms` (milliseconds) or `Retry-After`
+ * (seconds), else the RetryInfo detail (docs/errors.md; a browser may not
+ * see headers the server's CORS policy does not expose, but always sees details).
+ */
 function retryAfterMs(err: ConnectError): number | undefined {
   const ms = Number(err.metadata.get("grpc-retry-pushback-ms") ?? NaN);
   if (Number.isFinite(ms) && ms >= 0) return ms;
   const s = Number(err.metadata.get("retry-after") ?? NaN);
-  return Number.isFinite(s) && s >= 0 ? s * 1000 : undefined;
+  return Number.isFinite(s) && s >= 0 ? s * 1000 : retryInfoDelayMs(err);
 }
 
 export function adviceFor(error: unknown): ErrorAdvice {

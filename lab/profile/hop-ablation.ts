@@ -93,6 +93,7 @@ const layers = {
   deadline: "call scope (AsyncLocalStorage), handler raced against the deadline / cancel / shutdown (invariants 1, 3)",
   tracing: "server span when exported or a traceparent came (here: neither, so the check only)",
   errors: "every failure a deliberate ConnectError, internals hidden (invariant 8)",
+  validation: "the request's rules declared in the proto (protovalidate), before the handler",
   faults: "injected handler faults (the check when none are set)",
   cors: "CORS preflight answered at the edge (the check on every request)",
   edgeCheck: "API keys and the per-client rate limit (edge)",
@@ -103,7 +104,7 @@ const layers = {
 type Layer = keyof typeof layers;
 const layerNames = Object.keys(layers) as Layer[];
 
-const interceptorLayers = ["requestLog", "requestId", "deadline", "tracing", "errors", "faults"] as const satisfies readonly (Layer &
+const interceptorLayers = ["requestLog", "requestId", "deadline", "tracing", "errors", "validation", "faults"] as const satisfies readonly (Layer &
   keyof ServerInterceptors)[];
 const passThrough: Interceptor = (next) => next;
 

@@ -13,9 +13,15 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
 
-/** The API packages this package publishes (under packages/proto/src/gen): the public one only. */
-const publicApis = ["checkout"];
+/** The API packages this package publishes (under packages/proto/src/gen): the public one, and google.rpc's error details. */
+const publicApis = ["checkout", "google"];
 const generated = "../proto/src/gen";
+/**
+ * @platform/proto's modules that a client shares with the servers: the
+ * declared-rule validation and the error details' readers. Copied into
+ * src/gen beside the generated code (their "./gen/" imports made "./").
+ */
+const sharedModules = ["error-details.ts", "validation.ts"];
 
 function filesUnder(dir) {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
@@ -23,10 +29,10 @@ function filesUnder(dir) {
     .map((e) => relative(dir, join(e.parentPath, e.name)));
 }
 
-const copies = new Set(publicApis.flatMap((api) => filesUnder(join(generated, api)).map((f) => join(api, f))));
+const copies = new Map(publicApis.flatMap((api) => filesUnder(join(generated, api)).map((f) => [join(api, f), readFileSync(join(generated, api, f), "utf8")])));
+for (const m of sharedModules) copies.set(m, readFileSync(join(generated, "..", m), "utf8").replaceAll('from "./gen/', 'from "./'));
 if (existsSync("src/gen")) for (const f of filesUnder("src/gen")) if (!copies.has(f)) rmSync(join("src/gen", f));
-for (const f of copies) {
-  const text = readFileSync(join(generated, f), "utf8");
+for (const [f, text] of copies) {
   const target = join("src/gen", f);
   if (existsSync(target) && readFileSync(target, "utf8") === text) continue;
   mkdirSync(dirname(target), { recursive: true });

@@ -83,9 +83,15 @@ test("the page lists the products, places an order, watches its receipt turn SEN
   assert.match(text, /receipt: PENDING\nreceipt: SENT/);
   assert.deepEqual(result.errors, [
     { what: "unknown SKU", code: "invalid_argument", advice: 'the request is wrong (unknown sku "NO-SUCH-SKU"): fix it, do not retry' },
+    {
+      what: "quantity 0",
+      code: "invalid_argument",
+      advice: "the request is wrong (items[0].quantity: must be greater than 0 and less than or equal to 1000): fix it, do not retry",
+    },
   ]);
   assert.match(text, /unknown SKU: invalid_argument/);
-  // ListProducts went as a GET (no side effects: useHttpGet); PlaceOrder as POST, after a CORS preflight.
+  // ListProducts went as a GET (no side effects: useHttpGet); PlaceOrder as POST, after a CORS preflight;
+  // the order with quantity 0 never left the page (validateBeforeSending).
   const rpc = calls.filter((c) => c.method !== "OPTIONS");
   assert.deepEqual(rpc, [
     { method: "GET", path: "/checkout.v1.CheckoutService/ListProducts" },

@@ -34,7 +34,7 @@ test("an empty key is INVALID_ARGUMENT, with a message", async () => {
   await expectCode(
     client().sendReceipt({ idempotencyKey: "", orderId: "o-1" }, { timeoutMs: 2000 }),
     Code.InvalidArgument,
-    /idempotency_key must not be empty/,
+    /^idempotency_key: must be at least 1 characters$/,
   );
 });
 

@@ -8,6 +8,36 @@
 export * from "./gen/checkout/v1/checkout_pb.js";
 
 /**
+ * The platform's refusals in gRPC's richer error model (docs/errors.md):
+ * `refusalReason(err)` is ErrorInfo's stable reason ("BULKHEAD_FULL",
+ * "INVALID_REQUEST", ...), `retryInfoDelayMs(err)` RetryInfo's delay, and
+ * `err.findDetails(BadRequestSchema)` the fields a request got wrong.
+ */
+export {
+  BadRequestSchema,
+  ErrorInfoSchema,
+  QuotaFailureSchema,
+  RetryInfoSchema,
+  errorDomain,
+  refusalReason,
+  refusalReasons,
+  retryInfoDelayMs,
+  type BadRequest,
+  type ErrorInfo,
+  type QuotaFailure,
+  type RefusalReason,
+  type RetryInfo,
+} from "./gen/error-details.js";
+
+/**
+ * An interceptor for `createClient`'s transport that checks each request
+ * against the rules declared in the proto before it is sent: a request the
+ * server would refuse fails at once, with the same `invalid_argument` and
+ * BadRequest, without a round trip.
+ */
+export { validationInterceptor as validateBeforeSending } from "./gen/validation.js";
+
+/**
  * The request header that makes PlaceOrder safe to repeat: the same key with
  * the same request returns the same order; with a different request the
  * call fails with `already_exists`. 1-255 printable ASCII characters.

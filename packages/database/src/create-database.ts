@@ -17,7 +17,7 @@ import { ConnectionSlots, SlotWaitError } from "./connection-slots.js";
 import { ReconnectGate, ReconnectWaitError } from "./reconnect-gate.js";
 import { type PoolStatsSource, databaseMetrics } from "./metrics.js";
 import { scopeEndedError } from "./scope-ended-error.js";
-import { connectionFailureReason, connectionLostError, refusedWhileRestarting, toConnectError } from "./to-connect-error.js";
+import { connectionFailureReason, connectionLostError, refusedWhileRestarting, toConnectError, unavailableDetails } from "./to-connect-error.js";
 import { statementTarget } from "./statement-span.js";
 import { ScopedTx, type Tx } from "./tx.js";
 import { serverFaultNow, unreachableNow } from "./fault-now.js";
@@ -209,7 +209,7 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
       `${name}: database unavailable: ${reason}; waited ${Math.round(err.waitedMs)} ms for it to accept connections`,
       Code.Unavailable,
       undefined,
-      undefined,
+      unavailableDetails(name),
       err.cause,
     );
   };
@@ -274,7 +274,8 @@ function createPlatformDatabase(opts: DatabaseOptions): Database {
   }
 
   async function run<T>(scope: CallScope, fn: (tx: Tx) => Promise<T>, txOpts: (TransactionOptions & { autocommit?: boolean }) | undefined): Promise<T> {
-    if (unreachableNow()) throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable);
+    if (unreachableNow())
+      throw new ConnectError(`${name}: database unavailable: unreachable (injected fault)`, Code.Unavailable, undefined, unavailableDetails(name));
     const client = await checkout(scope);
     const tx = new ScopedTx(client, scope, { dbName: name, target, minBudgetMs, statementReserveMs, metrics, autocommit: txOpts?.autocommit ?? false });
     let begun = false;
@@ -361,6 +362,6 @@ async function injectDatabaseFault(tx: Tx, fault: { latencyMs?: number; errorRat
   } catch (e) {
     // Reported as what a failing database looks like to its callers.
     if (e instanceof ConnectError) throw e;
-    throw new ConnectError(`${name}: database unavailable: injected fault`, Code.Unavailable);
+    throw new ConnectError(`${name}: database unavailable: injected fault`, Code.Unavailable, undefined, unavailableDetails(name));
   }
 }

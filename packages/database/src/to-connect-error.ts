@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { type Detail, refusalDetails } from "@platform/proto/error-details";
 import { type CallScope, abortReason } from "@platform/resilience";
 
 /** Socket-level failures, with the short reason we put in messages. */
@@ -143,7 +144,7 @@ export function toConnectError(err: unknown, dbName: string, scope?: CallScope):
   }
   const reason = connectionFailureReason(err) ?? refusedByServerRules(err);
   if (reason !== undefined) {
-    return new ConnectError(`${dbName}: database unavailable: ${reason}`, Code.Unavailable, undefined, undefined, err);
+    return new ConnectError(`${dbName}: database unavailable: ${reason}`, Code.Unavailable, undefined, unavailableDetails(dbName), err);
   }
   return err;
 }
@@ -158,7 +159,7 @@ export function toConnectError(err: unknown, dbName: string, scope?: CallScope):
  */
 export function connectionLostError(dbName: string, loss: { message: string; code: string | undefined; error: Error }): ConnectError {
   const code = loss.code !== undefined ? ` (${loss.code})` : "";
-  return new ConnectError(`${dbName}: connection lost: ${loss.message}${code}`, Code.Unavailable, undefined, undefined, loss.error);
+  return new ConnectError(`${dbName}: connection lost: ${loss.message}${code}`, Code.Unavailable, undefined, unavailableDetails(dbName), loss.error);
 }
 
 /**
@@ -179,7 +180,12 @@ export function readOnlyServerError(err: unknown, dbName: string): ConnectError 
     `${dbName}: database unavailable: the server takes no writes (a standby, or set read-only) (${READ_ONLY_SQLSTATE})`,
     Code.Unavailable,
     undefined,
-    undefined,
+    unavailableDetails(dbName),
     err,
   );
+}
+
+/** ErrorInfo DATABASE_UNAVAILABLE naming the database (docs/errors.md): the request is fine, the database is not. */
+export function unavailableDetails(dbName: string): Detail[] {
+  return refusalDetails({ reason: "DATABASE_UNAVAILABLE", metadata: { database: dbName } });
 }

@@ -20,13 +20,18 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport, type Client, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { validationInterceptor } from "@platform/proto/validation";
 import pg from "pg";
 
 export type Routes = (router: ConnectRouter) => void;
 
-/** A typed client whose calls are served by `routes` in memory, through Connect's router (serialisation, errors and headers included). */
+/**
+ * A typed client whose calls are served by `routes` in memory, through
+ * Connect's router (serialisation, errors and headers included), behind the
+ * proto's declared rules as serve() checks them (validation.ts).
+ */
 export function inMemoryClient<T extends DescService>(service: T, routes: Routes): Client<T> {
-  return createClient(service, createRouterTransport(routes));
+  return createClient(service, createRouterTransport(routes, { router: { interceptors: [validationInterceptor()] } }));
 }
 
 export interface Downstream {

@@ -8,11 +8,15 @@ import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { exampleEchoV1 } from "@platform/proto";
+import { validationInterceptor } from "@platform/proto/validation";
 import { apiRoutes } from "@platform/runtime";
 import { defaults, loadConfig } from "./config.js";
 import { ExampleEchoService, maxMessageLength } from "./example-echo-service.js";
 
-const client = () => createClient(exampleEchoV1.ExampleEchoService, createRouterTransport(apiRoutes(defaults.apis, new ExampleEchoService()).routes));
+// Behind the proto's declared rules, as serve() checks them before a handler runs.
+const transport = () =>
+  createRouterTransport(apiRoutes(defaults.apis, new ExampleEchoService()).routes, { router: { interceptors: [validationInterceptor()] } });
+const client = () => createClient(exampleEchoV1.ExampleEchoService, transport());
 
 async function codeOf(call: Promise<unknown>): Promise<string> {
   try {

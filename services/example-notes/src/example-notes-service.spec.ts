@@ -14,6 +14,7 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { createDatabase, migrate, type Database } from "@platform/database";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "@platform/embedded-postgres";
 import { exampleNotesV1 } from "@platform/proto";
+import { validationInterceptor } from "@platform/proto/validation";
 import { apiRoutes } from "@platform/runtime";
 import { defaults } from "./config.js";
 import { ExampleNotesService, limits } from "./example-notes-service.js";
@@ -38,7 +39,10 @@ after(async () => {
   }
 });
 
-const client = () => createClient(exampleNotesV1.ExampleNotesService, createRouterTransport(apiRoutes(defaults.apis, new ExampleNotesService(db)).routes));
+// Behind the proto's declared rules, as serve() checks them before a handler runs.
+const transport = () =>
+  createRouterTransport(apiRoutes(defaults.apis, new ExampleNotesService(db)).routes, { router: { interceptors: [validationInterceptor()] } });
+const client = () => createClient(exampleNotesV1.ExampleNotesService, transport());
 const rows = async () => (await db.transaction((tx) => tx.query<{ id: string; text: string }>("SELECT id, text FROM example_notes.notes ORDER BY id"))).rows;
 
 async function codeOf(call: Promise<unknown>): Promise<string> {

@@ -1,8 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { mailerV1 } from "@platform/proto";
+import { validationInterceptor } from "@platform/proto/validation";
 import { MailerService, maxKeyLength } from "./mailer-service.js";
 
 const request = (idempotencyKey: string, orderId = "o-1") => create(mailerV1.SendReceiptRequestSchema, { idempotencyKey, orderId });
@@ -35,9 +36,12 @@ test("it remembers at most rememberKeys keys, forgetting the oldest first", asyn
   assert.equal((await mailer.sendReceipt(request("a"))).duplicate, false, "the oldest key was forgotten");
 });
 
-test("an empty or overlong key or order id is INVALID_ARGUMENT", async () => {
-  const mailer = new MailerService({ rememberKeys: 10 });
+test("an empty or overlong key or order id is INVALID_ARGUMENT (mailer.proto's rules, checked before the handler)", async () => {
+  const impl = new MailerService({ rememberKeys: 10 });
+  const transport = createRouterTransport((router) => router.service(mailerV1.MailerService, impl), { router: { interceptors: [validationInterceptor()] } });
+  const mailer = createClient(mailerV1.MailerService, transport);
   assert.equal(await codeOf(mailer.sendReceipt(request(""))), "InvalidArgument");
   assert.equal(await codeOf(mailer.sendReceipt(request("k", ""))), "InvalidArgument");
   assert.equal(await codeOf(mailer.sendReceipt(request("x".repeat(maxKeyLength + 1)))), "InvalidArgument");
+  assert.equal(await codeOf(mailer.sendReceipt(request("x".repeat(maxKeyLength), "o".repeat(maxKeyLength)))), "ok");
 });

@@ -1,17 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import { mailerV1 } from "@platform/proto";
 import { serviceCounter } from "@platform/runtime";
 
-/** Longest idempotency key or order id accepted: bounds what one call can ask for. */
+/** Longest idempotency key or order id accepted (declared in mailer.proto): bounds what one call can ask for. */
 export const maxKeyLength = 128;
-
-function required(field: string, value: string): string {
-  if (value === "") throw new ConnectError(`${field} must not be empty`, Code.InvalidArgument);
-  if (value.length > maxKeyLength) throw new ConnectError(`${field} must be at most ${maxKeyLength} characters, got ${value.length}`, Code.InvalidArgument);
-  return value;
-}
 
 export interface MailerDeps {
   /**
@@ -40,8 +34,7 @@ export class MailerService implements ServiceImpl<typeof mailerV1.MailerService>
   constructor(private readonly deps: MailerDeps) {}
 
   async sendReceipt(req: mailerV1.SendReceiptRequest): Promise<mailerV1.SendReceiptResponse> {
-    const key = required("idempotency_key", req.idempotencyKey);
-    required("order_id", req.orderId);
+    const key = req.idempotencyKey;
     const earlier = this.sent.get(key);
     if (earlier !== undefined) {
       this.receipts.inc({ outcome: "duplicate" });

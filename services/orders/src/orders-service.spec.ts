@@ -3,9 +3,9 @@
  * orders' implementation on the real thing it owns, a PostgreSQL with its
  * migrations applied (the embedded one, in a temp dir), served in memory
  * over Connect's router; pricing is a small in-memory PricingService with a
- * catalogue of its own. Asserted: every validation rule with its code and
- * message, the order's arithmetic, the rows written, idempotency keys
- * (replay, reuse for another request, concurrency, expiry), and pricing's
+ * catalogue of its own. Asserted: every validation rule (declared in the
+ * proto, and the repeated-SKU rule in code) with its code, message and
+ * field, the order's arithmetic, the rows written, idempotency keys (replay, reuse for another request, concurrency, expiry), and pricing's
  * failures. Then the implementation wired as main.ts wires it (serve(),
  * the dependency client to pricing), for the deadline on the call to
  * pricing and on the SQL statement.
@@ -17,6 +17,7 @@ import { after, before, beforeEach, describe, mock, test } from "node:test";
 import { Code, ConnectError, type Client, type HandlerContext } from "@connectrpc/connect";
 import { createDatabase, migrate, type Database } from "@platform/database";
 import { ordersV1, pricingV1 } from "@platform/proto";
+import { BadRequestSchema } from "@platform/proto/error-details";
 import { apiRoutes, createDependencyClient, createLogger, register, serve, type RunningServer } from "@platform/runtime";
 import { type TestServer, activeStatements, adminQuery, eventually, startTestServer } from "../../../packages/database/src/testing/test-server.js";
 import {
@@ -150,34 +151,42 @@ describe("OrdersService, served in memory on a real database", () => {
   });
   beforeEach(() => pricing.reset());
 
-  describe("validation: each rule answers INVALID_ARGUMENT naming the problem, before pricing is asked or anything is written", () => {
+  describe("validation: each rule answers INVALID_ARGUMENT with a BadRequest naming the field, before pricing is asked or anything is written", () => {
     const item = (sku: string, quantity = 1) => ({ sku, quantity });
-    const cases: [string, { customerId?: string; items?: { sku: string; quantity: number }[]; idempotencyKey?: string }, string][] = [
-      ["no customer", { customerId: "" }, "customer_id is required"],
-      ["a customer id of 129 characters", { customerId: "c".repeat(129) }, "customer_id must be at most 128 characters"],
-      ["a customer id with a space", { customerId: "c 1" }, "customer_id may contain only letters, digits and . _ : @ -"],
-      ["a customer id with a slash", { customerId: "c/1" }, "customer_id may contain only letters, digits and . _ : @ -"],
-      ["no items", { items: [] }, "items must not be empty"],
-      ["51 items", { items: Array.from({ length: 51 }, (_, i) => item(`S${i}`)) }, "at most 50 items per order, got 51"],
-      ["a lower-case sku", { items: [item("mug")] }, 'items[0].sku "mug" is not a valid sku'],
-      ["an empty sku", { items: [item("")] }, 'items[0].sku "" is not a valid sku'],
-      ["a sku starting with a dash", { items: [item("-MUG")] }, 'items[0].sku "-MUG" is not a valid sku'],
-      ["a sku of 65 characters", { items: [item("A".repeat(65))] }, `items[0].sku "${"A".repeat(65)}" is not a valid sku`],
-      ["a sku twice", { items: [item("MUG"), item("TEE"), item("MUG")] }, "items[2].sku MUG appears twice; combine the quantities"],
-      ["a quantity of 0", { items: [item("MUG", 0)] }, "items[0].quantity must be positive, got 0"],
-      ["a negative quantity", { items: [item("MUG"), item("TEE", -3)] }, "items[1].quantity must be positive, got -3"],
-      ["a quantity of 1001", { items: [item("MUG", 1001)] }, "items[0].quantity must be at most 1000, got 1001"],
-      ["a key of 256 characters", { idempotencyKey: "k".repeat(256) }, "idempotency key must be at most 255 characters, got 256"],
-      ["a key with a space", { idempotencyKey: "my key" }, "idempotency key must be printable ASCII without spaces"],
-      ["a key beyond ASCII", { idempotencyKey: "cl\u00e9" }, "idempotency key must be printable ASCII without spaces"],
+    const skuRule = "does not match regex pattern `^[A-Z0-9][A-Z0-9-]{0,63}$`";
+    const quantityRule = "must be greater than 0 and less than or equal to 1000";
+    const keyPattern = "does not match regex pattern `^[!-~]*$`";
+    const customerIdRule = "does not match regex pattern `^[A-Za-z0-9._:@-]*$`";
+    const cases: [string, { customerId?: string; items?: { sku: string; quantity: number }[]; idempotencyKey?: string }, string, string][] = [
+      ["no customer", { customerId: "" }, "customer_id", "must be at least 1 characters"],
+      ["a customer id of 129 characters", { customerId: "c".repeat(129) }, "customer_id", "must be at most 128 characters"],
+      ["a customer id with a space", { customerId: "c 1" }, "customer_id", customerIdRule],
+      ["a customer id with a slash", { customerId: "c/1" }, "customer_id", customerIdRule],
+      ["no items", { items: [] }, "items", "must contain at least 1 item(s)"],
+      ["51 items", { items: Array.from({ length: 51 }, (_, i) => item(`S${i}`)) }, "items", "must contain no more than 50 item(s)"],
+      ["a lower-case sku", { items: [item("mug")] }, "items[0].sku", skuRule],
+      ["an empty sku", { items: [item("")] }, "items[0].sku", skuRule],
+      ["a sku starting with a dash", { items: [item("-MUG")] }, "items[0].sku", skuRule],
+      ["a sku of 65 characters", { items: [item("A".repeat(65))] }, "items[0].sku", skuRule],
+      ["a sku twice", { items: [item("MUG"), item("TEE"), item("MUG")] }, "items[2].sku", "MUG appears twice; combine the quantities"],
+      ["a quantity of 0", { items: [item("MUG", 0)] }, "items[0].quantity", quantityRule],
+      ["a negative quantity", { items: [item("MUG"), item("TEE", -3)] }, "items[1].quantity", quantityRule],
+      ["a quantity of 1001", { items: [item("MUG", 1001)] }, "items[0].quantity", quantityRule],
+      ["a key of 256 characters", { idempotencyKey: "k".repeat(256) }, "idempotency_key", "must be at most 255 characters"],
+      ["a key with a space", { idempotencyKey: "my key" }, "idempotency_key", keyPattern],
+      ["a key beyond ASCII", { idempotencyKey: "cl\u00e9" }, "idempotency_key", keyPattern],
     ];
-    for (const [what, fields, message] of cases) {
+    for (const [what, fields, field, description] of cases) {
       test(what, async () => {
         const customerId = fields.customerId ?? newCustomer();
-        await expectCode(
+        const err = await expectCode(
           orders.createOrder({ customerId, items: [item("MUG")], idempotencyKey: "", ...fields }),
           Code.InvalidArgument,
-          new RegExp(`^${escape(message)}$`),
+          new RegExp(`^${escape(field)}:? ${escape(description)}$`),
+        );
+        assert.deepEqual(
+          err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations.map((v) => [v.field, v.description])),
+          [[field, description]],
         );
         assert.equal(pricing.getPrices.calls.length, 0, "pricing was not asked");
         assert.deepEqual(await orderRows(customerId), [], "nothing was written");
@@ -210,8 +219,8 @@ describe("OrdersService, served in memory on a real database", () => {
     });
 
     test("GetOrder: an empty id, an id that is not a UUID", async () => {
-      await expectCode(orders.getOrder({ orderId: "" }), Code.InvalidArgument, /^order_id is required$/);
-      await expectCode(orders.getOrder({ orderId: "42" }), Code.InvalidArgument, /^order_id must be a UUID$/);
+      await expectCode(orders.getOrder({ orderId: "" }), Code.InvalidArgument, /^order_id: value is empty, which is not a valid UUID$/);
+      await expectCode(orders.getOrder({ orderId: "42" }), Code.InvalidArgument, /^order_id: must be a valid UUID$/);
     });
   });
 

@@ -1,11 +1,11 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { ordersV1, type pricingV1 } from "@platform/proto";
+import { ordersV1, type commonV1, type pricingV1 } from "@platform/proto";
+import { badRequestDetails, withRefusal } from "@platform/proto/error-details";
 import { serviceCounter } from "@platform/runtime";
 import type { OrderStore, IdempotencyRecord } from "./order-store.js";
 import { priceOrder } from "./price-order.js";
 import { requestHash } from "./request-hash.js";
-import { validateIdempotencyKey, validateOrderId, validateOrderInput } from "./validate.js";
 import type { OrderChangeFeed } from "./order-change-feed.js";
 import { finalReceipt, lastWatchPosition, watchPosition } from "./watch-position.js";
 
@@ -40,8 +40,7 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
   constructor(private readonly deps: OrdersDeps) {}
 
   async createOrder(req: ordersV1.CreateOrderRequest): Promise<ordersV1.CreateOrderResponse> {
-    validateIdempotencyKey(req.idempotencyKey);
-    validateOrderInput(req.customerId, req.items);
+    rejectRepeatedSkus(req.items);
     const hash = requestHash(req);
     const key = req.idempotencyKey;
     let order: ReturnType<typeof priceOrder>;
@@ -63,9 +62,9 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
   private replay(record: IdempotencyRecord, hash: string, key: string): ordersV1.CreateOrderResponse {
     if (record.requestHash !== hash) {
       this.idempotency.inc({ outcome: "rejected" });
-      throw new ConnectError(
-        `idempotency key ${JSON.stringify(key)} was already used for a different request; use a new key for a new order`,
-        Code.AlreadyExists,
+      throw withRefusal(
+        new ConnectError(`idempotency key ${JSON.stringify(key)} was already used for a different request; use a new key for a new order`, Code.AlreadyExists),
+        { reason: "IDEMPOTENCY_KEY_REUSED" },
       );
     }
     this.idempotency.inc({ outcome: "replayed" });
@@ -73,7 +72,6 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
   }
 
   async getOrder(req: ordersV1.GetOrderRequest): Promise<ordersV1.GetOrderResponse> {
-    validateOrderId(req.orderId);
     const order = await this.deps.store.get(req.orderId.toLowerCase());
     if (!order) throw new ConnectError(`order ${req.orderId} not found`, Code.NotFound);
     return create(ordersV1.GetOrderResponseSchema, { order });
@@ -87,7 +85,6 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
    * between reads: a watcher waits on the process's one LISTEN connection.
    */
   async *watchOrder(req: ordersV1.WatchOrderRequest, ctx: HandlerContext): AsyncGenerator<ordersV1.WatchOrderResponse> {
-    validateOrderId(req.orderId);
     if (req.resumeAfter > lastWatchPosition) {
       throw new ConnectError(`resume_after ${req.resumeAfter} is past an order's last position (${lastWatchPosition})`, Code.InvalidArgument);
     }
@@ -110,4 +107,21 @@ export class OrdersService implements ServiceImpl<typeof ordersV1.OrdersService>
       subscription.close();
     }
   }
+}
+
+/**
+ * The one input rule the proto cannot declare per field: each SKU at most
+ * once per order (the rest are buf.validate annotations in orders.proto,
+ * checked before the handler runs).
+ */
+function rejectRepeatedSkus(items: readonly commonV1.OrderLineRequest[]): void {
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    if (seen.has(item.sku)) {
+      const field = `items[${i}].sku`;
+      const description = `${item.sku} appears twice; combine the quantities`;
+      throw new ConnectError(`${field} ${description}`, Code.InvalidArgument, undefined, badRequestDetails([{ field, description }]));
+    }
+    seen.add(item.sku);
+  });
 }

@@ -101,11 +101,15 @@ describe("PricingService, served in memory on a real database", () => {
   });
 
   test("GetPrices: no skus is INVALID_ARGUMENT", async () => {
-    await expectCode(pricing.getPrices({ skus: [] }), Code.InvalidArgument, /^skus must not be empty$/);
+    await expectCode(pricing.getPrices({ skus: [] }), Code.InvalidArgument, /^skus: must contain at least 1 item\(s\)$/);
   });
 
   test(`GetPrices: more than ${maxSkusPerCall} skus is INVALID_ARGUMENT, counted before any work (duplicates included)`, async () => {
-    await expectCode(pricing.getPrices({ skus: Array.from({ length: 101 }, () => "MUG") }), Code.InvalidArgument, /^at most 100 skus per call, got 101$/);
+    await expectCode(
+      pricing.getPrices({ skus: Array.from({ length: 101 }, () => "MUG") }),
+      Code.InvalidArgument,
+      /^skus: must contain no more than 100 item\(s\)$/,
+    );
   });
 
   test("GetPrices: an unknown sku is INVALID_ARGUMENT naming the first one missing", async () => {

@@ -3,7 +3,7 @@ import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { Database } from "@platform/database";
 import { commonV1, pricingV1 } from "@platform/proto";
 
-/** Most SKUs one GetPrices call may ask for: bounds the statement and the response. */
+/** Most SKUs one GetPrices call may ask for (declared in pricing.proto): bounds the statement and the response. */
 export const maxSkusPerCall = 100;
 
 interface ProductRow {
@@ -34,10 +34,6 @@ export class PricingService implements ServiceImpl<typeof pricingV1.PricingServi
   }
 
   async getPrices(req: pricingV1.GetPricesRequest): Promise<pricingV1.GetPricesResponse> {
-    if (req.skus.length === 0) throw new ConnectError("skus must not be empty", Code.InvalidArgument);
-    if (req.skus.length > maxSkusPerCall) {
-      throw new ConnectError(`at most ${maxSkusPerCall} skus per call, got ${req.skus.length}`, Code.InvalidArgument);
-    }
     const unique = [...new Set(req.skus)];
     const rows = await this.db.transaction(
       (tx) => tx.query<ProductRow>("SELECT sku, name, currency_code, unit_price_minor FROM pricing.products WHERE sku = ANY($1::text[])", [unique]),

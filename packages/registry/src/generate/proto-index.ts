@@ -5,12 +5,17 @@ import { join } from "node:path";
  * packages/proto/src/index.ts: one namespace per API package, named by the
  * package's last two parts (`checkout.v1` -> checkoutV1, `grpc.health.v1`
  * -> healthV1), so that message names of different packages never collide.
- * A new .proto under proto/ is exported without a hand edit.
+ * A new .proto under proto/ is exported without a hand edit. The vendored
+ * rule and error types are not APIs: buf.validate's code ships with
+ * @bufbuild/protovalidate (buf.gen.yaml), and google.rpc's is exported with
+ * the helpers that read and write it (packages/proto/src/error-details.ts).
  */
+const notApis = ["buf/", "google/"];
+
 export function protoIndex(root: string): string {
   const protoDir = join(root, "proto");
   const files = readdirSync(protoDir, { recursive: true, encoding: "utf8" })
-    .filter((f) => f.endsWith(".proto"))
+    .filter((f) => f.endsWith(".proto") && !notApis.some((dir) => f.startsWith(dir)))
     .sort();
   const byNamespace = new Map<string, string>();
   const lines: string[] = [];

@@ -21,6 +21,8 @@ import { noteDependencyRestarting } from "./restart-signal.js";
 import { waitedOutRestartHeader } from "../headers.js";
 import { isolationMetrics } from "../observability/metrics.js";
 import { histogramCellsOf } from "../observability/metric-cells.js";
+import { refusalReason, withRefusal } from "@platform/proto/error-details";
+import { localRejectionReason } from "../refusals.js";
 
 export interface IsolationConfig {
   /**
@@ -285,7 +287,8 @@ function ranOutOfTime(e: unknown, signal: AbortSignal | undefined): boolean {
 
 /**
  * Our own refusals (breaker, bulkhead) tell the caller when to come back, if
- * we know, and that they were made for `dependency`. A rejection handler
+ * we know, and that they were made for `dependency`: in the pushback headers
+ * and as ErrorInfo (its reason) and RetryInfo details (refusals.ts). A rejection handler
  * (`.catch(withPushback)`), made once per dependency, rather than an async
  * wrapper: no extra promise and closure per call on the path that succeeds.
  */
@@ -293,10 +296,15 @@ function refusalFor(dependency: string): (e: unknown) => never {
   return (e) => {
     const local = localRejection(e);
     if (local !== undefined && e instanceof ConnectError) {
-      if (local.retryAfterMs !== undefined && !e.metadata.has(grpcRetryPushbackHeader)) {
-        for (const [k, v] of Object.entries(pushbackHeaders(Math.max(1, local.retryAfterMs)))) e.metadata.set(k, v);
+      const retryAfterMs = local.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(local.retryAfterMs));
+      if (retryAfterMs !== undefined && !e.metadata.has(grpcRetryPushbackHeader)) {
+        for (const [k, v] of Object.entries(pushbackHeaders(retryAfterMs))) e.metadata.set(k, v);
       }
       e.metadata.set(failedDependencyHeader, dependency);
+      const reason = localRejectionReason(local.kind);
+      if (reason !== undefined && refusalReason(e) === undefined) {
+        withRefusal(e, { reason, metadata: { dependency }, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+      }
     }
     throw e;
   };

@@ -22,6 +22,7 @@ import { attemptKey } from "./retry-interceptor.js";
 import { clientSpanNeeded, endSpan, startClientSpan } from "../observability/tracing.js";
 import { codeLabel } from "../observability/code-label.js";
 import { mapStreamFailure, onStreamEnd } from "../server/stream-messages.js";
+import { refusalError } from "../refusals.js";
 
 export interface OutboundOptions {
   /** Dependency name used in messages and metric labels, e.g. "stock". */
@@ -68,9 +69,10 @@ export function budgetGateInterceptor(opts: OutboundOptions): Interceptor {
         client.calls.inc({ dependency: opts.dependency, procedure: `/${req.service.typeName}/${req.method.name}`, code: "not_started" });
         return Promise.reject(
           markLocalRejection(
-            new ConnectError(
+            refusalError(
               `${opts.dependency}: not called, only ${Math.max(0, budget)}ms left of the deadline (minimum ${opts.minBudgetMs}ms)`,
               Code.DeadlineExceeded,
+              { reason: "DEADLINE_TOO_SHORT", metadata: { dependency: opts.dependency } },
             ),
             { kind: "budget_too_small", dependency: opts.dependency },
           ),

@@ -11,6 +11,7 @@ import {
   type Clock,
   type RetryPolicy,
 } from "@platform/resilience";
+import { retryInfoDelayMs } from "@platform/proto/error-details";
 import { retryMetrics } from "../observability/metrics.js";
 import { histogramCellsOf } from "../observability/metric-cells.js";
 import { wasNeverProcessed } from "./downstream-error.js";
@@ -77,7 +78,9 @@ export function retryInterceptor(opts: RetryInterceptorOptions): Interceptor {
       } catch (e) {
         const error = ConnectError.from(e);
         const scope = currentScope();
-        const pushbackMs = readPushback(error.metadata, Date.now());
+        // The pushback headers first (only they can say "never"), else the
+        // RetryInfo detail that grpc-go, grpc-java and Google's clients send.
+        const pushbackMs = readPushback(error.metadata, Date.now()) ?? retryInfoDelayMs(error);
         const decision = decideRetry({
           error,
           attempt,

@@ -7,6 +7,7 @@ import { cellsOf, histogramCellsOf } from "../observability/metric-cells.js";
 import { requestContextOf, type RequestContext } from "../server/request-context.js";
 import { requestTraceContext, serverSpanNeeded, traceFields } from "../observability/tracing.js";
 import { isStream } from "../server/stream-messages.js";
+import { refusalError } from "../refusals.js";
 
 export interface DeadlineInterceptorOptions {
   deadline: Pick<DeadlineConfig, "edge" | "defaultMs" | "maxMs">;
@@ -221,7 +222,7 @@ export function scopeEndedError(scope: CallScope): ConnectError {
     case "deadline":
       return new ConnectError("deadline exceeded before the request completed", Code.DeadlineExceeded);
     case "shutdown":
-      return new ConnectError("server is shutting down; retry on another instance", Code.Unavailable);
+      return refusalError("server is shutting down; retry on another instance", Code.Unavailable, { reason: "SHUTTING_DOWN" });
     default:
       return new ConnectError("request cancelled by the caller", Code.Canceled);
   }

@@ -1,7 +1,6 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { pushbackHeaders } from "@platform/resilience";
+import { Code, type HandlerContext } from "@connectrpc/connect";
 import type { CriticalityPolicy } from "../server/admission-gate.js";
 import { handleCors, type CorsConfig } from "./cors.js";
 import { createAuthenticator, type AuthConfig, type Identity } from "./edge-auth.js";
@@ -11,6 +10,7 @@ import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
 import { quotaExceeded, TenantQuotas, type TenantQuotaConfig } from "./tenant-quota.js";
 import { TenantMetrics } from "./tenant-metrics.js";
 import type { RequestContext } from "../server/request-context.js";
+import { refusalError } from "../refusals.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -64,7 +64,8 @@ export function createEdge(opts: EdgeOptions): ServerEdge {
     if (opts.auth.mode !== "none") request.tenant = identity.tenant;
     const client = opts.auth.mode === "none" ? (request.exchange?.req.socket?.remoteAddress ?? "unknown") : identity.caller;
     const waitMs = limiter.take(client);
-    if (waitMs > 0) throw new ConnectError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, pushbackHeaders(waitMs));
+    if (waitMs > 0)
+      throw refusalError("rate limit exceeded for this client; slow down", Code.ResourceExhausted, { reason: "RATE_LIMITED", retryAfterMs: waitMs });
     if (!quotas || !metrics) return;
     const quotaWaitMs = quotas.take(identity.tenant);
     metrics.count(identity.tenant, quotaWaitMs > 0 ? "over_quota" : "admitted");

@@ -6,6 +6,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
+import { QuotaFailureSchema, refusalReason, retryInfoDelayMs } from "@platform/proto/error-details";
 import { EnvReader } from "../config/config.js";
 import { register } from "../observability/metrics.js";
 import { quotaExceeded, readTenantQuotaConfig, TenantQuotas } from "./tenant-quota.js";
@@ -29,12 +30,18 @@ describe("tenant quotas", () => {
     assert.deepEqual(quotas.quotaOf("anyone"), { perSecond: 2, burst: 2 });
   });
 
-  test("the refusal: resource_exhausted naming the tenant's quota, with the platform's pushback headers", () => {
+  test("the refusal: resource_exhausted naming the tenant's quota, with the platform's pushback headers and QUOTA_EXCEEDED details", () => {
     const e = quotaExceeded("acme", { perSecond: 2, burst: 4 }, 1500);
     assert.equal(e.code, Code.ResourceExhausted);
     assert.match(e.rawMessage, /quota exceeded for tenant "acme": 2 requests per second \(burst 4\)/);
     assert.equal(e.metadata.get("grpc-retry-pushback-ms"), "1500");
     assert.equal(e.metadata.get("retry-after"), "2");
+    assert.equal(refusalReason(e), "QUOTA_EXCEEDED");
+    assert.equal(retryInfoDelayMs(e), 1500);
+    assert.deepEqual(
+      e.findDetails(QuotaFailureSchema).flatMap((q) => q.violations.map((v) => [v.subject, v.description])),
+      [["tenant:acme", "2 requests per second (burst 4)"]],
+    );
   });
 
   test("config: defaults, overrides, and a clear error for a bad entry", () => {

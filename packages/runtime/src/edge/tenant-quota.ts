@@ -1,5 +1,5 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import { pushbackHeaders } from "@platform/resilience";
+import type { ConnectError } from "@connectrpc/connect";
+import { quotaExceededError } from "../refusals.js";
 import type { EnvReader } from "../config/config.js";
 import { RateLimiter, type RateLimitConfig } from "./rate-limit.js";
 
@@ -70,9 +70,5 @@ export class TenantQuotas {
  * load. The one place a quota refusal is made.
  */
 export function quotaExceeded(tenant: string, quota: RateLimitConfig, retryAfterMs: number): ConnectError {
-  return new ConnectError(
-    `quota exceeded for tenant "${tenant}": ${quota.perSecond} requests per second (burst ${quota.burst}); retry after ${retryAfterMs} ms`,
-    Code.ResourceExhausted,
-    pushbackHeaders(retryAfterMs),
-  );
+  return quotaExceededError(tenant, retryAfterMs, `${quota.perSecond} requests per second (burst ${quota.burst})`);
 }

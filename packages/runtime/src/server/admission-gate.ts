@@ -1,5 +1,5 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { AdmissionController, pushbackHeaders, type AdmissionOutcome, type Criticality, type IntakeController } from "@platform/resilience";
+import { AdmissionController, type AdmissionOutcome, type Criticality, type IntakeController } from "@platform/resilience";
 import { admissionMetrics } from "../observability/metrics.js";
 import { cellsOf, histogramCellsOf } from "../observability/metric-cells.js";
 import { watchRequest } from "./request-watchdog.js";
@@ -7,6 +7,7 @@ import type { RequestContext } from "./request-context.js";
 import type { AdmissionConfig } from "../config/server-config.js";
 import { criticalityHeader } from "../headers.js";
 import type { StreamAdmission } from "./stream-admission.js";
+import { refusalError, shedRefusalReason } from "../refusals.js";
 
 /** Decides a request's criticality from its procedure and headers. */
 export type CriticalityPolicy = (procedure: string, headers: Headers) => Criticality;
@@ -63,7 +64,10 @@ export function createAdmissionGate(opts: {
       const { criticality, deadlineAt: deadline, exchange } = request;
       if (opts.intake && !opts.intake.admit()) {
         metrics.shed.inc({ reason: "intake", criticality });
-        throw new ConnectError("overloaded: intake reduced while the system recovers; retry later", Code.Unavailable, pushbackHeaders(1000));
+        throw refusalError("overloaded: intake reduced while the system recovers; retry later", Code.Unavailable, {
+          reason: "INTAKE_REDUCED",
+          retryAfterMs: 1000,
+        });
       }
       if (opts.streams && context.method.methodKind === "server_streaming") return admitStream(opts.streams, context, request);
       // Admitted (or refused as expired) at once, without a promise, a listener and a
@@ -73,7 +77,10 @@ export function createAdmissionGate(opts: {
         metrics.shed.inc({ reason: o.reason, criticality });
         if (o.reason === "cancelled") throw ConnectError.from(context.signal.reason, Code.Canceled);
         opts.onShed?.();
-        throw new ConnectError(o.message, o.code, o.pushbackMs === undefined ? {} : pushbackHeaders(o.pushbackMs));
+        throw refusalError(o.message, o.code, {
+          reason: shedRefusalReason(o.reason) ?? "SHED_OVERLOADED",
+          ...(o.pushbackMs === undefined ? {} : { retryAfterMs: o.pushbackMs }),
+        });
       }
       admitted.cell(criticality).value++;
       queueWait.observe(o.waitedMs / 1000);

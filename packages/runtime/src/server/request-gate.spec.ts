@@ -127,7 +127,13 @@ describe("request gate refusals, in each protocol's form", () => {
       });
     const unary = await post("application/json", new TextEncoder().encode("{}"));
     assert.equal(unary.status, 503);
-    assert.deepEqual(await unary.json(), { code: "unavailable", message: "starting: waiting for the test" });
+    const starting = { code: "unavailable", message: "starting: waiting for the test" };
+    // ErrorInfo STARTING (docs/errors.md) as a Connect error detail: its type, and its value as JSON in "debug".
+    type ErrorBody = { code: string; message: string; details?: { type: string; debug?: { reason?: string } }[] };
+    const startingDetail = (error: ErrorBody) => error.details?.map((d) => [d.type, d.debug?.reason]);
+    const unaryError = (await unary.json()) as ErrorBody;
+    assert.deepEqual({ code: unaryError.code, message: unaryError.message }, starting);
+    assert.deepEqual(startingDetail(unaryError), [["google.rpc.ErrorInfo", "STARTING"]]);
 
     // Before requestGate this was the unary form (HTTP 503, a JSON body), which a Connect streaming client misreads.
     const envelope = new Uint8Array([0, 0, 0, 0, 2, 0x7b, 0x7d]);
@@ -136,7 +142,9 @@ describe("request gate refusals, in each protocol's form", () => {
     assert.equal(stream.headers.get("content-type"), "application/connect+json");
     const bytes = Buffer.from(await stream.arrayBuffer());
     assert.equal(bytes[0], 0x02, "an end-of-stream frame");
-    assert.deepEqual(JSON.parse(bytes.subarray(5).toString("utf8")), { error: { code: "unavailable", message: "starting: waiting for the test" } });
+    const { error: streamError } = JSON.parse(bytes.subarray(5).toString("utf8")) as { error: ErrorBody };
+    assert.deepEqual({ code: streamError.code, message: streamError.message }, starting);
+    assert.deepEqual(startingDetail(streamError), [["google.rpc.ErrorInfo", "STARTING"]]);
 
     const web = await post("application/grpc-web+proto", new Uint8Array([0, 0, 0, 0, 0]));
     assert.equal(web.status, 200);

@@ -6,6 +6,7 @@ import { endUnreadBody } from "./request-watchdog.js";
 import { requestIdHeader } from "../headers.js";
 import { requestContext, timeoutRefusal, type RequestContext } from "./request-context.js";
 import { codeLabel } from "../observability/code-label.js";
+import { refusalError } from "../refusals.js";
 import { refusedRequestTraceId } from "../observability/tracing.js";
 
 export interface RequestGateOptions {
@@ -61,7 +62,7 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
       // It still needs the edge's credentials and counts against its rate limit.
       if (isReflectionService(context.service.typeName)) return;
       const waitingFor = opts.waitingFor();
-      if (waitingFor !== undefined) throw new ConnectError(`starting: waiting for ${waitingFor}`, Code.Unavailable);
+      if (waitingFor !== undefined) throw refusalError(`starting: waiting for ${waitingFor}`, Code.Unavailable, { reason: "STARTING" });
       await opts.admission?.admit(context, request);
     } catch (e) {
       throw refused(e, context, request, opts.logger);

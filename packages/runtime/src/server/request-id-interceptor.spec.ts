@@ -30,7 +30,10 @@ test("a failure carries it in its metadata, and a request without one gets a fre
 });
 
 test("an answer whose request waited out a restart says so, success or failure; others do not", async () => {
-  const withScope = [...chain, deadlineInterceptor({ deadline: { edge: false, defaultMs: 3000, maxMs: 30_000 }, logger, shutdownSignal: new AbortController().signal })];
+  const withScope = [
+    ...chain,
+    deadlineInterceptor({ deadline: { edge: false, defaultMs: 3000, maxMs: 30_000 }, logger, shutdownSignal: new AbortController().signal }),
+  ];
   const waited = () => {
     const mark = currentScope()?.restartMark;
     assert.ok(mark, "a served request's scope carries its restart mark");

@@ -4,6 +4,7 @@ import type { DeadlineConfig } from "../config/server-config.js";
 import { deadlineInterceptor } from "../deadline/deadline-interceptor.js";
 import { errorInterceptor } from "./error-interceptor.js";
 import { faultInterceptor } from "../faults/fault-interceptor.js";
+import { validationInterceptor } from "@platform/proto/validation";
 import { requestIdInterceptor } from "./request-id-interceptor.js";
 import { requestLogInterceptor } from "../observability/request-log-interceptor.js";
 import { tracingInterceptor } from "../observability/tracing-interceptor.js";
@@ -24,6 +25,8 @@ export interface ServerInterceptors {
   tracing: Interceptor;
   /** Every failure as a deliberate ConnectError, internals hidden (error-interceptor.ts). */
   errors: Interceptor;
+  /** The request's rules declared in the proto, checked before the handler runs (@platform/proto/validation). */
+  validation: Interceptor;
   /** Injected handler faults (fault-interceptor.ts). */
   faults: Interceptor;
 }
@@ -35,6 +38,7 @@ export const serverInterceptorOrder = [
   "deadline",
   "tracing",
   "errors",
+  "validation",
   "faults",
 ] as const satisfies readonly (keyof ServerInterceptors)[];
 
@@ -62,6 +66,7 @@ export function serverInterceptors(opts: ServerInterceptorOptions): ServerInterc
     }),
     tracing: tracingInterceptor(),
     errors: errorInterceptor({ logger: opts.logger }),
+    validation: validationInterceptor(),
     faults: faultInterceptor(),
   };
 }

@@ -4,19 +4,22 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file example_echo/v1/example_echo.proto.
  */
 export const file_example_echo_v1_example_echo: GenFile = /*@__PURE__*/
-  fileDesc("CiJleGFtcGxlX2VjaG8vdjEvZXhhbXBsZV9lY2hvLnByb3RvEg9leGFtcGxlX2VjaG8udjEiHgoLRWNob1JlcXVlc3QSDwoHbWVzc2FnZRgBIAEoCSIfCgxFY2hvUmVzcG9uc2USDwoHbWVzc2FnZRgBIAEoCTJeChJFeGFtcGxlRWNob1NlcnZpY2USSAoERWNobxIcLmV4YW1wbGVfZWNoby52MS5FY2hvUmVxdWVzdBodLmV4YW1wbGVfZWNoby52MS5FY2hvUmVzcG9uc2UiA5ACAWIGcHJvdG8z");
+  fileDesc("CiJleGFtcGxlX2VjaG8vdjEvZXhhbXBsZV9lY2hvLnByb3RvEg9leGFtcGxlX2VjaG8udjEiKgoLRWNob1JlcXVlc3QSGwoHbWVzc2FnZRgBIAEoCUIKukgHcgUQARiAAiIfCgxFY2hvUmVzcG9uc2USDwoHbWVzc2FnZRgBIAEoCTJeChJFeGFtcGxlRWNob1NlcnZpY2USSAoERWNobxIcLmV4YW1wbGVfZWNoby52MS5FY2hvUmVxdWVzdBodLmV4YW1wbGVfZWNoby52MS5FY2hvUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_buf_validate_validate]);
 
 /**
  * @generated from message example_echo.v1.EchoRequest
  */
 export type EchoRequest = Message<"example_echo.v1.EchoRequest"> & {
   /**
+   * 1 to 256 characters: bounds the work one request can ask for.
+   *
    * @generated from field: string message = 1;
    */
   message: string;

@@ -4,15 +4,18 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file example_notes/v1/example_notes.proto.
  */
 export const file_example_notes_v1_example_notes: GenFile = /*@__PURE__*/
-  fileDesc("CiRleGFtcGxlX25vdGVzL3YxL2V4YW1wbGVfbm90ZXMucHJvdG8SEGV4YW1wbGVfbm90ZXMudjEiIAoETm90ZRIKCgJpZBgBIAEoCRIMCgR0ZXh0GAIgASgJIjYKDlB1dE5vdGVSZXF1ZXN0EiQKBG5vdGUYASABKAsyFi5leGFtcGxlX25vdGVzLnYxLk5vdGUiNwoPUHV0Tm90ZVJlc3BvbnNlEiQKBG5vdGUYASABKAsyFi5leGFtcGxlX25vdGVzLnYxLk5vdGUiHAoOR2V0Tm90ZVJlcXVlc3QSCgoCaWQYASABKAkiNwoPR2V0Tm90ZVJlc3BvbnNlEiQKBG5vdGUYASABKAsyFi5leGFtcGxlX25vdGVzLnYxLk5vdGUyvwEKE0V4YW1wbGVOb3Rlc1NlcnZpY2USUwoHUHV0Tm90ZRIgLmV4YW1wbGVfbm90ZXMudjEuUHV0Tm90ZVJlcXVlc3QaIS5leGFtcGxlX25vdGVzLnYxLlB1dE5vdGVSZXNwb25zZSIDkAICElMKB0dldE5vdGUSIC5leGFtcGxlX25vdGVzLnYxLkdldE5vdGVSZXF1ZXN0GiEuZXhhbXBsZV9ub3Rlcy52MS5HZXROb3RlUmVzcG9uc2UiA5ACAWIGcHJvdG8z");
+  fileDesc("CiRleGFtcGxlX25vdGVzL3YxL2V4YW1wbGVfbm90ZXMucHJvdG8SEGV4YW1wbGVfbm90ZXMudjEiNwoETm90ZRIVCgJpZBgBIAEoCUIJukgGcgQQARhAEhgKBHRleHQYAiABKAlCCrpIB3IFEAEY6AciPgoOUHV0Tm90ZVJlcXVlc3QSLAoEbm90ZRgBIAEoCzIWLmV4YW1wbGVfbm90ZXMudjEuTm90ZUIGukgDyAEBIjcKD1B1dE5vdGVSZXNwb25zZRIkCgRub3RlGAEgASgLMhYuZXhhbXBsZV9ub3Rlcy52MS5Ob3RlIicKDkdldE5vdGVSZXF1ZXN0EhUKAmlkGAEgASgJQgm6SAZyBBABGEAiNwoPR2V0Tm90ZVJlc3BvbnNlEiQKBG5vdGUYASABKAsyFi5leGFtcGxlX25vdGVzLnYxLk5vdGUyvwEKE0V4YW1wbGVOb3Rlc1NlcnZpY2USUwoHUHV0Tm90ZRIgLmV4YW1wbGVfbm90ZXMudjEuUHV0Tm90ZVJlcXVlc3QaIS5leGFtcGxlX25vdGVzLnYxLlB1dE5vdGVSZXNwb25zZSIDkAICElMKB0dldE5vdGUSIC5leGFtcGxlX25vdGVzLnYxLkdldE5vdGVSZXF1ZXN0GiEuZXhhbXBsZV9ub3Rlcy52MS5HZXROb3RlUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_buf_validate_validate]);
 
 /**
+ * The table's CHECKs say the same limits: they bound the work one request can ask for.
+ *
  * @generated from message example_notes.v1.Note
  */
 export type Note = Message<"example_notes.v1.Note"> & {

@@ -4,13 +4,14 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file mailer/v1/mailer.proto.
  */
 export const file_mailer_v1_mailer: GenFile = /*@__PURE__*/
-  fileDesc("ChZtYWlsZXIvdjEvbWFpbGVyLnByb3RvEgltYWlsZXIudjEiPwoSU2VuZFJlY2VpcHRSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIQCghvcmRlcl9pZBgCIAEoCSI8ChNTZW5kUmVjZWlwdFJlc3BvbnNlEhIKCm1lc3NhZ2VfaWQYASABKAkSEQoJZHVwbGljYXRlGAIgASgIMmIKDU1haWxlclNlcnZpY2USUQoLU2VuZFJlY2VpcHQSHS5tYWlsZXIudjEuU2VuZFJlY2VpcHRSZXF1ZXN0Gh4ubWFpbGVyLnYxLlNlbmRSZWNlaXB0UmVzcG9uc2UiA5ACAmIGcHJvdG8z");
+  fileDesc("ChZtYWlsZXIvdjEvbWFpbGVyLnByb3RvEgltYWlsZXIudjEiVwoSU2VuZFJlY2VpcHRSZXF1ZXN0EiMKD2lkZW1wb3RlbmN5X2tleRgBIAEoCUIKukgHcgUQARiAARIcCghvcmRlcl9pZBgCIAEoCUIKukgHcgUQARiAASI8ChNTZW5kUmVjZWlwdFJlc3BvbnNlEhIKCm1lc3NhZ2VfaWQYASABKAkSEQoJZHVwbGljYXRlGAIgASgIMmIKDU1haWxlclNlcnZpY2USUQoLU2VuZFJlY2VpcHQSHS5tYWlsZXIudjEuU2VuZFJlY2VpcHRSZXF1ZXN0Gh4ubWFpbGVyLnYxLlNlbmRSZWNlaXB0UmVzcG9uc2UiA5ACAmIGcHJvdG8z", [file_buf_validate_validate]);
 
 /**
  * @generated from message mailer.v1.SendReceiptRequest

@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Product } from "../../platform/common/v1/common_pb.js";
 import { file_platform_common_v1_common } from "../../platform/common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file pricing/v1/pricing.proto.
  */
 export const file_pricing_v1_pricing: GenFile = /*@__PURE__*/
-  fileDesc("ChhwcmljaW5nL3YxL3ByaWNpbmcucHJvdG8SCnByaWNpbmcudjEiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCJFChRMaXN0UHJvZHVjdHNSZXNwb25zZRItCghwcm9kdWN0cxgBIAMoCzIbLnBsYXRmb3JtLmNvbW1vbi52MS5Qcm9kdWN0IiAKEEdldFByaWNlc1JlcXVlc3QSDAoEc2t1cxgBIAMoCSJCChFHZXRQcmljZXNSZXNwb25zZRItCghwcm9kdWN0cxgBIAMoCzIbLnBsYXRmb3JtLmNvbW1vbi52MS5Qcm9kdWN0MrcBCg5QcmljaW5nU2VydmljZRJWCgxMaXN0UHJvZHVjdHMSHy5wcmljaW5nLnYxLkxpc3RQcm9kdWN0c1JlcXVlc3QaIC5wcmljaW5nLnYxLkxpc3RQcm9kdWN0c1Jlc3BvbnNlIgOQAgESTQoJR2V0UHJpY2VzEhwucHJpY2luZy52MS5HZXRQcmljZXNSZXF1ZXN0Gh0ucHJpY2luZy52MS5HZXRQcmljZXNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_platform_common_v1_common]);
+  fileDesc("ChhwcmljaW5nL3YxL3ByaWNpbmcucHJvdG8SCnByaWNpbmcudjEiFQoTTGlzdFByb2R1Y3RzUmVxdWVzdCJFChRMaXN0UHJvZHVjdHNSZXNwb25zZRItCghwcm9kdWN0cxgBIAMoCzIbLnBsYXRmb3JtLmNvbW1vbi52MS5Qcm9kdWN0IiwKEEdldFByaWNlc1JlcXVlc3QSGAoEc2t1cxgBIAMoCUIKukgHkgEECAEQZCJCChFHZXRQcmljZXNSZXNwb25zZRItCghwcm9kdWN0cxgBIAMoCzIbLnBsYXRmb3JtLmNvbW1vbi52MS5Qcm9kdWN0MrcBCg5QcmljaW5nU2VydmljZRJWCgxMaXN0UHJvZHVjdHMSHy5wcmljaW5nLnYxLkxpc3RQcm9kdWN0c1JlcXVlc3QaIC5wcmljaW5nLnYxLkxpc3RQcm9kdWN0c1Jlc3BvbnNlIgOQAgESTQoJR2V0UHJpY2VzEhwucHJpY2luZy52MS5HZXRQcmljZXNSZXF1ZXN0Gh0ucHJpY2luZy52MS5HZXRQcmljZXNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_buf_validate_validate, file_platform_common_v1_common]);
 
 /**
  * @generated from message pricing.v1.ListProductsRequest
