@@ -37,6 +37,12 @@ export const refusalReasons = [
   "SHED_OVERLOADED",
   /** The edge admits fewer requests while the system recovers from overload. */
   "INTAKE_REDUCED",
+  /** The edge could not establish who is calling: credentials missing, invalid or expired (the log says which). */
+  "UNAUTHENTICATED",
+  /** The caller is known but lacks a role the method requires. */
+  "PERMISSION_DENIED",
+  /** The edge cannot verify tokens now: its key server has never answered. */
+  "AUTH_UNAVAILABLE",
   /** The client sent requests faster than the edge's rate limit. */
   "RATE_LIMITED",
   /** The tenant used up its quota. */

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { withRefusal } from "@platform/proto/error-details";
 import type { EnvReader } from "../config/config.js";
 import { JwksUnavailableError } from "./jwks-cache.js";
 import { createJwtVerifier, readJwtConfig, TokenRejected, type JwtConfig, type TokenIdentity } from "./jwt-auth.js";
@@ -103,12 +104,15 @@ export function createAuthenticator(config: AuthConfig, opts: { onKeyLoadFailure
       const authorize = (identity: TokenIdentity, procedure: string): Identity => {
         const needed = config.methodRoles?.get(procedure) ?? config.methodRoles?.get(serviceWildcard(procedure));
         if (needed && !needed.some((role) => identity.roles.has(role))) {
-          throw new ConnectError(
-            "permission denied",
-            Code.PermissionDenied,
-            undefined,
-            undefined,
-            new Error(`${identity.caller} lacks a role of ${needed.join("|")} for ${procedure}`),
+          throw withRefusal(
+            new ConnectError(
+              "permission denied",
+              Code.PermissionDenied,
+              undefined,
+              undefined,
+              new Error(`${identity.caller} lacks a role of ${needed.join("|")} for ${procedure}`),
+            ),
+            { reason: "PERMISSION_DENIED" },
           );
         }
         return identity;
@@ -124,7 +128,9 @@ export function createAuthenticator(config: AuthConfig, opts: { onKeyLoadFailure
             (identity) => authorize(identity, procedure),
             (e: unknown) => {
               if (e instanceof JwksUnavailableError)
-                throw new ConnectError("authentication is unavailable; try again later", Code.Unavailable, undefined, undefined, e);
+                throw withRefusal(new ConnectError("authentication is unavailable; try again later", Code.Unavailable, undefined, undefined, e), {
+                  reason: "AUTH_UNAVAILABLE",
+                });
               if (e instanceof TokenRejected) throw unauthenticated("invalid or expired access token", e.message);
               throw e;
             },
@@ -135,8 +141,9 @@ export function createAuthenticator(config: AuthConfig, opts: { onKeyLoadFailure
   }
 }
 
+/** The answer says what the client can act on; `detail`, which check failed, goes to the log only (the error's cause). */
 function unauthenticated(message: string, detail: string): ConnectError {
-  return new ConnectError(message, Code.Unauthenticated, undefined, undefined, new Error(detail));
+  return withRefusal(new ConnectError(message, Code.Unauthenticated, undefined, undefined, new Error(detail)), { reason: "UNAUTHENTICATED" });
 }
 
 /** `/pkg.Service/Method` -> `/pkg.Service/*`. */

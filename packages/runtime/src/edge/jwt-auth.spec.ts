@@ -7,6 +7,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { refusalReason } from "@platform/proto/error-details";
 import { testAudience as audience, testIssuer as issuer, TestTokenIssuer, type TestSigningKey, type TokenOptions } from "@platform/test-support";
 import { EnvReader } from "../config/config.js";
 import { createAuthenticator, readAuthConfig, type Authenticator } from "./edge-auth.js";
@@ -44,12 +45,12 @@ function authenticator(jwt: JwtConfig, methodRoles = new Map<string, readonly st
 const bearer = (t: string) => new Headers({ authorization: `Bearer ${t}` });
 
 /** The refusal's code, the message the client gets, and the detail only the log gets. */
-async function refusal(attempt: () => unknown): Promise<{ code: Code; message: string; detail: string }> {
+async function refusal(attempt: () => unknown): Promise<{ code: Code; message: string; detail: string; reason: string | undefined }> {
   try {
     await attempt();
   } catch (e) {
     assert.ok(e instanceof ConnectError, String(e));
-    return { code: e.code, message: e.rawMessage, detail: e.cause instanceof Error ? e.cause.message : "" };
+    return { code: e.code, message: e.rawMessage, detail: e.cause instanceof Error ? e.cause.message : "", reason: refusalReason(e) };
   }
   assert.fail("accepted");
 }
@@ -98,6 +99,7 @@ describe("JWT at the edge", () => {
       const r = await refusal(async () => auth.authenticate(bearer(t), placeOrder));
       assert.equal(r.code, Code.Unauthenticated);
       assert.equal(r.message, "invalid or expired access token");
+      assert.equal(r.reason, "UNAUTHENTICATED", "ErrorInfo says what a client can act on, not which check failed");
       assert.match(r.detail, detail);
     }
     const none = await refusal(async () => auth.authenticate(new Headers(), placeOrder));
@@ -183,6 +185,7 @@ describe("JWT at the edge", () => {
     const denied = await refusal(async () => auth.authenticate(bearer(await token(k1, { roles: ["viewer"] }, { sub: "viewer-1" })), placeOrder));
     assert.equal(denied.code, Code.PermissionDenied);
     assert.equal(denied.message, "permission denied");
+    assert.equal(denied.reason, "PERMISSION_DENIED");
     assert.match(denied.detail, /viewer-1 lacks a role of buyer\|admin/);
     assert.equal((await auth.authenticate(bearer(await token(k1, { roles: [] })), listProducts)).caller, "user-1");
   });
