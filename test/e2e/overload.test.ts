@@ -3,6 +3,7 @@
  * at once with a pushback hint ("not now"), and the edge's intake
  * controller can be driven by hand. Real processes.
  */
+import * as http from "node:http";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { eventually, metricValue, setServiceFaults, startTestPlatform, type TestPlatform } from "@platform/test-support";
@@ -129,6 +130,35 @@ describe("the intake controller, driven by hand", () => {
     assert.equal(metricValue(await p.metrics("gateway"), "intake_state", { state: "manual" }), 0);
   });
 
+  test("a client that resends on its HTTP/1.1 connection before the pushback it was given is answered at that time; a client on another connection, at once", async () => {
+    const admin = `${p.services.gateway.adminUrl}/admin/intake`;
+    await fetch(admin, { method: "PUT", body: '{"fraction": 0}' });
+    const flooder = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const other = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const held = async () => metricValue(await p.metrics("gateway"), "edge_refusals_held_total", {}) ?? 0;
+    try {
+      const before = await held();
+      const first = await postOver(flooder);
+      assert.equal(first.status, 503);
+      const hintMs = Number(first.headers["grpc-retry-pushback-ms"]);
+      assert.ok(hintMs >= 500, `the intake's refusal says when to come back: ${hintMs} ms`);
+      assert.equal(await held(), before, "a first refusal is answered at once");
+      // The same connection, at once: the client ignored the pushback.
+      const early = await postOver(flooder);
+      assert.equal(early.status, 503);
+      assert.equal(early.socketReused, true, "the resend came on the same connection");
+      assert.ok(early.ms >= hintMs - 100, `answered ${Math.round(early.ms)} ms later, at the time the connection was told (${hintMs} ms)`);
+      assert.equal(await held(), before + 1);
+      // Another client's connection was told nothing: answered at once, not held.
+      assert.equal((await postOver(other)).status, 503);
+      assert.equal(await held(), before + 1);
+    } finally {
+      flooder.destroy();
+      other.destroy();
+      await fetch(admin, { method: "PUT", body: '{"fraction": null}' });
+    }
+  });
+
   test("the operator port is not the public port", async () => {
     const res = await fetch(`${p.gatewayUrl}/admin/intake`);
     assert.equal(res.status, 404);
@@ -136,3 +166,17 @@ describe("the intake controller, driven by hand", () => {
     assert.equal(metrics.status, 404);
   });
 });
+
+/** ListProducts over HTTP/1.1 through `agent` (one keep-alive connection): status, headers, time taken, and whether the connection was reused. */
+function postOver(agent: http.Agent): Promise<{ status: number; headers: http.IncomingHttpHeaders; ms: number; socketReused: boolean }> {
+  const url = new URL(`${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`);
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", "connect-timeout-ms": "5000" } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, ms: performance.now() - started, socketReused: req.reusedSocket }));
+    });
+    req.on("error", reject);
+    req.end("{}");
+  });
+}

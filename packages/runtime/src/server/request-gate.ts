@@ -8,6 +8,7 @@ import { requestContext, timeoutRefusal, type RequestContext } from "./request-c
 import { codeLabel } from "../observability/code-label.js";
 import { refusalError } from "../refusals.js";
 import { refusedRequestTraceId } from "../observability/tracing.js";
+import type { EarlyResendHold } from "../edge/early-resend.js";
 
 export interface RequestGateOptions {
   logger: Logger;
@@ -19,6 +20,8 @@ export interface RequestGateOptions {
   criticality: CriticalityPolicy;
   /** Admission control; undefined when the server admits everything at once. */
   admission?: AdmissionGate;
+  /** The edge's hold of refusals to clients that resend before their pushback (edge/early-resend.ts); the gateway only. */
+  resendHold?: EarlyResendHold;
 }
 
 const healthService = "grpc.health.v1.Health";
@@ -65,7 +68,10 @@ export function createRequestGate(opts: RequestGateOptions): (context: HandlerCo
       if (waitingFor !== undefined) throw refusalError(`starting: waiting for ${waitingFor}`, Code.Unavailable, { reason: "STARTING" });
       await opts.admission?.admit(context, request);
     } catch (e) {
-      throw refused(e, context, request, opts.logger);
+      const error = refused(e, context, request, opts.logger);
+      const holdMs = exchange && opts.resendHold ? opts.resendHold.holdMs(exchange.req, error.metadata, request.deadlineAt) : 0;
+      if (holdMs > 0) await heldFor(holdMs, context.signal);
+      throw error;
     }
   };
 }
@@ -90,4 +96,17 @@ function refused(e: unknown, context: HandlerContext, request: RequestContext, l
     "rpc refused before the handler",
   );
   return error;
+}
+
+/** Waits `ms`, or until the caller leaves (the answer is then not written at all). */
+function heldFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }

@@ -14,6 +14,7 @@ import { faultInjectionEndpoints } from "../faults/admin-faults.js";
 import { configEndpoint } from "../config/effective-config.js";
 import { createAdmissionGate, propagatedCriticality } from "./admission-gate.js";
 import type { ServerEdge } from "../edge/edge.js";
+import { EarlyResendHold } from "../edge/early-resend.js";
 import type { Intake } from "../edge/intake.js";
 import { createRequestGate } from "./request-gate.js";
 import { StreamAdmission } from "./stream-admission.js";
@@ -168,7 +169,7 @@ export async function serveWithHooks(opts: ServeOptions, hooks: ServeHooks): Pro
     // body is read; Connect answers a refusal in the caller's protocol.
     requestGate: createRequestGate({
       logger,
-      ...(opts.edge ? { edgeCheck: opts.edge.check } : {}),
+      ...(opts.edge ? { edgeCheck: opts.edge.check, resendHold: new EarlyResendHold() } : {}),
       waitingFor: () => (starting ? opts.startup?.waitingFor : undefined),
       criticality: opts.edge?.criticality ?? propagatedCriticality,
       ...(admission ? { admission } : {}),
