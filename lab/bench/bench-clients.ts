@@ -9,15 +9,11 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { Http2SessionManager, createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import type { Protocol } from "./leg.js";
+import { assertLoopback } from "../load/loopback.js";
 
 export interface ClientFactory {
   client<T extends DescService>(service: T): Client<T>;
   close(): void;
-}
-
-function assertLoopback(baseUrl: string): void {
-  const host = new URL(baseUrl).hostname;
-  if (!["127.0.0.1", "localhost", "[::1]", "::1"].includes(host)) throw new Error(`bench: refusing non-loopback target ${baseUrl}`);
 }
 
 /**
@@ -25,7 +21,7 @@ function assertLoopback(baseUrl: string): void {
  * JSON over HTTP/1.1: every user gets its own keep-alive connection.
  */
 export function clientFactory(baseUrl: string, protocol: Protocol, concurrency: number): ClientFactory {
-  assertLoopback(baseUrl);
+  assertLoopback(baseUrl, "bench");
   let transport: Transport;
   let close: () => void;
   if (protocol === "grpc-h2c") {

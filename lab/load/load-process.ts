@@ -11,6 +11,7 @@ import { checkoutV1 } from "@platform/proto";
 import { demoSkus, operation, RecentOrders } from "./request-mix.js";
 import type { Bucket, FromLoad, LoadConfig, LoadResult, StopWhenBehind, ToLoad, TryRecord } from "./protocol.js";
 import { codeName } from "./code-name.js";
+import { assertLoopback } from "./loopback.js";
 
 type CheckoutClient = Client<typeof checkoutV1.CheckoutService>;
 
@@ -22,11 +23,6 @@ function send(msg: FromLoad): Promise<void> {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
-
-function assertLoopback(url: string): void {
-  const host = new URL(url).hostname;
-  if (!["127.0.0.1", "localhost", "[::1]", "::1"].includes(host)) throw new Error(`load generator: refusing non-loopback target ${url}`);
-}
 
 class Recorder {
   readonly buckets: Bucket[] = [];
@@ -187,7 +183,7 @@ interface Prepared {
 }
 
 async function prepare(cfg: Omit<LoadConfig, "startAt">): Promise<Prepared> {
-  assertLoopback(cfg.gatewayUrl);
+  assertLoopback(cfg.gatewayUrl, "load generator");
   const clients: CheckoutClient[] = Array.from({ length: Math.max(1, cfg.connections) }, () =>
     createClient(checkoutV1.CheckoutService, createConnectTransport({ baseUrl: cfg.gatewayUrl, httpVersion: "2", useBinaryFormat: true })),
   );
