@@ -85,7 +85,10 @@ test("a span started in a handler is a child of the server span; log lines name 
 
 test("a failed call records its code as rpc.response.status_code and error.type", async () => {
   exporter.reset();
-  await assert.rejects(createClient(checkoutV1.CheckoutService, transport).getOrder({ orderId: "nope" }, { timeoutMs: 1500 }), /no such order/);
+  await assert.rejects(
+    createClient(checkoutV1.CheckoutService, transport).getOrder({ orderId: "00000000-0000-4000-8000-000000000000" }, { timeoutMs: 1500 }),
+    /no such order/,
+  );
   const server = exporter.getFinishedSpans().find((s) => s.name === "checkout.v1.CheckoutService/GetOrder");
   assert.ok(server, "the failed call has a server span");
   assert.equal(server.attributes["rpc.response.status_code"], "not_found");

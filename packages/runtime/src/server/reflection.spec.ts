@@ -9,20 +9,25 @@ type Answer = ReturnType<ReflectionIndex["answer"]>;
 const fileNames = (a: Answer) =>
   a.case === "fileDescriptorResponse" ? a.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name) : a;
 
+/** What a file with buf.validate annotations imports besides its own: the rules' proto and the well-known types it uses. */
+const validateImports = [
+  "buf/validate/validate.proto",
+  "google/protobuf/descriptor.proto",
+  "google/protobuf/duration.proto",
+  "google/protobuf/field_mask.proto",
+  "google/protobuf/timestamp.proto",
+];
+
 test("a file comes with what it imports, and what a stream was already sent is not sent again unless asked for", () => {
   const index = new ReflectionIndex([ordersV1.OrdersService]);
   const sent = new Set<string>();
-  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "orders.v1.OrdersService" }, sent)), [
-    "orders/v1/orders.proto",
-    "platform/common/v1/common.proto",
-  ]);
+  // orders.proto imports common.proto and, for its input rules, buf/validate (which imports the well-known types it uses).
+  const withImports = ["orders/v1/orders.proto", ...validateImports, "platform/common/v1/common.proto"];
+  assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "orders.v1.OrdersService" }, sent)), withImports);
   assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: "orders.v1.OrdersService" }, sent)), ["orders/v1/orders.proto"]);
   assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "platform/common/v1/common.proto" }, sent)), ["platform/common/v1/common.proto"]);
   // A new stream starts from nothing.
-  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "orders/v1/orders.proto" }, new Set())), [
-    "orders/v1/orders.proto",
-    "platform/common/v1/common.proto",
-  ]);
+  assert.deepEqual(fileNames(index.answer({ case: "fileByFilename", value: "orders/v1/orders.proto" }, new Set())), withImports);
 });
 
 test("symbols: services, methods, messages, fields, enums and their values, with or without a leading dot", () => {
@@ -41,7 +46,11 @@ test("symbols: services, methods, messages, fields, enums and their values, with
     "checkout.v1.ORDER_STATUS_PLACED",
     ".checkout.v1.Order",
   ]) {
-    assert.deepEqual(fileNames(index.answer({ case: "fileContainingSymbol", value: symbol }, new Set())), ["checkout/v1/checkout.proto"], symbol);
+    assert.deepEqual(
+      fileNames(index.answer({ case: "fileContainingSymbol", value: symbol }, new Set())),
+      ["checkout/v1/checkout.proto", ...validateImports],
+      symbol,
+    );
   }
 });
 
