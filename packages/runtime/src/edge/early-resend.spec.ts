@@ -15,6 +15,13 @@ test("a connection that resends before its pushback has the refusal held until t
   assert.equal(hold.holdMs(h1, hint(1000), 10_000, 1500), 500);
 });
 
+test("a hold lasts at most a second, whatever the pushback (a rate limit's minutes are the client's to honour)", () => {
+  const hold = new EarlyResendHold();
+  const h1 = { httpVersionMajor: 1, socket: {} };
+  hold.holdMs(h1, hint(17 * 60_000), 60_000, 0);
+  assert.equal(hold.holdMs(h1, hint(17 * 60_000), 60_000, 10), 1000);
+});
+
 test("other connections, HTTP/2 connections and refusals without a hint are never held", () => {
   const hold = new EarlyResendHold();
   const flooder = { httpVersionMajor: 1, socket: {} };

@@ -13,9 +13,11 @@ import { serviceCounter } from "../observability/metrics.js";
  * a second held goodput at 58 % of the peak.
  *
  * So the refusal of a request that came early is answered at the time its
- * connection was told, not at once (never later than its deadline, less a
- * margin to reach the client). A connection then costs the edge at most two
- * refusals per pushback period, whatever its client does. A client that
+ * connection was told, not at once: at most `maxHoldMs` (1 s) later, and
+ * never later than its deadline less a margin to reach the client. A
+ * connection then costs the edge at most two refusals per pushback period
+ * (of up to a second), whatever its client does; a longer pushback (a rate
+ * limit's minutes) is the client's to honour, not the edge's to sit out. A client that
  * honours pushback is never held: its next request arrives after the time
  * it was given. HTTP/2 connections multiplex many callers (a backend for
  * many users), so one caller's early resend says nothing about the others
@@ -43,7 +45,7 @@ export class EarlyResendHold {
     if (connection.httpVersionMajor !== 1 || connection.socket === null) return 0;
     const told = this.comeBackAt.get(connection.socket);
     if (told !== undefined && told > now) {
-      const holdMs = Math.min(told - now, deadlineAt - now - answerMarginMs);
+      const holdMs = Math.min(told - now, maxHoldMs, deadlineAt - now - answerMarginMs);
       if (holdMs <= 0) return 0;
       this.held.inc();
       return holdMs;
@@ -54,5 +56,7 @@ export class EarlyResendHold {
   }
 }
 
+/** The longest a refusal is held: enough to bound a flood's refusals to one a second per connection. */
+const maxHoldMs = 1000;
 /** A held refusal is answered this long before the request's deadline, so the client reads the refusal, not its own timeout. */
 const answerMarginMs = 50;
