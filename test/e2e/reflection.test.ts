@@ -228,6 +228,15 @@ async function ask(version: "v1" | "v1alpha", baseUrl: string, requests: Reflect
   }
 }
 
+/** What a file with buf.validate annotations imports besides its own. */
+const validateImports = [
+  "buf/validate/validate.proto",
+  "google/protobuf/descriptor.proto",
+  "google/protobuf/duration.proto",
+  "google/protobuf/field_mask.proto",
+  "google/protobuf/timestamp.proto",
+];
+
 const fileNames = (r: ReflectionResponse | undefined) =>
   (r?.fileDescriptorResponse?.fileDescriptorProto ?? []).map((b) => fromBinary(FileDescriptorProtoSchema, b).name);
 
@@ -247,7 +256,8 @@ describe("an independent grpc-js reflection client", () => {
       assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "checkout.v1.CheckoutService"));
       assert.ok(!services?.listServicesResponse?.service.some((s) => /^(orders|pricing)\./.test(s.name)));
 
-      assert.deepEqual(fileNames(bySymbol), ["checkout/v1/checkout.proto"]);
+      // The file comes with what it imports: buf.validate's rules and the well-known types they use.
+      assert.deepEqual(fileNames(bySymbol), ["checkout/v1/checkout.proto", ...validateImports]);
       const file = fromBinary(FileDescriptorProtoSchema, bySymbol!.fileDescriptorResponse!.fileDescriptorProto[0]!);
       assert.deepEqual(
         file.service[0]?.method.map((m) => [m.name, m.inputType, m.outputType]),
@@ -274,7 +284,7 @@ describe("an independent grpc-js reflection client", () => {
     const [services, file] = await ask("v1", p.services.pricing.url, [{ listServices: "" }, { fileContainingSymbol: "pricing.v1.PricingService" }]);
     assert.ok(services?.listServicesResponse?.service.some((s) => s.name === "pricing.v1.PricingService"));
     // pricing.proto imports the internal common types (Product, Money), not the public API: the dependency comes along, as clients need it to decode.
-    assert.deepEqual(fileNames(file), ["pricing/v1/pricing.proto", "platform/common/v1/common.proto"]);
+    assert.deepEqual(fileNames(file), ["pricing/v1/pricing.proto", ...validateImports, "platform/common/v1/common.proto"]);
   });
 });
 
