@@ -97,8 +97,16 @@ describe("JWT at the edge, over the chain", () => {
       const requestId = `bad-${randomUUID()}`;
       const res = await list(token, { "x-request-id": requestId });
       assert.equal(res.status, 401);
-      const body = (await res.json()) as { code: string; message: string };
-      assert.deepEqual(body, { code: "unauthenticated", message: "invalid or expired access token" });
+      const body = (await res.json()) as { code: string; message: string; details?: { type: string; debug?: unknown }[] };
+      // The same words and the same reason for every check: what failed is the log's to say.
+      assert.deepEqual(
+        { code: body.code, message: body.message, details: body.details?.map((d) => [d.type, d.debug]) },
+        {
+          code: "unauthenticated",
+          message: "invalid or expired access token",
+          details: [["google.rpc.ErrorInfo", { reason: "UNAUTHENTICATED", domain: "resilient-platform" }]],
+        },
+      );
       assert.match(String((await refusalLine(requestId))["detail"]), detail);
     }
     assert.equal((await list(undefined)).status, 401);
@@ -132,7 +140,15 @@ describe("JWT at the edge, over the chain", () => {
       body: JSON.stringify({ customerId: "c-viewer", items: [{ sku: "MUG-CERAMIC", quantity: 1 }] }),
     });
     assert.equal(res.status, 403);
-    assert.deepEqual(await res.json(), { code: "permission_denied", message: "permission denied" });
+    const denied = (await res.json()) as { code: string; message: string; details?: { type: string; debug?: unknown }[] };
+    assert.deepEqual(
+      { code: denied.code, message: denied.message, details: denied.details?.map((d) => [d.type, d.debug]) },
+      {
+        code: "permission_denied",
+        message: "permission denied",
+        details: [["google.rpc.ErrorInfo", { reason: "PERMISSION_DENIED", domain: "resilient-platform" }]],
+      },
+    );
     assert.equal((await list(viewer)).status, 200);
   });
 
