@@ -109,9 +109,11 @@ test("the walk-through's commands: the generator writes what the table lists, an
   };
   assert.equal(compose.services[callerName]?.environment?.[env], url, `compose gives ${callerName} ${env}`);
   assert.ok(compose.services[callerName]?.depends_on?.[name], `compose starts ${callerName} after ${name}`);
+  // On Kubernetes the address is the service's headless Service: every pod's address, balanced per call (docs/scaling.md).
+  const k8sUrl = `http://${name}-headless:${ports[1]}`;
   assert.match(
     readFileSync(join(copy, `deploy/k8s/base/${callerName}.yaml`), "utf8"),
-    new RegExp(`- name: ${env}\\n\\s+value: ${url.replaceAll("/", "\\/")}\\n`),
+    new RegExp(`- name: ${env}\\n\\s+value: ${k8sUrl.replaceAll("/", "\\/")}\\n`),
   );
   const policies = readFileSync(join(copy, "deploy/k8s/base/network-policies.yaml"), "utf8")
     .split(/^---$/m)
