@@ -1,3 +1,4 @@
+// npm test: alone (eight services, three of them orders replicas, under 40 requests/s of open-loop load, and every failed user request counts; beside three other test files on 2 cores the chain's admission queues time out)
 /**
  * A dependency run as several replicas, with real processes and
  * PostgreSQL (`npm start -- --replicas orders=3` as the tests start it):

@@ -14,7 +14,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { checkoutV1, pricingV1 } from "@platform/proto";
 import { effectiveDependencies, envPrefix, readServiceManifests } from "@platform/registry";
-import { eventually, logLines, startTestPlatform, TestCertificateAuthority, type TestPlatform } from "@platform/test-support";
+import { eventually, logLines, opensslSkip, startTestPlatform, TestCertificateAuthority, type TestPlatform } from "@platform/test-support";
 
 const manifests = readServiceManifests().filter((m) => m.deploy);
 
@@ -79,7 +79,7 @@ async function placeOrderEverywhere(p: TestPlatform, ca: TestCertificateAuthorit
   }
 }
 
-describe("TLS at the gateway", () => {
+describe("TLS at the gateway", { skip: opensslSkip }, () => {
   let ca: TestCertificateAuthority;
   let p: TestPlatform;
   before(async () => {
@@ -101,7 +101,7 @@ describe("TLS at the gateway", () => {
   });
 });
 
-describe("mutual TLS inside", () => {
+describe("mutual TLS inside", { skip: opensslSkip }, () => {
   let ca: TestCertificateAuthority;
   let p: TestPlatform;
   before(async () => {

@@ -11,7 +11,7 @@ import * as http2 from "node:http2";
 import * as https from "node:https";
 import { X509Certificate } from "node:crypto";
 import * as tls from "node:tls";
-import { TestCertificateAuthority, type CertificateFiles } from "@platform/test-support";
+import { opensslSkip, TestCertificateAuthority, type CertificateFiles } from "@platform/test-support";
 import { listen, type Listener } from "./listen.js";
 import { readTlsConfig, ReloadingTlsFiles, type TlsConfig } from "./tls.js";
 import { EnvReader } from "../config/config.js";
@@ -20,10 +20,11 @@ import { dependencyTls } from "../client/dependency-tls.js";
 let ca: TestCertificateAuthority;
 let server: CertificateFiles;
 before(() => {
+  if (opensslSkip) return;
   ca = new TestCertificateAuthority();
   server = ca.issue("checkout");
 });
-after(() => ca.remove());
+after(() => ca?.remove());
 
 function tlsConfig(over: Partial<TlsConfig> = {}): TlsConfig {
   return { ...server, caFile: ca.caFile, allowedCallers: ["gateway"], reloadIntervalMs: 100, ...over };
@@ -97,7 +98,7 @@ function servedSerial(port: number): Promise<string> {
 
 const serialOf = (certFile: string) => new X509Certificate(readFileSync(certFile)).serialNumber;
 
-describe("TLS on the RPC port", () => {
+describe("TLS on the RPC port", { skip: opensslSkip }, () => {
   test("one port: HTTP/2 when ALPN chooses h2, HTTP/1.1 when it chooses http/1.1", async () => {
     const l = await start({ http1: true });
     try {
@@ -184,7 +185,7 @@ describe("TLS on the RPC port", () => {
   });
 });
 
-describe("TLS configuration", () => {
+describe("TLS configuration", { skip: opensslSkip }, () => {
   const read = (env: Record<string, string>, callers: readonly string[] = ["gateway"]) => {
     const r = new EnvReader(env);
     return { config: readTlsConfig(r, () => callers), problems: r.problems };
