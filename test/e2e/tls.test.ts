@@ -32,12 +32,15 @@ async function freePort(): Promise<number> {
  * (https:// dependency URLs, TLS_CA_FILE).
  */
 async function startTlsPlatform(ca: TestCertificateAuthority, mutual: boolean): Promise<TestPlatform> {
+  // Certificates first (openssl takes a while), ports last: a port picked free is free only until
+  // another test file takes it, so the platform starts right after they are picked.
+  const certs = new Map(manifests.filter((m) => m.edge || mutual).map((m) => [m.name, ca.issue(m.name)]));
   const ports: Record<string, { port: number; adminPort: number }> = {};
   for (const m of manifests) ports[m.name] = { port: await freePort(), adminPort: await freePort() };
   const serviceEnv: Record<string, Record<string, string>> = {};
   for (const m of manifests) {
-    if (!m.edge && !mutual) continue;
-    const cert = ca.issue(m.name);
+    const cert = certs.get(m.name);
+    if (!cert) continue;
     serviceEnv[m.name] = {
       TLS_CERT_FILE: cert.certFile,
       TLS_KEY_FILE: cert.keyFile,
