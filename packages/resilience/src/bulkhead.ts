@@ -55,10 +55,11 @@ import { WaitQueue } from "./wait-queue.js";
  *   the queue may hold `restartQueueFactor` x `maxQueue` (a restart's
  *   arrivals wait out its seconds; waiting costs a queue entry, nothing of
  *   the dependency), and those long holds teach the adaptive limit nothing.
- *   The calls that waited out the restart are aged from its last
- *   confirmation, not from their start, and the larger queue holds until
- *   they are done: draining the backlog after a restart is service, not a
- *   stall.
+ *   The calls that waited out the restart are aged from the last sign that
+ *   they move (its confirmation, or one of them finishing), not from their
+ *   start, and the larger queue holds until they are done: draining the
+ *   backlog after a restart is service, not a stall. (Overdue also needs
+ *   that no call has finished well for as long: see `overdue`.)
  * A stall is confirmed by two answers in a row (see `stallKind`). Without
  * a classifier, overdue calls are a stall at once.
  */
