@@ -28,22 +28,19 @@ function files(dir: string): Map<string, string> {
 
 test("the client compiles the public API and the error details as @platform/proto generates them, with its validation and details modules, and nothing internal; the repository holds them once", () => {
   const copied = files("packages/client/src/gen");
+  assert.deepEqual([...copied.keys()].sort(), ["checkout/v1/checkout_pb.ts", "google/rpc/error_details_pb.ts", "google/rpc/status_pb.ts"]);
+  for (const [name, text] of copied) assert.equal(text, readFileSync(join("packages/proto/src/gen", name), "utf8"), `${name} is not @platform/proto's`);
   const shared = ["error-details.ts", "validation.ts"];
-  assert.deepEqual([...copied.keys()].sort(), [
-    "checkout/v1/checkout_pb.ts",
-    "error-details.ts",
-    "google/rpc/error_details_pb.ts",
-    "google/rpc/status_pb.ts",
-    "validation.ts",
-  ]);
-  for (const [name, text] of copied) {
-    const original = shared.includes(name)
-      ? readFileSync(join("packages/proto/src", name), "utf8").replaceAll('from "./gen/', 'from "./')
-      : readFileSync(join("packages/proto/src/gen", name), "utf8");
-    assert.equal(text, original, `${name} is not @platform/proto's`);
+  for (const name of shared) {
+    assert.equal(
+      readFileSync(join("packages/client/src", name), "utf8"),
+      readFileSync(join("packages/proto/src", name), "utf8"),
+      `${name} is not @platform/proto's`,
+    );
   }
-  // The copy is the build's (packages/client/build.mjs), never committed: `npm run generate` writes one place.
-  assert.equal(execFileSync("git", ["ls-files", "packages/client/src/gen"], { encoding: "utf8" }), "");
+  // The copies are the build's (packages/client/build.mjs), never committed: `npm run generate` writes one place.
+  const committed = ["packages/client/src/gen", ...shared.map((name) => `packages/client/src/${name}`)];
+  assert.equal(execFileSync("git", ["ls-files", ...committed], { encoding: "utf8" }), "");
 });
 
 test("plain node imports the built package: the service descriptor and its message schemas", async () => {
@@ -85,20 +82,20 @@ test("npm pack ships the JavaScript, the declarations and the README, no sources
   assert.equal(pack?.name, "@platform/client");
   assert.deepEqual(pack.files.map((f) => f.path).sort(), [
     "README.md",
+    "dist/error-details.js",
     "dist/gen/checkout/v1/checkout_pb.js",
-    "dist/gen/error-details.js",
     "dist/gen/google/rpc/error_details_pb.js",
     "dist/gen/google/rpc/status_pb.js",
-    "dist/gen/validation.js",
     "dist/index.js",
+    "dist/validation.js",
     "dist/watch-order.js",
     "package.json",
+    "types/error-details.d.ts",
     "types/gen/checkout/v1/checkout_pb.d.ts",
-    "types/gen/error-details.d.ts",
     "types/gen/google/rpc/error_details_pb.d.ts",
     "types/gen/google/rpc/status_pb.d.ts",
-    "types/gen/validation.d.ts",
     "types/index.d.ts",
+    "types/validation.d.ts",
     "types/watch-order.d.ts",
   ]);
   const manifest = JSON.parse(readFileSync("packages/client/package.json", "utf8")) as { private?: boolean; exports: Record<string, Record<string, string>> };

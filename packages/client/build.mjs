@@ -18,8 +18,10 @@ const publicApis = ["checkout", "google"];
 const generated = "../proto/src/gen";
 /**
  * @platform/proto's modules that a client shares with the servers: the
- * declared-rule validation and the error details' readers. Copied into
- * src/gen beside the generated code (their "./gen/" imports made "./").
+ * declared-rule validation and the error details' readers. Copied into src/
+ * as they are, where their "./gen/" imports find the copied generated code;
+ * before any build, the type check finds the originals there (tsconfig.json's
+ * rootDirs).
  */
 const sharedModules = ["error-details.ts", "validation.ts"];
 
@@ -30,10 +32,10 @@ function filesUnder(dir) {
 }
 
 const copies = new Map(publicApis.flatMap((api) => filesUnder(join(generated, api)).map((f) => [join(api, f), readFileSync(join(generated, api, f), "utf8")])));
-for (const m of sharedModules) copies.set(m, readFileSync(join(generated, "..", m), "utf8").replaceAll('from "./gen/', 'from "./'));
 if (existsSync("src/gen")) for (const f of filesUnder("src/gen")) if (!copies.has(f)) rmSync(join("src/gen", f));
-for (const [f, text] of copies) {
-  const target = join("src/gen", f);
+const targets = new Map([...copies].map(([f, text]) => [join("src/gen", f), text]));
+for (const m of sharedModules) targets.set(join("src", m), readFileSync(join(generated, "..", m), "utf8"));
+for (const [target, text] of targets) {
   if (existsSync(target) && readFileSync(target, "utf8") === text) continue;
   mkdirSync(dirname(target), { recursive: true });
   writeFileSync(target, text);

@@ -27,7 +27,7 @@ export {
   type QuotaFailure,
   type RefusalReason,
   type RetryInfo,
-} from "./gen/error-details.js";
+} from "./error-details.js";
 
 /**
  * An interceptor for `createClient`'s transport that checks each request
@@ -35,7 +35,7 @@ export {
  * server would refuse fails at once, with the same `invalid_argument` and
  * BadRequest, without a round trip.
  */
-export { validationInterceptor as validateBeforeSending } from "./gen/validation.js";
+export { validationInterceptor as validateBeforeSending } from "./validation.js";
 
 /**
  * The request header that makes PlaceOrder safe to repeat: the same key with
