@@ -18,13 +18,26 @@ import { promisify } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { watchOrder, type OrderWatcher } from "@platform/client";
+import type { OrderWatcher } from "@platform/client";
 import { checkoutV1 } from "@platform/proto";
-import { eventually, insertHeldOrders, metricValue, protocols, sendHeldReceipt, sharedPlatform, type SharedPlatform } from "@platform/test-support";
+import {
+  buildClientPackage,
+  eventually,
+  insertHeldOrders,
+  metricValue,
+  protocols,
+  sendHeldReceipt,
+  sharedPlatform,
+  type SharedPlatform,
+} from "@platform/test-support";
 
 const run = promisify(execFile);
 let p: SharedPlatform;
+/** @platform/client's, imported once its package is built (its generated code is the build's copy). */
+let watchOrder: typeof import("@platform/client").watchOrder;
 before(async () => {
+  await buildClientPackage();
+  ({ watchOrder } = await import("@platform/client"));
   p = await sharedPlatform();
 });
 after(async () => {
