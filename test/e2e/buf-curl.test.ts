@@ -1,11 +1,8 @@
 /** An outside client: `buf curl` with the proto schema, gRPC over h2c, against the gateway. */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
-import { sharedPlatform, type SharedPlatform } from "@platform/test-support";
+import { bufCurl as bufCurlAt, sharedPlatform, type SharedPlatform } from "@platform/test-support";
 
-const run = promisify(execFile);
 // Read-only but for its own orders (customer "buf-curl"): the run's shared platform.
 let p: SharedPlatform;
 before(async () => {
@@ -15,27 +12,7 @@ after(async () => {
   await p?.close();
 });
 
-async function bufCurl(method: string, body: object, extra: string[] = []) {
-  return run(
-    "npx",
-    [
-      "buf",
-      "curl",
-      "--schema",
-      "proto",
-      "--protocol",
-      "grpc",
-      "--http2-prior-knowledge",
-      "-d",
-      JSON.stringify(body),
-      ...extra,
-      `${p.gatewayUrl}/checkout.v1.CheckoutService/${method}`,
-    ],
-    {
-      cwd: process.cwd(),
-    },
-  );
-}
+const bufCurl = (method: string, body: object, extra: string[] = []) => bufCurlAt(p.gatewayUrl, method, body, extra);
 
 test("buf curl lists products and places an order over gRPC", async () => {
   const list = JSON.parse((await bufCurl("ListProducts", {})).stdout) as { products: { sku: string; unitPrice: { amountMinor: string } }[] };

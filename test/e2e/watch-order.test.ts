@@ -13,14 +13,13 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { OrderWatcher } from "@platform/client";
 import { checkoutV1 } from "@platform/proto";
 import {
+  bufCurl,
   buildClientPackage,
   eventually,
   insertHeldOrders,
@@ -31,7 +30,6 @@ import {
   type SharedPlatform,
 } from "@platform/test-support";
 
-const run = promisify(execFile);
 let p: SharedPlatform;
 /** @platform/client's, imported once its package is built (its generated code is the build's copy). */
 let watchOrder: typeof import("@platform/client").watchOrder;
@@ -219,22 +217,7 @@ function assertPendingThenSent(seen: [string, string][]): void {
 
 test("buf curl streams a new order's receipt, PENDING then SENT, and exits 0 when the stream ends", async () => {
   const orderId = await placeOrder();
-  const { stdout } = await run(
-    "npx",
-    [
-      "buf",
-      "curl",
-      "--schema",
-      "proto",
-      "--protocol",
-      "grpc",
-      "--http2-prior-knowledge",
-      "-d",
-      JSON.stringify({ orderId }),
-      `${p.gatewayUrl}/checkout.v1.CheckoutService/WatchOrder`,
-    ],
-    { cwd: process.cwd(), timeout: 60_000 },
-  );
+  const { stdout } = await bufCurl(p.gatewayUrl, "WatchOrder", { orderId });
   // buf curl prints each message as a JSON document, one after another.
   const messages = stdout
     .split(/\n(?=\{)/)

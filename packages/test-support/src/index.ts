@@ -19,3 +19,4 @@ export * from "./services-form.js";
 export { insertHeldOrders, sendHeldReceipt } from "./held-orders.js";
 export * from "./test-certificates.js";
 export * from "./test-token-issuer.js";
+export { bufCurl } from "./buf-curl.js";
