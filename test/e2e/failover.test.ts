@@ -1,3 +1,4 @@
+// npm test: alone on one core (it asserts what share of an outage's requests is served once the database is back; that backlog needs the chain's CPU within the admission queues' 500 ms, and beside three other test files on 2 cores it does not get it)
 /**
  * Failover as a first-class test: the platform under a steady
  * open-loop PlaceOrder load (each logical order with its own customer and
@@ -12,7 +13,11 @@
  *   (e) first of all, every connection slot taken by another client and
  *       the platform's connections ended: PostgreSQL refuses the pools'
  *       new ones (53300), callers get UNAVAILABLE naming the database and
- *       the failed dependency, and orders succeed once slots are free.
+ *       the failed dependency, and orders succeed once slots are free;
+ *   (f) PostgreSQL down for 1.5 s under open-loop PlaceOrder and GetOrder
+ *       with 3 s deadlines: at least 90 % of the requests sent meanwhile
+ *       are served (they wait out the restart within their deadlines), and
+ *       every 250 ms window from 1 s after it is served at 95 % or more.
  * For (a)-(c): no service process exits, callers see only retryable codes,
  * every acknowledged order is in the database exactly once (by its key's
  * customer), and orders succeed again within twice the outage after it
@@ -476,7 +481,7 @@ describe("a short failover is waited out, not failed through", () => {
     assert.ok(sentWhileDown.length >= 40, `the load ran while the database was down: ${sentWhileDown.length} requests`);
     assert.ok(
       served >= 0.9 * sentWhileDown.length,
-      `served ${served} of ${sentWhileDown.length} requests sent while the database was down; failures: ${failures.join("; ")}`,
+      `served ${served} of ${sentWhileDown.length} requests sent while the database was down (${Math.round(upAt - downAt)} ms); admission sheds by service ${JSON.stringify(shedBy)}; failures: ${failures.join("; ")}`,
     );
     assert.deepEqual(windows, [], "every 250 ms window from 1 s after the database is back is served at 95 % or more");
     // No acknowledged order is lost, and none is stored twice.

@@ -501,6 +501,35 @@ describe("Bulkhead", () => {
       assertConnectError(arrival, Code.Unavailable, /expected wait for a slot/);
     });
 
+    it("a stall's timed-out calls do not teach the mean hold time: a second stall soon after the first is noticed as soon", async () => {
+      const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 10 });
+      await history(bulkhead, clock, 10);
+      // The first stall: both slots held until their deadlines, 3 s.
+      const first = [await bulkhead.acquire(), await bulkhead.acquire()];
+      clock.advance(3_000);
+      for (const release of first) release("dropped");
+      // One call served normally in between, then the second stall.
+      await history(bulkhead, clock, 10, 1);
+      await bulkhead.acquire({ deadlineAt: clock.now() + 5_000 });
+      await bulkhead.acquire({ deadlineAt: clock.now() + 5_000 });
+      const queued = Array.from({ length: 3 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 5_000 })));
+      await flush();
+      assert.deepEqual(
+        queued.map((q) => q.state),
+        ["pending", "pending", "pending"],
+      );
+      // Ten usual hold times (100 ms) of silence, and a watch's look after it.
+      for (let t = 0; t < 200; t += 25) {
+        clock.advance(25);
+        await flush();
+      }
+      assert.deepEqual(
+        queued.map((q) => q.state),
+        ["rejected", "rejected", "rejected"],
+        "shed at 200 ms, not left to wait out their 5 s",
+      );
+    });
+
     it("old running calls while others still finish well are a backlog, not a stall: the wait is estimated from service times, not the running calls' deadlines", async () => {
       const { bulkhead, clock } = setup({ maxConcurrent: 2, maxQueue: 10 });
       await history(bulkhead, clock, 10);
@@ -511,12 +540,40 @@ describe("Bulkhead", () => {
         served();
       }
       await bulkhead.acquire();
-      // Service time: the old call's 600 ms age. Position 1 of 2: 300 ms + 600 ms fits 2 s; behind a stall it would be 4.4 s.
+      // Service time: the hold times, since calls finish. Position 1 of 2 fits 2 s; behind a stall it would be 4.4 s.
       const behind = watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_000 }));
       await flush();
       assert.equal(behind.state, "pending");
       assert.equal(bulkhead.stats().rejected, 0);
       old();
+    });
+
+    it("a backlog that finishes well after a restart it only hears of in the answers is served at its hold times, not at its oldest call's age", async () => {
+      // No classifier (as at a hop that never asked): every slot has been held 2 s through a
+      // restart further down, and now the held calls come back, 20 ms apart, saying so.
+      const { bulkhead, clock } = setup({ maxConcurrent: 4, maxQueue: 10 });
+      await history(bulkhead, clock, 20);
+      const held: Release[] = [];
+      for (let i = 0; i < 4; i++) held.push(await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 }));
+      clock.advance(2_000);
+      held.shift()!("restart");
+      clock.advance(20);
+      const arrival = watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_500 }));
+      await flush();
+      assert.equal(arrival.state, "fulfilled", "the slot the backlog freed is taken at once");
+      const queued = watch(bulkhead.acquire({ deadlineAt: clock.now() + 1_000 }));
+      await flush();
+      assert.equal(queued.state, "pending", "queued behind calls that finish: not refused for the oldest's 2 s age");
+      assert.equal(bulkhead.stats().serviceMs, 20, "the hold times of calls served normally");
+      assert.equal(bulkhead.stats().rejected, 0);
+      // Nothing finishes for 150 ms more: the running calls' silence is the service time.
+      clock.advance(150);
+      assert.equal(bulkhead.stats().serviceMs, 170);
+      for (const release of held) release("restart");
+      await flush();
+      assert.equal(queued.state, "fulfilled");
+      queued.value!();
+      arrival.value!();
     });
 
     it("one slow call among running ones that move is the tail of a busy dependency, not a stall: the wait is still estimated from service times", async () => {

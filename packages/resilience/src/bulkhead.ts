@@ -30,9 +30,13 @@ import { WaitQueue } from "./wait-queue.js";
  * A call is refused before it queues when the wait it can expect, plus one
  * service time to run, exceeds its deadline (reason "expected_wait"):
  * expected wait = service time x queue position / limit, where service time is the larger of the mean hold
- * time of recent calls and the age of the oldest call still running (a
+ * time of recent calls and how long the running calls have gone without
+ * one of them finishing well (the age of the oldest call still running, or
+ * the time since the last call finished well, whichever is shorter): a
  * dependency that has stopped answering has no recent hold times, but its
- * running calls get older); and once the running calls are overdue (a
+ * running calls get older; one that still finishes calls is served at its
+ * hold times, however old its oldest running call (a backlog draining after
+ * a restart, a single stuck call). And once the running calls are overdue (a
  * stall), the wait lasts at least until their deadlines pass, which is the
  * only sure bound left (see `expectedWaitMs`). Such a refusal, and a full
  * bulkhead's, carries a pushback hint (`grpc-retry-pushback-ms`,
@@ -134,7 +138,7 @@ export interface BulkheadStats {
   /** The limit now (fixed, or the limiter's current one). */
   maxConcurrent: number;
   maxQueue: number;
-  /** Service time used for expected waits: max(mean hold time, oldest running call's age); 0 without history. */
+  /** Service time used for expected waits: max(mean hold time, min(oldest running call's age, time since a call last finished well)); 0 without history. */
   serviceMs: number;
   inUse: number;
   queued: number;
@@ -482,7 +486,7 @@ export class Bulkhead {
     // A dependency back from a restart serves as fast as before it: the
     // running calls' age says when they started waiting, not how long a call takes.
     if (this.restarting(now)) return this.holdTime.meanMs();
-    return Math.max(this.holdTime.meanMs(), this.oldestAgeMs(now));
+    return Math.max(this.holdTime.meanMs(), Math.min(this.oldestAgeMs(now), now - this.servedAt));
   }
 
   private grant(waitedMs: number, deadlineAt: number | undefined): Release {
@@ -513,7 +517,10 @@ export class Bulkhead {
       const throughRestart =
         outcome === "restart" || slot.heldThroughRestart || (this.restarting(now) && heldMs > overdueFactor * Math.max(1, this.holdTime.meanMs()));
       if (!throughRestart) {
-        this.holdTime.observe(heldMs);
+        // A call that ran out of its deadline says only that service took longer than that: a
+        // stall's deadlines in the mean would hide the next stall (overdue is a multiple of it)
+        // until enough calls were served again. The running calls' silence stands in meanwhile.
+        if (outcome !== "dropped") this.holdTime.observe(heldMs);
         if (outcome !== "ignored") this.limiter?.onSample({ durationMs: heldMs, inFlight, dropped: outcome === "dropped" });
       }
       this.listeners.emit({ type: "released", bulkhead: this.name, heldMs });
