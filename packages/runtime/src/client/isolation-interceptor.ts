@@ -171,6 +171,7 @@ export function isolationInterceptor(
       ...(classifyStall ? { classifyStall } : {}),
       onEvent(e) {
         if (e.type === "rejected") metrics.bulkheadRejected.inc({ ...labels, reason: e.reason });
+        if (e.type === "stalled") metrics.bulkheadStalls.inc({ ...labels, kind: e.kind });
         if (e.type === "acquired") bulkheadWait.observe(e.waitedMs / 1000);
       },
     });

@@ -406,6 +406,15 @@ export function isolationMetrics() {
           labelNames: ["dependency", "class", "reason"],
         }),
     ),
+    bulkheadStalls: once(
+      "bulkhead_stall_verdicts_total",
+      () =>
+        new Counter({
+          name: "bulkhead_stall_verdicts_total",
+          help: "Verdicts on a dependency's overdue calls, per method class: kind=restart for each answer that it waits out a restart (the calls wait with it), kind=stall for each sweep that refused queued calls as behind a stall.",
+          labelNames: ["dependency", "class", "kind"],
+        }),
+    ),
     bulkheadWait: once(
       "bulkhead_queue_wait_seconds",
       () =>
