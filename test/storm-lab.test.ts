@@ -22,33 +22,49 @@ let results: RunResult[] = [];
 
 const result = (scenario: string, variant: string): RunResult => resultOf(results, scenario, variant);
 
+/** Pairs run at most, while the spike fails to overload a stack (see `before`). */
+const maxPairs = 3;
+
 /** The runs' own warnings, appended to a failure message. */
 const context = warningsOf;
 
 describe("storm lab (quick): metastable", () => {
   before(
     async () => {
-      results = await runStorm({
-        scenarios: [scenarioNamed("metastable")],
-        profiles: ["naive", "platform"],
-        quick: true,
-        clientTimeoutMs: 2000,
-        failover: "stop",
-        // Each run sized from its own capacity (the scenario's `sizedPerVariant`), the two at once,
-        // each on its own core (its platform, database and load processes pinned there).
-        measureEachRun: false,
-        splitCores: true,
-        ablation: false,
-        repeat: 1,
-        // Compiled services (what `npm start` runs): tsx costs each service seconds of CPU at start.
-        from: "build",
-        log: (line) => console.log(`[storm] ${line}`),
-      });
+      // A run whose spike did not overload a stack is invalid (analyze.ts, Overload): its
+      // capacity, measured in a 2 s staircase on one core, came out low, and "recovers" says
+      // nothing there. Such a pair is run again, up to twice; every verdict below is the
+      // first valid pair's, and three invalid pairs fail the test as before.
+      for (let attempt = 1; attempt <= maxPairs; attempt++) {
+        results = await runPair();
+        const invalid = ["platform", "naive"].filter((v) => result("metastable", v).overload?.confirmed !== true);
+        if (invalid.length === 0) break;
+        console.log(`[storm] pair ${attempt} of ${maxPairs} invalid: the spike did not overload ${invalid.join(" and ")}`);
+      }
       reportQuickRun(results, "test-quick", columnHelp);
     },
-    // A machine at a load average of 30 took over 300 s for the whole quick lab.
-    { timeout: 600_000 },
+    // A machine at a load average of 30 took over 300 s for the whole quick lab; a pair is
+    // under 60 s on a quiet 2-core machine.
+    { timeout: 900_000 },
   );
+
+  const runPair = () =>
+    runStorm({
+      scenarios: [scenarioNamed("metastable")],
+      profiles: ["naive", "platform"],
+      quick: true,
+      clientTimeoutMs: 2000,
+      failover: "stop",
+      // Each run sized from its own capacity (the scenario's `sizedPerVariant`), the two at once,
+      // each on its own core (its platform, database and load processes pinned there).
+      measureEachRun: false,
+      splitCores: true,
+      ablation: false,
+      repeat: 1,
+      // Compiled services (what `npm start` runs): tsx costs each service seconds of CPU at start.
+      from: "build",
+      log: (line) => console.log(`[storm] ${line}`),
+    });
 
   test("the platform never stores two orders for one user operation", () => {
     const p = result("metastable", "platform");
