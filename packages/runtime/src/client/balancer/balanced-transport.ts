@@ -6,7 +6,7 @@ import { compressionBrotli, compressionGzip, createNodeHttpClient, Http2SessionM
 import { systemClock } from "@platform/resilience";
 import { Balancer, type BalancingMode } from "./balancer.js";
 import { replicaCallMetrics } from "../../observability/metrics.js";
-import { balancerInterceptor } from "./balancer-interceptor.js";
+import { balancerInterceptor, originOf } from "./balancer-interceptor.js";
 import type { OutlierDetectionConfig } from "./outlier-detector.js";
 import { dnsResolver, staticResolver, type Resolver } from "./resolver.js";
 
@@ -58,8 +58,10 @@ export function createBalancedTransport(opts: BalancedTransportOptions): { trans
   const httpClient = createNodeHttpClient({
     httpVersion: "2",
     sessionProvider: (url) => {
-      const endpoint = balancer.endpoint(new URL(url).origin);
-      if (endpoint === undefined) throw new Error(`${opts.dependency}: ${new URL(url).origin} is no address of it`);
+      // The balancer interceptor put the replica's origin in front of the path (rebase): cut it off again, no URL parse per call.
+      const origin = originOf(url);
+      const endpoint = balancer.endpoint(origin);
+      if (endpoint === undefined) throw new Error(`${opts.dependency}: ${origin} is no address of it`);
       return endpoint.connection;
     },
   });

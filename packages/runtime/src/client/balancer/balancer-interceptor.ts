@@ -108,8 +108,18 @@ function connectionRefused(e: unknown): boolean {
 
 /** The URL with the replica's origin in place of its own (the transport builds it as origin + path). */
 function rebase(url: string, origin: string): string {
-  const pathAt = url.indexOf("/", url.indexOf("//") + 2);
+  const pathAt = pathStart(url);
   return origin + (pathAt === -1 ? "" : url.slice(pathAt));
+}
+
+/** The scheme, host and port of an absolute URL as written (everything before its path): a rebased URL's replica, without a URL parse. */
+export function originOf(url: string): string {
+  const pathAt = pathStart(url);
+  return pathAt === -1 ? url : url.slice(0, pathAt);
+}
+
+function pathStart(url: string): number {
+  return url.indexOf("/", url.indexOf("//") + 2);
 }
 
 function noAddress(dependency: string, url: string, cause: unknown): ConnectError {

@@ -98,6 +98,22 @@ test("an ejected replica gets no calls until its ejection runs out", async () =>
   assert.ok((serve(b, clock, 300, () => 1).get("a") ?? 0) > 50, "probed back in, and it answers");
 });
 
+test("a single address takes every call, tried or ejected (there is no other); a new address replaces it at the next resolution", async () => {
+  const list = { origins: ["a"] };
+  const { b } = balancer(list);
+  await b.refresh();
+  assert.equal(b.pick()?.origin, "a");
+  assert.equal(b.pick(new Set(["a"]))?.origin, "a", "a retry has nowhere else to go");
+  b.record(b.endpoint("a")!, "refused");
+  assert.equal(b.pick()?.origin, "a", "ejected, but the only one there is");
+  list.origins = ["b"];
+  await b.refresh();
+  assert.equal(b.pick()?.origin, "b", "the vanished one is passed over for the new one");
+  list.origins = [];
+  await b.refresh();
+  assert.equal(b.pick()?.origin, "b", "an empty resolution keeps the list");
+});
+
 test("a grown list is used from the next resolution; a vanished replica is drained: no new calls, closed when its calls end", async () => {
   const list = { origins: ["a", "b"] };
   const { b, clock, closed } = balancer(list);

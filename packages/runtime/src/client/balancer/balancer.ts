@@ -81,6 +81,12 @@ export class Balancer<C extends Closable> {
    * no address at all.
    */
   pick(tried?: ReadonlySet<string>): Endpoint<C> | undefined {
+    // One address (a ClusterIP Service, a single replica): every rule below picks it,
+    // so no lists are built per call.
+    if (this.endpoints.size === 1 && this.opts.mode !== "per-connection") {
+      const only = this.endpoints.values().next().value!;
+      if (!only.draining) return only;
+    }
     const live = [...this.endpoints.values()].filter((e) => !e.draining);
     if (this.opts.mode === "per-connection") {
       if (this.pinned === undefined || this.pinned.draining) this.pinned = live[Math.floor(this.opts.random() * live.length)];
