@@ -147,7 +147,12 @@ describe("the intake controller, driven by hand", () => {
       const early = await postOver(flooder);
       assert.equal(early.status, 503);
       assert.equal(early.socketReused, true, "the resend came on the same connection");
-      assert.ok(early.ms >= hintMs - 100, `answered ${Math.round(early.ms)} ms later, at the time the connection was told (${hintMs} ms)`);
+      // The edge holds it until the time the first refusal gave, counted from that answer (the metrics read in between took some of it).
+      const afterFirstMs = early.answeredAt - first.answeredAt;
+      assert.ok(
+        afterFirstMs >= hintMs - 100,
+        `answered ${Math.round(afterFirstMs)} ms after the first refusal, at the time the connection was told (${hintMs} ms)`,
+      );
       assert.equal(await held(), before + 1);
       // Another client's connection was told nothing: answered at once, not held.
       assert.equal((await postOver(other)).status, 503);
@@ -168,13 +173,12 @@ describe("the intake controller, driven by hand", () => {
 });
 
 /** ListProducts over HTTP/1.1 through `agent` (one keep-alive connection): status, headers, time taken, and whether the connection was reused. */
-function postOver(agent: http.Agent): Promise<{ status: number; headers: http.IncomingHttpHeaders; ms: number; socketReused: boolean }> {
+function postOver(agent: http.Agent): Promise<{ status: number; headers: http.IncomingHttpHeaders; answeredAt: number; socketReused: boolean }> {
   const url = new URL(`${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`);
-  const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", "connect-timeout-ms": "5000" } }, (res) => {
       res.resume();
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, ms: performance.now() - started, socketReused: req.reusedSocket }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, answeredAt: performance.now(), socketReused: req.reusedSocket }));
     });
     req.on("error", reject);
     req.end("{}");
