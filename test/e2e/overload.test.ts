@@ -172,7 +172,7 @@ describe("the intake controller, driven by hand", () => {
   });
 });
 
-/** ListProducts over HTTP/1.1 through `agent` (one keep-alive connection): status, headers, time taken, and whether the connection was reused. */
+/** ListProducts over HTTP/1.1 through `agent` (one keep-alive connection): status, headers, when it was answered (performance.now()), and whether the connection was reused. */
 function postOver(agent: http.Agent): Promise<{ status: number; headers: http.IncomingHttpHeaders; answeredAt: number; socketReused: boolean }> {
   const url = new URL(`${p.gatewayUrl}/checkout.v1.CheckoutService/ListProducts`);
   return new Promise((resolve, reject) => {

@@ -35,7 +35,7 @@ export class ServiceProcess {
    * The log file, opened for appending, as the child's stdout and stderr:
    * the service writes its lines straight into it. Through a pipe, this
    * process would read and write again every line the services log, on
-   * the same cores (about 3 % of the services' own CPU under load).
+   * the same cores (about 1.5 % of the services' own CPU under the bench's load).
    */
   private logFd: number | undefined;
   private stopping = false;
