@@ -9,6 +9,14 @@ import { FakeScheduler, type Scheduler } from "./scheduler.js";
 /** Lets promise callbacks run (no time passes: the clock is fake). */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Moves the fake clock `ms` forward in 25 ms steps, letting the timers and promise callbacks of each step run. */
+async function advanceInSteps(clock: { advance(ms: number): void }, ms: number): Promise<void> {
+  for (let t = 0; t < ms; t += 25) {
+    clock.advance(25);
+    await flush();
+  }
+}
+
 /** Observes a promise's state without awaiting it. */
 function watch<T>(p: Promise<T>) {
   const w = { state: "pending" as "pending" | "fulfilled" | "rejected", value: undefined as T | undefined, error: undefined as unknown };
@@ -398,10 +406,7 @@ describe("Bulkhead", () => {
       samples.length = 0;
       const running = [await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 }), await bulkhead.acquire({ deadlineAt: clock.now() + 3_000 })];
       const queued = Array.from({ length: 5 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 3_000 })));
-      for (let t = 0; t < 1_500; t += 25) {
-        clock.advance(25);
-        await flush();
-      }
+      await advanceInSteps(clock, 1_500);
       assert.ok(asked >= 1, "the classifier was asked");
       assert.deepEqual(
         queued.map((q) => q.state),
@@ -460,19 +465,13 @@ describe("Bulkhead", () => {
       const { bulkhead, clock } = setup({ maxConcurrent: 4, maxQueue: 10, classifyStall: async () => kind });
       await history(bulkhead, clock, 50);
       const held = await Promise.all(Array.from({ length: 4 }, () => bulkhead.acquire({ deadlineAt: clock.now() + 5_000 })));
-      for (let t = 0; t < 1_500; t += 25) {
-        clock.advance(25);
-        await flush();
-      }
+      await advanceInSteps(clock, 1_500);
       // The restart is over: the dependency no longer says so, and the backlog drains slowly,
       // one held call every 200 ms (less than 10 hold times apart, 500 ms).
       kind = "stall";
       const behind = Array.from({ length: 4 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_000 })));
       for (const release of held) {
-        for (let t = 0; t < 200; t += 25) {
-          clock.advance(25);
-          await flush();
-        }
+        await advanceInSteps(clock, 200);
         release();
         await flush();
       }
@@ -489,10 +488,7 @@ describe("Bulkhead", () => {
       await history(bulkhead, clock, 5);
       await bulkhead.acquire({ deadlineAt: clock.now() + 2_000 });
       const queued = Array.from({ length: 3 }, () => watch(bulkhead.acquire({ deadlineAt: clock.now() + 2_000 })));
-      for (let t = 0; t < 200; t += 25) {
-        clock.advance(25);
-        await flush();
-      }
+      await advanceInSteps(clock, 200);
       assert.deepEqual(
         queued.map((q) => q.state),
         ["rejected", "rejected", "rejected"],
@@ -519,10 +515,7 @@ describe("Bulkhead", () => {
         ["pending", "pending", "pending"],
       );
       // Ten usual hold times (100 ms) of silence, and a watch's look after it.
-      for (let t = 0; t < 200; t += 25) {
-        clock.advance(25);
-        await flush();
-      }
+      await advanceInSteps(clock, 200);
       assert.deepEqual(
         queued.map((q) => q.state),
         ["rejected", "rejected", "rejected"],
